@@ -1,0 +1,1 @@
+//! abi (under construction).

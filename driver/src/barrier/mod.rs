@@ -1,0 +1,1 @@
+//! barrier (under construction).

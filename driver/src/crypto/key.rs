@@ -1,0 +1,118 @@
+//! The volume key: used under rundown protection, erased only after every user left.
+//!
+//! Erase (REVIEW.md R3): set the block flag, so no new user can start; wait until every
+//! in-flight encrypt/decrypt has released its reference; then drop the last reference, which
+//! zeroizes the AES round keys. A user that could not acquire gets [`CryptoError::KeyErased`],
+//! so no crypto ever runs on erased keys and no data decrypted with them reaches a caller.
+
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::{CryptoError, XtsCipher};
+use crate::platform::{Lock, Platform, Rundown, RundownGuard};
+
+/// A mounted volume's XTS key with its erase protocol.
+pub struct VolumeKey<P: Platform> {
+    cipher: P::Lock<Option<Arc<XtsCipher>>>,
+    rundown: Rundown<P>,
+    /// Set by the first step of erase; checked before every segment and fragment (R2).
+    blocked: AtomicBool,
+    /// Set when erase has returned: any user still alive then is a violation (R3).
+    erased: AtomicBool,
+    /// Users that were still running when erase returned (0 unless a fault switch is on).
+    late_users: AtomicU64,
+    /// Crypto calls made, for tests that count them.
+    uses: AtomicU64,
+}
+
+/// An acquired reference to the key. While one exists, erasure waits.
+pub struct KeyGuard<'a, P: Platform> {
+    key: &'a VolumeKey<P>,
+    cipher: Arc<XtsCipher>,
+    _ref: RundownGuard<'a, P>,
+}
+
+impl<P: Platform> VolumeKey<P> {
+    /// A key from VeraCrypt's master key layout (primary 0..32, secondary 32..64).
+    pub fn new(master: &[u8; 64]) -> Self {
+        VolumeKey {
+            cipher: P::Lock::new(Some(Arc::new(XtsCipher::new(master)))),
+            rundown: Rundown::new(),
+            blocked: AtomicBool::new(false),
+            erased: AtomicBool::new(false),
+            late_users: AtomicU64::new(0),
+            uses: AtomicU64::new(0),
+        }
+    }
+
+    /// True once erasure has begun: no new segment or fragment may be issued (R2).
+    pub fn is_blocked(&self) -> bool {
+        self.blocked.load(Ordering::Acquire)
+    }
+
+    /// True once erasure has finished and the round keys were zeroized.
+    pub fn is_erased(&self) -> bool {
+        self.erased.load(Ordering::Acquire)
+    }
+
+    /// Takes a reference for one crypto operation.
+    pub fn acquire(&self) -> Result<KeyGuard<'_, P>, CryptoError> {
+        if self.is_blocked() {
+            return Err(CryptoError::KeyErased);
+        }
+        let guard = self.rundown.acquire().ok_or(CryptoError::KeyErased)?;
+        let cipher = self
+            .cipher
+            .with(|c| c.clone())
+            .ok_or(CryptoError::KeyErased)?;
+        self.uses.fetch_add(1, Ordering::Relaxed);
+        Ok(KeyGuard {
+            key: self,
+            cipher,
+            _ref: guard,
+        })
+    }
+
+    /// Blocks new users, waits for the in-flight ones, then zeroizes. Idempotent.
+    pub fn erase(&self) {
+        self.blocked.store(true, Ordering::Release);
+        if !crate::faults::skip_key_rundown() {
+            self.rundown.close_and_wait();
+        }
+        let last = self.cipher.with(|c| c.take());
+        // After the drain this is the only reference: dropping it zeroizes the round keys.
+        drop(last);
+        self.erased.store(true, Ordering::Release);
+    }
+
+    /// Crypto users that were still running after erase returned (must stay 0).
+    pub fn late_users(&self) -> u64 {
+        self.late_users.load(Ordering::Relaxed)
+    }
+
+    /// Crypto operations started with this key.
+    pub fn uses(&self) -> u64 {
+        self.uses.load(Ordering::Relaxed)
+    }
+}
+
+impl<P: Platform> KeyGuard<'_, P> {
+    /// The cipher, valid while the guard lives.
+    pub fn cipher(&self) -> &XtsCipher {
+        &self.cipher
+    }
+
+    /// A shared handle to the cipher for the encryption pool's pieces; they finish before the
+    /// guard's owner releases it.
+    pub fn shared(&self) -> &Arc<XtsCipher> {
+        &self.cipher
+    }
+}
+
+impl<P: Platform> Drop for KeyGuard<'_, P> {
+    fn drop(&mut self) {
+        if self.key.erased.load(Ordering::Acquire) {
+            self.key.late_users.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

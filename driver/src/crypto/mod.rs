@@ -1,0 +1,51 @@
+//! XTS-AES-256 over 512-byte data units, and the volume key that can be erased safely.
+//!
+//! Owns: the data-unit cipher (batched for speed), the key schedule's lifetime (erase with
+//! rundown, zeroize) and the encryption pool that splits large buffers across CPUs.
+//! Never: decides which unit number a buffer has (callers pass the absolute data-unit number,
+//! DESIGN.md §4) or touches requests.
+//!
+//! Backend, chosen deliberately: RustCrypto `aes` 0.8 picks AES-NI at run time on x86_64
+//! (CPUID through `cpufeatures`). AES-NI uses XMM registers only, which a Windows x64 driver may
+//! use without saving extended state; `aes` 0.9 would prefer VAES on YMM/ZMM, which needs
+//! KeSaveExtendedProcessorState around every call and measured slower here unless built for
+//! the exact CPU. On aarch64 `aes` 0.8 uses the ARMv8 AES instructions when `cpufeatures`
+//! reports them; on Windows it cannot detect them, so the ARM64 driver must be built with
+//! `-C target-feature=+aes` (see [`backend`]).
+
+mod key;
+mod pool;
+mod xts;
+
+pub use key::{KeyGuard, VolumeKey};
+pub use pool::{Cipher, CryptoPool};
+pub use xts::{XtsCipher, DATA_UNIT};
+
+/// Why a crypto operation did not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CryptoError {
+    /// The key was erased or its erasure has begun (the block flag is set).
+    KeyErased,
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+cpufeatures::new!(aes_hw, "aes");
+#[cfg(target_arch = "aarch64")]
+cpufeatures::new!(aes_hw, "aes");
+
+/// Which AES implementation runs on this CPU: `aes-ni`, `armv8-aes` or `soft`.
+pub fn backend() -> &'static str {
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    {
+        if aes_hw::get() {
+            return "aes-ni";
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if aes_hw::get() {
+            return "armv8-aes";
+        }
+    }
+    "soft"
+}

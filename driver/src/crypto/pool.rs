@@ -1,0 +1,90 @@
+//! How a buffer's crypto is split across the shared encryption threads.
+//!
+//! VeraCrypt's model (DESIGN.md §4): one global pool of (CPU count - free CPU count) threads;
+//! the caller splits its data units into at most that many pieces and blocks until all pieces
+//! are done; a single data unit runs inline. The split policy lives here; the threads belong to
+//! the platform ([`Platform::run_pieces`]), because only it can lend a borrowed buffer to
+//! long-lived threads (scoped work in user mode, the kernel glue's own wait in `wdm`).
+
+use alloc::vec::Vec;
+
+use super::{CryptoError, VolumeKey, DATA_UNIT};
+use crate::platform::{Piece, Platform};
+
+/// The encryption pool's policy: how many pieces a buffer is split into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CryptoPool {
+    threads: usize,
+}
+
+/// Which way the cipher runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cipher {
+    /// Plaintext to ciphertext.
+    Encrypt,
+    /// Ciphertext to plaintext.
+    Decrypt,
+}
+
+impl CryptoPool {
+    /// A pool of `cpu_count - free_cpu_count` threads (at least one).
+    pub fn new(cpu_count: usize, free_cpu_count: usize) -> Self {
+        CryptoPool {
+            threads: cpu_count.saturating_sub(free_cpu_count).max(1),
+        }
+    }
+
+    /// A policy that never splits: the caller's thread does all the work (the direct path,
+    /// whose 8 workers already run in parallel).
+    pub const fn inline() -> Self {
+        CryptoPool { threads: 1 }
+    }
+
+    /// Number of encryption threads.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Encrypts or decrypts `buf` (first absolute data unit `first_unit`) with `key`, split
+    /// across the pool; returns when every piece is done. Fails without touching `buf` when
+    /// the key is blocked.
+    pub fn run<P: Platform>(
+        &self,
+        env: &P,
+        key: &VolumeKey<P>,
+        dir: Cipher,
+        buf: &mut [u8],
+        first_unit: u64,
+    ) -> Result<(), CryptoError> {
+        let guard = key.acquire()?;
+        let units = buf.len() / DATA_UNIT;
+        let pieces_wanted = self.threads.min(units);
+        env.crypto_scope(|| {
+            if pieces_wanted <= 1 {
+                apply(guard.cipher(), dir, buf, first_unit);
+                return;
+            }
+            let per_piece = units.div_ceil(pieces_wanted) * DATA_UNIT;
+            let mut pieces: Vec<Piece<'_>> = buf
+                .chunks_mut(per_piece)
+                .enumerate()
+                .map(|(i, data)| Piece {
+                    first_unit: first_unit + (i * per_piece / DATA_UNIT) as u64,
+                    data,
+                })
+                .collect();
+            let cipher = guard.shared();
+            env.run_pieces(&mut pieces, &|piece: &mut Piece<'_>| {
+                apply(cipher, dir, piece.data, piece.first_unit)
+            });
+        });
+        Ok(())
+    }
+}
+
+fn apply(cipher: &super::XtsCipher, dir: Cipher, buf: &mut [u8], first_unit: u64) {
+    match dir {
+        Cipher::Encrypt => cipher.encrypt(buf, first_unit),
+        Cipher::Decrypt => cipher.decrypt(buf, first_unit),
+    }
+}

@@ -1,0 +1,1 @@
+//! direct (under construction).

@@ -1,0 +1,105 @@
+//! What the engine needs from its host OS, as a small trait family.
+//!
+//! Owns: the contracts between the engine and the three hosts that implement them (`wdm` in the
+//! kernel, the std host in user mode, the deterministic simulator) plus the portable primitives
+//! built on top of them ([`Rundown`], [`WorkQueue`]).
+//! Never: performs I/O or crypto itself.
+//!
+//! Every point where an engine thread blocks or wakes goes through these traits, so the
+//! simulator can run one engine thread at a time and choose the next.
+
+mod request;
+mod rundown;
+mod work_queue;
+
+pub use request::{HostDevice, HostIo, HostKind, HostLimits, RequestKind, UpperRequest};
+pub use rundown::{Rundown, RundownGuard};
+pub use work_queue::WorkQueue;
+
+use alloc::boxed::Box;
+
+/// A piece of a buffer for the encryption pool: data units starting at `first_unit`.
+pub struct Piece<'a> {
+    /// Absolute data-unit number of the first unit.
+    pub first_unit: u64,
+    /// The data, whole units.
+    pub data: &'a mut [u8],
+}
+
+use crate::Status;
+
+/// A short critical section around `T` (a spin lock in the kernel). Never held while blocking.
+pub trait Lock<T>: Send + Sync {
+    /// A lock around `value`.
+    fn new(value: T) -> Self;
+    /// Runs `f` with exclusive access to the value.
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
+}
+
+/// A notification (manual-reset) event: once set, every waiter passes until it is reset.
+pub trait Event: Send + Sync {
+    /// An event that is not signalled.
+    fn new() -> Self;
+    /// Signals the event.
+    fn set(&self);
+    /// Blocks until the event is signalled. There is no timeout, on purpose (REVIEW.md R13).
+    fn wait(&self);
+}
+
+/// A counting semaphore (KSEMAPHORE in the kernel).
+pub trait Semaphore: Send + Sync {
+    /// A semaphore with `initial` permits.
+    fn new(initial: usize) -> Self;
+    /// Adds one permit, waking one waiter.
+    fn release(&self);
+    /// Blocks until a permit is available and takes it.
+    fn acquire(&self);
+}
+
+/// A joinable system thread.
+pub trait Thread: Send {
+    /// Blocks until the thread has returned.
+    fn join(self);
+}
+
+/// The host OS as the engine sees it. Cheap to clone (a handle).
+pub trait Platform: Clone + Send + Sync + 'static {
+    /// Lock type.
+    type Lock<T: Send>: Lock<T>;
+    /// Event type.
+    type Event: Event;
+    /// Semaphore type.
+    type Semaphore: Semaphore;
+    /// Thread handle type.
+    type Thread: Thread;
+    /// An upper request (an IRP in the kernel).
+    type Request: UpperRequest;
+    /// The device a volume lives on.
+    type Host: HostDevice;
+
+    /// Starts a system thread running `body`. `name` says its role (for traces and for the
+    /// R1 assertion that no engine thread runs upper completion code).
+    fn spawn(&self, name: &'static str, body: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, Status>;
+
+    /// Runs `item` on the OS's shared worker threads (IoQueueWorkItem on the DelayedWorkQueue
+    /// in the kernel), never on a thread of the engine. The caller bounds how many are active.
+    fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>);
+
+    /// Number of CPUs, for sizing the encryption pool.
+    fn cpu_count(&self) -> usize;
+
+    /// Runs `work` on every piece, spread over the shared encryption threads, and returns when
+    /// all are done (VeraCrypt's encryption thread pool). The default runs them in order on
+    /// the caller's thread.
+    fn run_pieces(&self, pieces: &mut [Piece<'_>], work: &(dyn Fn(&mut Piece<'_>) + Sync)) {
+        for piece in pieces {
+            work(piece);
+        }
+    }
+
+    /// Runs bulk crypto. The kernel host brackets it with the processor-state save that its
+    /// AES backend needs (none for AES-NI, which uses XMM only; see `crypto`).
+    fn crypto_scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        f()
+    }
+}

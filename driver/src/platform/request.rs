@@ -1,0 +1,108 @@
+//! Upper requests and host devices: the two kinds of I/O the engine sees.
+
+use crate::Status;
+
+/// What an upper request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    /// IRP_MJ_READ.
+    Read,
+    /// IRP_MJ_WRITE.
+    Write,
+    /// IRP_MJ_FLUSH_BUFFERS.
+    Flush,
+    /// Any other major function (its IRP_MJ code).
+    Other(u8),
+}
+
+/// A request from above (an IRP in the kernel). Owned: completing it consumes it, so nothing
+/// can read it afterwards (REVIEW.md R9).
+pub trait UpperRequest: Send + 'static {
+    /// The major function.
+    fn kind(&self) -> RequestKind;
+    /// Byte offset in the volume (signed, as the IRP carries it).
+    fn offset(&self) -> i64;
+    /// Length in bytes.
+    fn length(&self) -> u32;
+    /// The caller's buffer (the MDL's system address in the kernel), exactly `length` bytes, or
+    /// `None` when the request carries no usable buffer (REVIEW.md R14).
+    fn buffer(&mut self) -> Option<&mut [u8]>;
+    /// True once the request was cancelled by its issuer.
+    fn is_cancelled(&self) -> bool;
+    /// Completes the request with `status` and `information` (bytes transferred).
+    fn complete(self, status: Status, information: usize);
+}
+
+/// Whether the volume lives on a raw device or in a container file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostKind {
+    /// A raw partition or drive (eligible for the direct path).
+    RawDevice,
+    /// A container file (always the legacy path).
+    FileContainer,
+}
+
+/// The limits of the host device that segmentation respects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostLimits {
+    /// Logical sector size in bytes (512 or 4096).
+    pub sector_size: u32,
+    /// Maximum bytes in one transfer.
+    pub max_transfer: u32,
+    /// Maximum physical pages in one transfer.
+    pub max_physical_pages: u32,
+    /// Buffer alignment mask (0 = byte aligned, 511 = sector aligned, ...).
+    pub alignment_mask: u32,
+    /// Page size in bytes.
+    pub page_size: u32,
+}
+
+impl HostLimits {
+    /// Limits of a device that imposes none beyond 512-byte sectors.
+    pub const fn unlimited() -> Self {
+        HostLimits {
+            sector_size: 512,
+            max_transfer: u32::MAX,
+            max_physical_pages: u32::MAX,
+            alignment_mask: 0,
+            page_size: 4096,
+        }
+    }
+}
+
+/// A started host operation. It borrows its buffer until it has finished; dropping it without
+/// `wait` still waits, so a child request is never abandoned (REVIEW.md R13).
+pub trait HostIo {
+    /// Blocks until the operation finished; the bytes transferred or the host's status.
+    fn wait(self) -> Result<usize, Status>;
+}
+
+/// The device under a volume. All writes are write-through, as VeraCrypt opens its host.
+pub trait HostDevice: Send + Sync + 'static {
+    /// A started operation.
+    type Io<'a>: HostIo
+    where
+        Self: 'a;
+
+    /// Raw device or container file.
+    fn kind(&self) -> HostKind;
+    /// Size in bytes.
+    fn size(&self) -> u64;
+    /// Transfer limits.
+    fn limits(&self) -> HostLimits;
+    /// Starts an asynchronous read into `buf` (the direct path's child request).
+    fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Io<'a>;
+    /// Starts an asynchronous write of `buf`.
+    fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> Self::Io<'a>;
+    /// Flushes the device's volatile cache.
+    fn flush(&self) -> Result<(), Status>;
+
+    /// Synchronous read (the legacy I/O thread's host access).
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+        self.start_read(offset, buf).wait()
+    }
+    /// Synchronous write.
+    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+        self.start_write(offset, buf).wait()
+    }
+}

@@ -1,0 +1,85 @@
+//! Rundown protection: users acquire, one closer waits until they are all gone.
+//!
+//! The engine's own primitive (Wine stubs Ex*RundownProtection), used for key erasure
+//! (REVIEW.md R3) and the dismount drain (R13).
+
+use super::{Event, Lock, Platform};
+
+struct State {
+    active: usize,
+    closed: bool,
+}
+
+/// Counts active users; [`Rundown::close_and_wait`] refuses new ones and waits for the rest.
+pub struct Rundown<P: Platform> {
+    state: P::Lock<State>,
+    drained: P::Event,
+}
+
+/// Proof of an acquired reference; released on drop.
+pub struct RundownGuard<'a, P: Platform> {
+    rundown: &'a Rundown<P>,
+}
+
+impl<P: Platform> Default for Rundown<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform> Rundown<P> {
+    /// An open rundown with no users.
+    pub fn new() -> Self {
+        Rundown {
+            state: P::Lock::new(State {
+                active: 0,
+                closed: false,
+            }),
+            drained: P::Event::new(),
+        }
+    }
+
+    /// Takes a reference, or `None` once closing has begun.
+    pub fn acquire(&self) -> Option<RundownGuard<'_, P>> {
+        self.state.with(|s| {
+            if s.closed {
+                None
+            } else {
+                s.active += 1;
+                Some(RundownGuard { rundown: self })
+            }
+        })
+    }
+
+    /// True once closing has begun.
+    pub fn is_closed(&self) -> bool {
+        self.state.with(|s| s.closed)
+    }
+
+    /// Refuses new references, then blocks until every existing one was released.
+    pub fn close_and_wait(&self) {
+        let done = self.state.with(|s| {
+            s.closed = true;
+            s.active == 0
+        });
+        if !done {
+            self.drained.wait();
+        }
+    }
+
+    fn release(&self) {
+        let last = self.state.with(|s| {
+            s.active -= 1;
+            s.closed && s.active == 0
+        });
+        if last {
+            self.drained.set();
+        }
+    }
+}
+
+impl<P: Platform> Drop for RundownGuard<'_, P> {
+    fn drop(&mut self) {
+        self.rundown.release();
+    }
+}

@@ -1,0 +1,45 @@
+//! A blocking FIFO between engine threads: a short lock around a deque plus a semaphore.
+
+use alloc::collections::VecDeque;
+
+use super::{Lock, Platform, Semaphore};
+
+/// Producers `push` (never block); consumers `pop` (block until an item is there).
+pub struct WorkQueue<P: Platform, T: Send> {
+    items: P::Lock<VecDeque<T>>,
+    ready: P::Semaphore,
+}
+
+impl<P: Platform, T: Send> WorkQueue<P, T> {
+    /// An empty queue with room for `capacity` items before it reallocates.
+    pub fn with_capacity(capacity: usize) -> Self {
+        WorkQueue {
+            items: P::Lock::new(VecDeque::with_capacity(capacity)),
+            ready: P::Semaphore::new(0),
+        }
+    }
+
+    /// Appends `item` and wakes one consumer.
+    pub fn push(&self, item: T) {
+        self.items.with(|q| q.push_back(item));
+        self.ready.release();
+    }
+
+    /// Takes the oldest item, blocking until there is one.
+    pub fn pop(&self) -> T {
+        self.ready.acquire();
+        self.items
+            .with(|q| q.pop_front())
+            .expect("a semaphore permit always matches a queued item")
+    }
+
+    /// Number of queued items.
+    pub fn len(&self) -> usize {
+        self.items.with(|q| q.len())
+    }
+
+    /// True when nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

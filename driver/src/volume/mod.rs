@@ -1,0 +1,1 @@
+//! volume (under construction).

@@ -1,0 +1,1 @@
+//! User-mode host of the vcdirect engine.
