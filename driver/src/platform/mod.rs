@@ -12,7 +12,7 @@ mod request;
 mod rundown;
 mod work_queue;
 
-pub use request::{HostDevice, HostIo, HostKind, HostLimits, RequestKind, UpperRequest};
+pub use request::{HostDevice, HostIo, HostKind, HostLimits, IoBuf, RequestKind, UpperRequest};
 pub use rundown::{Rundown, RundownGuard};
 pub use work_queue::WorkQueue;
 
