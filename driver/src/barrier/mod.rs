@@ -42,6 +42,11 @@ impl Ticket {
     pub fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// A ticket that names no entry, for a request not registered yet.
+    pub(crate) const fn placeholder() -> Self {
+        Ticket(u32::MAX)
+    }
 }
 
 struct Entry {
@@ -66,6 +71,7 @@ pub struct RangeLock {
     live: usize,
     volume_wide_barrier: bool,
     scratch: Vec<u32>,
+    disjoint_waits: u64,
 }
 
 impl RangeLock {
@@ -88,12 +94,18 @@ impl RangeLock {
             live: 0,
             volume_wide_barrier: crate::faults::is_on(crate::faults::Fault::R12VolumeWideBarrier),
             scratch: Vec::with_capacity(capacity),
+            disjoint_waits: 0,
         }
     }
 
     /// Entries in use.
     pub fn in_flight(&self) -> usize {
         self.live
+    }
+
+    /// Waits registered on a request that does not overlap (REVIEW.md R12: must stay 0).
+    pub fn disjoint_waits(&self) -> u64 {
+        self.disjoint_waits
     }
 
     /// True when no entry is free.
@@ -125,6 +137,11 @@ impl RangeLock {
                 (Access::Read | Access::Flush, Access::Read) => false,
             };
             if conflicts {
+                // Independent check of R12: every wait of a read or write is on an overlap.
+                let er = &self.entries[earlier as usize].range;
+                if access != Access::Flush && !(er.start < range.end && range.start < er.end) {
+                    self.disjoint_waits += 1;
+                }
                 self.entries[earlier as usize].dependents.push(id);
                 blockers += 1;
             }

@@ -96,6 +96,7 @@ fn matches_a_brute_force_model_on_random_schedules() {
                     _ => Access::Read,
                 };
                 let (t, g) = lock.register(range.clone(), access).unwrap();
+                assert_eq!(lock.disjoint_waits(), 0);
                 live.push((t, range, access, g));
             } else if let Some(i) = {
                 let granted: Vec<usize> = (0..live.len()).filter(|&i| live[i].3).collect();

@@ -79,6 +79,11 @@ impl<P: Platform> Rundown<P> {
         self.state.with(|s| s.closed)
     }
 
+    /// Refuses new references without waiting for the existing ones.
+    pub fn close(&self) {
+        self.state.with(|s| s.closed = true);
+    }
+
     /// Refuses new references, then blocks until every existing one was released.
     pub fn close_and_wait(&self) {
         let done = self.state.with(|s| {
