@@ -181,7 +181,9 @@ fn transfer<P: Platform>(
         } else {
             let out = &mut bounce[..n];
             out.copy_from_slice(segment);
-            if crypto.run(&v.env, &v.key, Cipher::Encrypt, out, unit).is_err() {
+            // The block may have been set while this segment was encrypted: issue nothing then.
+            if crypto.run(&v.env, &v.key, Cipher::Encrypt, out, unit).is_err() || v.key.is_blocked()
+            {
                 return Status::DeviceBusy;
             }
             match v.host.start_write(host_offset, out).wait() {
