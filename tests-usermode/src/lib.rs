@@ -1,1 +1,4 @@
 //! User-mode host of the vcdirect engine.
+
+pub mod bench;
+pub mod host;
