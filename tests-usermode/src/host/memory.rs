@@ -88,7 +88,10 @@ pub(crate) fn check_request(
 ) -> Result<usize, Status> {
     let sector = u64::from(limits.sector_size.max(1));
     let len64 = len as u64;
-    if offset % sector != 0 || len64 % sector != 0 || len64 > u64::from(limits.max_transfer) {
+    if !offset.is_multiple_of(sector)
+        || !len64.is_multiple_of(sector)
+        || len64 > u64::from(limits.max_transfer)
+    {
         return Err(Status::InvalidParameter);
     }
     if buf_addr & limits.alignment_mask as usize != 0 {
