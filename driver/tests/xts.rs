@@ -57,11 +57,21 @@ fn reference(key: &[u8]) -> xts_mode::Xts128<aes09::Aes256> {
 }
 
 fn reference_encrypt(key: &[u8], buf: &mut [u8], first_unit: u64) {
-    reference(key).encrypt_area(buf, DATA_UNIT, first_unit.into(), xts_mode::get_tweak_default);
+    reference(key).encrypt_area(
+        buf,
+        DATA_UNIT,
+        first_unit.into(),
+        xts_mode::get_tweak_default,
+    );
 }
 
 fn reference_decrypt(key: &[u8], buf: &mut [u8], first_unit: u64) {
-    reference(key).decrypt_area(buf, DATA_UNIT, first_unit.into(), xts_mode::get_tweak_default);
+    reference(key).decrypt_area(
+        buf,
+        DATA_UNIT,
+        first_unit.into(),
+        xts_mode::get_tweak_default,
+    );
 }
 
 proptest! {

@@ -7,6 +7,7 @@
 //! - a write waits for every earlier overlapping read or write;
 //! - a read waits for every earlier overlapping write;
 //! - a flush waits for every earlier write, wherever it is, and nobody waits for a flush.
+//!
 //! Because a later request only ever waits for earlier ones, overlapping requests are served
 //! in arrival order and writes cannot starve.
 //!
@@ -167,7 +168,10 @@ impl RangeLock {
     pub fn release(&mut self, ticket: Ticket, granted: &mut Vec<Ticket>) {
         let id = ticket.0;
         let e = &mut self.entries[id as usize];
-        assert!(e.live && e.blockers == 0, "only a granted entry is released");
+        assert!(
+            e.live && e.blockers == 0,
+            "only a granted entry is released"
+        );
         e.live = false;
         let access = e.access;
         let start = e.range.start;

@@ -22,8 +22,13 @@ fn disjoint_requests_never_wait() {
 fn r12_a_pending_write_never_blocks_a_disjoint_read() {
     let mut lock = RangeLock::with_capacity(8);
     let (_, w) = lock.register(0..1 << 20, Access::Write).unwrap();
-    let (_, r) = lock.register(1 << 20..(1 << 20) + 4096, Access::Read).unwrap();
-    assert!(w && r, "a read must not wait for a write it does not overlap");
+    let (_, r) = lock
+        .register(1 << 20..(1 << 20) + 4096, Access::Read)
+        .unwrap();
+    assert!(
+        w && r,
+        "a read must not wait for a write it does not overlap"
+    );
 }
 
 #[test]
@@ -52,12 +57,18 @@ fn overlapping_requests_are_granted_in_arrival_order() {
 fn a_flush_waits_for_every_earlier_write_and_blocks_nobody() {
     let mut lock = RangeLock::with_capacity(8);
     let (w1, _) = lock.register(0..512, Access::Write).unwrap();
-    let (w2, _) = lock.register(1 << 30..(1 << 30) + 512, Access::Write).unwrap();
+    let (w2, _) = lock
+        .register(1 << 30..(1 << 30) + 512, Access::Write)
+        .unwrap();
     let (f, gf) = lock.register(0..u64::MAX, Access::Flush).unwrap();
     assert!(!gf);
     let (_, later_write) = lock.register(0..512, Access::Write).unwrap();
     assert!(!later_write, "it waits for w1, not for the flush");
-    assert_eq!(granted_after(&mut lock, w1).len(), 1, "only the later write");
+    assert_eq!(
+        granted_after(&mut lock, w1).len(),
+        1,
+        "only the later write"
+    );
     assert_eq!(granted_after(&mut lock, w2), vec![f]);
 }
 
@@ -126,7 +137,10 @@ fn matches_a_brute_force_model_on_random_schedules() {
                         _ => false,
                     }
                 });
-                assert_eq!(g, !blocked, "entry {i} granted={g} but model says blocked={blocked}");
+                assert_eq!(
+                    g, !blocked,
+                    "entry {i} granted={g} but model says blocked={blocked}"
+                );
             }
         }
     }

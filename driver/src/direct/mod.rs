@@ -182,7 +182,10 @@ fn transfer<P: Platform>(
             let out = &mut bounce[..n];
             out.copy_from_slice(segment);
             // The block may have been set while this segment was encrypted: issue nothing then.
-            if crypto.run(&v.env, &v.key, Cipher::Encrypt, out, unit).is_err() || v.key.is_blocked()
+            if crypto
+                .run(&v.env, &v.key, Cipher::Encrypt, out, unit)
+                .is_err()
+                || v.key.is_blocked()
             {
                 return Status::DeviceBusy;
             }

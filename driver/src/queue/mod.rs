@@ -107,15 +107,22 @@ impl<P: Platform> LegacyQueue<P> {
     pub(crate) fn start(volume: &Arc<Volume<P>>) -> Result<Vec<P::Thread>, Status> {
         let mut threads = Vec::with_capacity(3);
         let v = Arc::clone(volume);
-        threads.push(volume.env.spawn("vc-legacy-main", Box::new(move || main_thread(&v)))?);
-        let v = Arc::clone(volume);
-        threads.push(volume.env.spawn("vc-legacy-io", Box::new(move || io_thread(&v)))?);
+        threads.push(
+            volume
+                .env
+                .spawn("vc-legacy-main", Box::new(move || main_thread(&v)))?,
+        );
         let v = Arc::clone(volume);
         threads.push(
             volume
                 .env
-                .spawn("vc-legacy-completion", Box::new(move || completion_thread(&v)))?,
+                .spawn("vc-legacy-io", Box::new(move || io_thread(&v)))?,
         );
+        let v = Arc::clone(volume);
+        threads.push(volume.env.spawn(
+            "vc-legacy-completion",
+            Box::new(move || completion_thread(&v)),
+        )?);
         Ok(threads)
     }
 
@@ -204,8 +211,7 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 let mut fb = q.fragment_buffers.pop();
                 fb[..n].copy_from_slice(&buf.bytes()[pos..pos + n]);
                 let unit = unit_of(v, offset + pos as u64);
-                if v
-                    .crypto_pool
+                if v.crypto_pool
                     .run(&v.env, &v.key, Cipher::Encrypt, &mut fb[..n], unit)
                     .is_err()
                 {
@@ -274,7 +280,9 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
             }
             Msg::Work(f) => f,
         };
-        let item_status = q.items.with(|t| t.slots[frag.item].as_ref().map(|i| i.status));
+        let item_status = q
+            .items
+            .with(|t| t.slots[frag.item].as_ref().map(|i| i.status));
         let host_offset = v.params.data_offset + frag.offset;
         if let Some(s) = item_status.filter(|s| !s.is_success()) {
             // An earlier fragment of this request failed: issue nothing more for it.
@@ -342,7 +350,9 @@ impl ReadAhead {
         self.valid
             && self.offset == offset
             && self.length == length
-            && self.generation == v.write_generation.load(core::sync::atomic::Ordering::Acquire)
+            && self.generation
+                == v.write_generation
+                    .load(core::sync::atomic::Ordering::Acquire)
     }
 
     fn fill<P: Platform>(&mut self, v: &Volume<P>, offset: u64, length: usize) {
@@ -374,8 +384,7 @@ fn completion_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 let unit = unit_of(v, frag.offset);
                 // REVIEW.md R3: a read whose host I/O finished after the key block is failed,
                 // never decrypted with erased keys.
-                if v
-                    .crypto_pool
+                if v.crypto_pool
                     .run(&v.env, &v.key, Cipher::Decrypt, piece.bytes(), unit)
                     .is_err()
                 {

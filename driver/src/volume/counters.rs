@@ -115,7 +115,10 @@ impl Counters {
     }
 
     pub(crate) fn legacy_reason(&self, reason: LegacyReason) {
-        let i = LegacyReason::ALL.iter().position(|r| *r == reason).unwrap_or(0);
+        let i = LegacyReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap_or(0);
         self.legacy_by_reason[i].fetch_add(1, Ordering::Relaxed);
     }
 

@@ -141,7 +141,9 @@ impl<P: Platform> Volume<P> {
         params: MountParams,
     ) -> Result<Arc<Self>, Status> {
         let sector = params.sector_size;
-        if sector < 512 || !sector.is_power_of_two() || params.data_size % u64::from(sector) != 0
+        if sector < 512
+            || !sector.is_power_of_two()
+            || !params.data_size.is_multiple_of(u64::from(sector))
         {
             return Err(Status::InvalidParameter);
         }
@@ -149,7 +151,7 @@ impl<P: Platform> Volume<P> {
             .data_offset
             .checked_add(params.data_size)
             .ok_or(Status::InvalidParameter)?;
-        if end > host.size() || params.data_offset % DATA_UNIT as u64 != 0 {
+        if end > host.size() || !params.data_offset.is_multiple_of(DATA_UNIT as u64) {
             return Err(Status::InvalidParameter);
         }
         let raw = host.kind() == HostKind::RawDevice;
@@ -372,7 +374,7 @@ impl<P: Platform> Volume<P> {
         }
         let offset = offset as u64;
         let sector = u64::from(self.params.sector_size);
-        if offset % sector != 0 || u64::from(length) % sector != 0 {
+        if !offset.is_multiple_of(sector) || !u64::from(length).is_multiple_of(sector) {
             return Err(Status::InvalidParameter);
         }
         let end = offset

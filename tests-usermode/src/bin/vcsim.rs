@@ -25,7 +25,8 @@ fn main() {
             "--seeds" => {
                 let v = val();
                 let (a, b) = v.split_once("..").unwrap_or_else(|| usage());
-                seeds = a.parse().unwrap_or_else(|_| usage())..b.parse().unwrap_or_else(|_| usage());
+                seeds =
+                    a.parse().unwrap_or_else(|_| usage())..b.parse().unwrap_or_else(|_| usage());
             }
             "--ops" => ops = val().parse().unwrap_or_else(|_| usage()),
             "--config" => only = Some(val()),
@@ -61,14 +62,20 @@ fn main() {
             runs += 1;
             requests += r.requests;
             if std::env::var("VCSIM_SEED").is_ok() {
-                println!("seed {seed} config {}: trace {:016x}, {} requests, {}", cfg.name, r.trace_hash, r.requests, r.drawn);
+                println!(
+                    "seed {seed} config {}: trace {:016x}, {} requests, {}",
+                    cfg.name, r.trace_hash, r.requests, r.drawn
+                );
             }
             if !r.violations.is_empty() {
                 println!("FAIL seed {seed} config {} ({})", cfg.name, r.drawn);
                 for v in &r.violations {
                     println!("  - {v}");
                 }
-                let fault_arg = fault.as_deref().map(|f| format!(" --fault {f}")).unwrap_or_default();
+                let fault_arg = fault
+                    .as_deref()
+                    .map(|f| format!(" --fault {f}"))
+                    .unwrap_or_default();
                 println!(
                     "replay: VCSIM_SEED={seed} cargo run --release -p vcdirect-usermode --bin vcsim -- --config {} --ops {ops}{fault_arg}",
                     cfg.name

@@ -179,7 +179,8 @@ impl SimIo<'_> {
                         drop(m);
                         if let Some(d) = h.decoder.lock().unwrap().as_ref() {
                             if let Some(id) = d(range.start, &buf[..512.min(buf.len())]) {
-                                *h.written.lock().unwrap().entry(id).or_default() += buf.len() as u64;
+                                *h.written.lock().unwrap().entry(id).or_default() +=
+                                    buf.len() as u64;
                             }
                         }
                         Ok(buf.len())

@@ -100,7 +100,11 @@ impl Platform for SimPlatform {
     type Request = TestRequest;
     type Host = SimHost;
 
-    fn spawn(&self, name: &'static str, body: Box<dyn FnOnce() + Send>) -> Result<SimThread, Status> {
+    fn spawn(
+        &self,
+        name: &'static str,
+        body: Box<dyn FnOnce() + Send>,
+    ) -> Result<SimThread, Status> {
         shuttle::thread::Builder::new()
             .name(name.into())
             .spawn(body)

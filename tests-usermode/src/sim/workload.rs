@@ -230,7 +230,8 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     let host_size = DATA_OFFSET + DATA_SECTORS * SECTOR + 128 * 1024;
     let mut content = vec![0u8; host_size as usize];
     {
-        let data = &mut content[DATA_OFFSET as usize..(DATA_OFFSET + DATA_SECTORS * SECTOR) as usize];
+        let data =
+            &mut content[DATA_OFFSET as usize..(DATA_OFFSET + DATA_SECTORS * SECTOR) as usize];
         fill_pattern(0, 0, data);
         cipher.encrypt(data, DATA_OFFSET / SECTOR);
     }
@@ -253,13 +254,20 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     let host = SimHost::new(
         content,
         limits,
-        if cfg.raw { HostKind::RawDevice } else { HostKind::FileContainer },
+        if cfg.raw {
+            HostKind::RawDevice
+        } else {
+            HostKind::FileContainer
+        },
         if long_delays { 40 } else { 4 },
     );
     if host_errors {
         let s = rng.gen_range(0..DATA_SECTORS - 8);
         let start = DATA_OFFSET + s * SECTOR;
-        host.fail_range(start..start + rng.gen_range(1..8) * SECTOR, Status::IoDeviceError);
+        host.fail_range(
+            start..start + rng.gen_range(1..8) * SECTOR,
+            Status::IoDeviceError,
+        );
     }
     let decoder_cipher = Arc::clone(&cipher);
     host.set_decoder(Box::new(move |host_offset, first| {
@@ -354,22 +362,34 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     volume.dismount();
     let host = volume.host();
     if host.outstanding() != 0 {
-        violations.push(format!("R13: {} host operations outstanding after dismount", host.outstanding()));
+        violations.push(format!(
+            "R13: {} host operations outstanding after dismount",
+            host.outstanding()
+        ));
     }
     violations.extend(ctx.r1_violations.lock().unwrap().iter().cloned());
     violations.extend(host.violations());
     if volume.key().late_users() != 0 {
-        violations.push(format!("R3: {} crypto users outlived key erasure", volume.key().late_users()));
+        violations.push(format!(
+            "R3: {} crypto users outlived key erasure",
+            volume.key().late_users()
+        ));
     }
     if !volume.key().is_erased() {
         violations.push("keys not erased after dismount".into());
     }
     let counters = volume.counters.snapshot();
     if counters.direct_in_flight_max > 8 {
-        violations.push(format!("direct in flight reached {}", counters.direct_in_flight_max));
+        violations.push(format!(
+            "direct in flight reached {}",
+            counters.direct_in_flight_max
+        ));
     }
     if volume.disjoint_waits() != 0 {
-        violations.push(format!("R12: {} waits on non-overlapping requests", volume.disjoint_waits()));
+        violations.push(format!(
+            "R12: {} waits on non-overlapping requests",
+            volume.disjoint_waits()
+        ));
     }
     let log = std::mem::take(&mut *ctx.log.lock().unwrap());
     let allowed_failures = allowed_failures(cfg, host_errors, erase, dismount_early);
@@ -393,7 +413,12 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     }
 }
 
-fn allowed_failures(cfg: &SimConfig, host_errors: bool, erase: bool, dismount: bool) -> Vec<Status> {
+fn allowed_failures(
+    cfg: &SimConfig,
+    host_errors: bool,
+    erase: bool,
+    dismount: bool,
+) -> Vec<Status> {
     let mut v = Vec::new();
     if host_errors {
         v.push(Status::IoDeviceError);
@@ -426,7 +451,11 @@ fn submitter(ctx: &Arc<Ctx>, cfg: &SimConfig, seed: u64, ops: usize) {
             drop(g);
             continue;
         }
-        let kind = if roll < 55 { OpKind::Read } else { OpKind::Write };
+        let kind = if roll < 55 {
+            OpKind::Read
+        } else {
+            OpKind::Write
+        };
         let sectors = [1u64, 1, 2, 8, 8, 16, 64, 128, 256][rng.gen_range(0..9)];
         let first = rng.gen_range(0..=DATA_SECTORS - sectors);
         let bad = if cfg.faults.bad_requests && rng.gen_range(0..100) < 6 {
@@ -440,7 +469,9 @@ fn submitter(ctx: &Arc<Ctx>, cfg: &SimConfig, seed: u64, ops: usize) {
         } else {
             0
         };
-        pending.push_back(submit(ctx, kind, first, sectors, bad, cancel, depth, &mut rng));
+        pending.push_back(submit(
+            ctx, kind, first, sectors, bad, cancel, depth, &mut rng,
+        ));
     }
     while let Some(e) = pending.pop_front() {
         e.wait();
@@ -549,7 +580,16 @@ fn submit(
             let mut r = StdRng::seed_from_u64(nested_seed);
             let sectors = [1u64, 8, 16][r.gen_range(0..3)];
             let first = r.gen_range(0..=DATA_SECTORS - sectors);
-            let e = submit(&ctx2, OpKind::Read, first, sectors, None, false, nested_depth - 1, &mut r);
+            let e = submit(
+                &ctx2,
+                OpKind::Read,
+                first,
+                sectors,
+                None,
+                false,
+                nested_depth - 1,
+                &mut r,
+            );
             e.wait();
         }
         done2.set();
@@ -580,12 +620,18 @@ fn check_log(log: &[LogEntry], allowed: &[Status], violations: &mut Vec<String>)
         };
         if let Some(exp) = e.expected {
             if o.status != exp {
-                violations.push(format!("malformed request {i} got {:?}, expected {exp:?}", o.status));
+                violations.push(format!(
+                    "malformed request {i} got {:?}, expected {exp:?}",
+                    o.status
+                ));
             }
             continue;
         }
         if !o.status.is_success() && !allowed.contains(&o.status) {
-            violations.push(format!("request {i} ({:?}) failed with {:?}", e.kind, o.status));
+            violations.push(format!(
+                "request {i} ({:?}) failed with {:?}",
+                e.kind, o.status
+            ));
         }
         let range = e.first_sector as usize..(e.first_sector + e.sectors) as usize;
         match e.kind {
@@ -654,7 +700,8 @@ fn check_medium(log: &[LogEntry], medium: &[u8], cipher: &XtsCipher, violations:
             }
         }
     }
-    let mut data = medium[DATA_OFFSET as usize..(DATA_OFFSET + DATA_SECTORS * SECTOR) as usize].to_vec();
+    let mut data =
+        medium[DATA_OFFSET as usize..(DATA_OFFSET + DATA_SECTORS * SECTOR) as usize].to_vec();
     cipher.decrypt(&mut data, DATA_OFFSET / SECTOR);
     for s in 0..DATA_SECTORS as usize {
         let sec = &data[s * SECTOR as usize..(s + 1) * SECTOR as usize];
@@ -671,22 +718,32 @@ fn check_medium(log: &[LogEntry], medium: &[u8], cipher: &XtsCipher, violations:
     }
 }
 
-fn check_flushes(log: &[LogEntry], host: &SimHost, direct_write: bool, violations: &mut Vec<String>) {
+fn check_flushes(
+    log: &[LogEntry],
+    host: &SimHost,
+    direct_write: bool,
+    violations: &mut Vec<String>,
+) {
     let snapshots = host.flush_snapshots();
     if !direct_write {
         if !snapshots.is_empty() {
             violations.push("R7: a volume without direct writes sent a flush to the host".into());
         }
         for (i, e) in log.iter().enumerate() {
-            if e.kind == OpKind::Flush && e.outcome.as_ref().map(|o| o.status) != Some(Status::Success) {
-                violations.push(format!("flush {i} on a legacy-flush volume did not succeed at once"));
+            if e.kind == OpKind::Flush
+                && e.outcome.as_ref().map(|o| o.status) != Some(Status::Success)
+            {
+                violations.push(format!(
+                    "flush {i} on a legacy-flush volume did not succeed at once"
+                ));
             }
         }
         return;
     }
     let mut k = 0;
     for (i, e) in log.iter().enumerate() {
-        if e.kind != OpKind::Flush || e.outcome.as_ref().map(|o| o.status) != Some(Status::Success) {
+        if e.kind != OpKind::Flush || e.outcome.as_ref().map(|o| o.status) != Some(Status::Success)
+        {
             continue;
         }
         let Some(snap) = snapshots.get(k) else {
