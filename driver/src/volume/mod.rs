@@ -28,7 +28,7 @@ use crate::platform::{
     HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, Rundown, Thread, UpperRequest,
 };
 use crate::queue::LegacyQueue;
-use crate::registry::{Gates, Tunables};
+use crate::registry::{direct_read_configured, direct_write_configured, Gates, Tunables};
 use crate::Status;
 use segment::MAX_DIRECT_REQUEST;
 
@@ -157,12 +157,14 @@ impl<P: Platform> Volume<P> {
         let raw = host.kind() == HostKind::RawDevice;
         let effective = Effective {
             gates: params.gates,
-            direct_read: params.gates.read && raw,
-            direct_write: params.gates.write
-                && raw
-                && !params.read_only
-                && !params.hidden
-                && params.protected_range.is_none(),
+            direct_read: direct_read_configured(params.gates, raw),
+            direct_write: direct_write_configured(
+                params.gates,
+                !params.read_only,
+                params.hidden,
+                params.protected_range.is_some(),
+                raw,
+            ),
         };
         let tunables = params.tunables;
         let crypto_pool = CryptoPool::new(env.cpu_count(), tunables.free_cpu_count as usize);
