@@ -132,3 +132,36 @@ pub trait HostDevice: Send + Sync + 'static {
         self.start_write(offset, buf).wait()
     }
 }
+
+/// A shared host device is a host device (the user-mode tools keep one per file).
+impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
+    type Io<'a>
+        = H::Io<'a>
+    where
+        Self: 'a;
+
+    fn kind(&self) -> HostKind {
+        (**self).kind()
+    }
+    fn size(&self) -> u64 {
+        (**self).size()
+    }
+    fn limits(&self) -> HostLimits {
+        (**self).limits()
+    }
+    fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Io<'a> {
+        (**self).start_read(offset, buf)
+    }
+    fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> Self::Io<'a> {
+        (**self).start_write(offset, buf)
+    }
+    fn flush(&self) -> Result<(), Status> {
+        (**self).flush()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+        (**self).read(offset, buf)
+    }
+    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+        (**self).write(offset, buf)
+    }
+}

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use vcdirect::Status;
 
 use super::target::Target;
-use crate::host::AlignedBuf;
+use crate::request::Buf;
 
 /// One class of traffic in a profile (DiskSpd's parameters for one group of threads).
 #[derive(Clone, Debug, PartialEq)]
@@ -253,7 +253,7 @@ pub fn run_profile(
                     let (phase, live_ops, cursors) =
                         (&phase, &live_ops, std::sync::Arc::clone(&cursors));
                     class_handles.push(s.spawn(move || {
-                        let mut buf = AlignedBuf::new(c.block, align);
+                        let mut buf = Buf::zeroed_aligned(c.block, align);
                         for b in buf.as_mut_slice().iter_mut() {
                             *b = rng.next() as u8;
                         }
@@ -273,9 +273,9 @@ pub fn run_profile(
                                 || (c.write_pct > 0 && (rng.next() % 100) < u64::from(c.write_pct));
                             let t0 = Instant::now();
                             let result = if write {
-                                target.write(offset, buf.as_slice())
+                                target.write(offset, &mut buf)
                             } else {
-                                target.read(offset, buf.as_mut_slice())
+                                target.read(offset, &mut buf)
                             };
                             let lat = t0.elapsed().as_nanos() as u64;
                             match result {

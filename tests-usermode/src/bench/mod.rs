@@ -6,6 +6,7 @@
 //! `direct` targets (DESIGN.md §6).
 
 pub mod crypto;
+pub mod engine;
 pub mod load;
 pub mod report;
 pub mod target;
@@ -221,7 +222,7 @@ fn file_system_of(path: &Path) -> Option<(String, String)> {
 
 /// Mean latency of the model at queue depth 1 (4 KiB reads), in microseconds.
 fn qd1_mean_us(host: &StdHost, ops: u32) -> f64 {
-    let mut buf = crate::host::AlignedBuf::new(4096, 4096);
+    let mut buf = crate::request::Buf::zeroed_aligned(4096, 4096);
     let t = Instant::now();
     for i in 0..ops {
         let _ = host.read(

@@ -10,6 +10,7 @@ use vcdirect::platform::HostDevice;
 use vcdirect::Status;
 
 use crate::host::StdHost;
+use crate::request::Buf;
 
 /// A block target the generator calls from many threads at once, one blocking call per
 /// outstanding I/O.
@@ -18,10 +19,11 @@ pub trait Target: Sync {
     fn size(&self) -> u64;
     /// Buffer alignment the generator must use (a power of two).
     fn alignment(&self) -> usize;
-    /// Reads `buf.len()` bytes at `offset`.
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status>;
+    /// Reads `buf.len()` bytes at `offset`. The buffer is owned so an engine target can lend
+    /// it to its request without a copy (the engine decrypts in place into it).
+    fn read(&self, offset: u64, buf: &mut Buf) -> Result<usize, Status>;
     /// Writes `buf` at `offset`.
-    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status>;
+    fn write(&self, offset: u64, buf: &mut Buf) -> Result<usize, Status>;
     /// Engine path counters after a run (JSON), when the target has any.
     fn counters(&self) -> Option<serde_json::Value> {
         None
@@ -101,11 +103,11 @@ impl<H: HostDevice> Target for RawTarget<H> {
     fn alignment(&self) -> usize {
         (self.host.limits().alignment_mask as usize + 1).max(512)
     }
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
-        self.host.read(offset, buf)
+    fn read(&self, offset: u64, buf: &mut Buf) -> Result<usize, Status> {
+        self.host.read(offset, buf.as_mut_slice())
     }
-    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
-        self.host.write(offset, buf)
+    fn write(&self, offset: u64, buf: &mut Buf) -> Result<usize, Status> {
+        self.host.write(offset, buf.as_slice())
     }
 }
 
@@ -165,10 +167,10 @@ impl<T: Target> Target for GatedTarget<T> {
     fn alignment(&self) -> usize {
         self.inner.alignment()
     }
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+    fn read(&self, offset: u64, buf: &mut Buf) -> Result<usize, Status> {
         self.gate.with(|| self.inner.read(offset, buf))
     }
-    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+    fn write(&self, offset: u64, buf: &mut Buf) -> Result<usize, Status> {
         self.gate.with(|| self.inner.write(offset, buf))
     }
 }

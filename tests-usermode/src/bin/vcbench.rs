@@ -4,6 +4,6 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     std::process::exit(vcdirect_usermode::bench::main_with(
         &args,
-        vcdirect_usermode::bench::no_engine,
+        vcdirect_usermode::bench::engine::engine_factory,
     ));
 }

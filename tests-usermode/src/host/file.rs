@@ -16,7 +16,8 @@ use vcdirect::platform::{HostDevice, HostKind, HostLimits};
 use vcdirect::Status;
 
 use super::memory::Counters;
-use super::{AlignedBuf, HostCounters, ReadyIo};
+use super::{HostCounters, ReadyIo};
+use crate::request::Buf;
 
 /// How to open a [`FileHost`].
 #[derive(Clone, Debug)]
@@ -250,7 +251,7 @@ impl FileHost {
 /// the flag at open and refuse the I/O).
 fn probe_direct(file: &File, lbs: usize) -> io::Result<()> {
     let len = lbs.max(4096);
-    let mut buf = AlignedBuf::new(len, len);
+    let mut buf = Buf::zeroed_aligned(len, len);
     file.read_at(buf.as_mut_slice(), 0).map(|_| ())
 }
 
@@ -299,13 +300,13 @@ mod tests {
         let h = FileHost::create(&path, 1 << 20, &FileOptions::default()).unwrap();
         assert_eq!(h.size(), 1 << 20);
         let align = h.limits().alignment_mask as usize + 1;
-        let mut data = AlignedBuf::new(8192, align);
+        let mut data = Buf::zeroed_aligned(8192, align);
         data.as_mut_slice()
             .iter_mut()
             .enumerate()
             .for_each(|(i, b)| *b = (i % 251) as u8);
         assert_eq!(h.write(65536, data.as_slice()), Ok(8192));
-        let mut back = AlignedBuf::new(8192, align);
+        let mut back = Buf::zeroed_aligned(8192, align);
         assert_eq!(h.read(65536, back.as_mut_slice()), Ok(8192));
         assert_eq!(back.as_slice(), data.as_slice());
         assert_eq!(
@@ -332,7 +333,7 @@ mod tests {
             assert!(h.direct_message().contains("O_DIRECT in effect"));
             assert!(h.limits().alignment_mask >= 511);
             // A misaligned buffer is refused by the kernel, as a real device would refuse it.
-            let mut buf = AlignedBuf::new(4096 + 1, 4096);
+            let mut buf = Buf::zeroed_aligned(4096 + 1, 4096);
             assert_eq!(
                 h.read(0, &mut buf.as_mut_slice()[1..]),
                 Err(Status::InvalidParameter)

@@ -372,7 +372,7 @@ mod tests {
             .with_limits(limits)
             .with_kind(HostKind::FileContainer);
         assert_eq!(h.kind(), HostKind::FileContainer);
-        let mut big = super::super::AlignedBuf::new(16384, 4096);
+        let mut big = crate::request::Buf::zeroed_aligned(16384, 4096);
         let buf = big.as_mut_slice();
         assert_eq!(
             h.read(1, &mut buf[..512]),

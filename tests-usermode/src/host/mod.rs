@@ -18,36 +18,6 @@ pub use model::{ModelHost, ModelIo, ModelParams};
 use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits};
 use vcdirect::Status;
 
-/// A heap buffer whose start is aligned (O_DIRECT needs aligned buffers), without unsafe code:
-/// it over-allocates and slices at the first aligned address.
-pub struct AlignedBuf {
-    storage: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl AlignedBuf {
-    /// `len` zero bytes starting at a multiple of `align` (a power of two).
-    pub fn new(len: usize, align: usize) -> Self {
-        let align = align.max(1);
-        let storage = vec![0u8; len + align];
-        let start = storage.as_ptr().align_offset(align);
-        AlignedBuf {
-            storage,
-            start,
-            len,
-        }
-    }
-    /// The aligned bytes.
-    pub fn as_slice(&self) -> &[u8] {
-        &self.storage[self.start..self.start + self.len]
-    }
-    /// The aligned bytes, mutable.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.storage[self.start..self.start + self.len]
-    }
-}
-
 /// An operation that was carried out when it was started; `wait` (or drop) only honours an
 /// optional completion time (the memory host's configured latency).
 pub struct ReadyIo<'a> {
@@ -314,7 +284,7 @@ mod tests {
     #[test]
     fn aligned_buffers_are_aligned() {
         for align in [512, 4096] {
-            let mut b = AlignedBuf::new(8192, align);
+            let mut b = crate::request::Buf::zeroed_aligned(8192, align);
             assert_eq!(b.as_slice().as_ptr() as usize % align, 0);
             assert_eq!(b.as_mut_slice().len(), 8192);
         }
