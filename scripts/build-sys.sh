@@ -19,6 +19,12 @@ export BINDGEN_EXTRA_CLANG_ARGS
 unset RUSTFLAGS
 TRIPLE=x86_64-pc-windows-msvc
 
+# sys/Cargo.lock is committed as Windows resolves it (wdk-build from crates.io); the [patch] of
+# linux-cross.toml rewrites that entry on every run. Put the committed file back on exit.
+LOCK_SAVED="$(mktemp)"
+cp "$ROOT/sys/Cargo.lock" "$LOCK_SAVED"
+trap 'cp "$LOCK_SAVED" "$ROOT/sys/Cargo.lock"; rm -f "$LOCK_SAVED"' EXIT
+
 # Lint pass (SYS_LINT=0 skips it): clippy over the kernel code, which the main workspace's
 # `cargo clippy` never compiles. Its own target dir keeps the wrapper out of the release build.
 if [ "${SYS_LINT:-1}" != 0 ]; then

@@ -105,7 +105,37 @@ pub unsafe fn driver_entry(
             allocator.as_ptr(),
         )
     };
+    #[cfg(feature = "wine-host")]
+    self_test(device);
     nt(Status::Success)
+}
+
+/// Runs the wrappers' self-test and prints its result (wine-host build only).
+#[cfg(feature = "wine-host")]
+fn self_test(device: *mut DEVICE_OBJECT) {
+    let Some(device) = NonNull::new(device) else {
+        return;
+    };
+    // SAFETY: the control device lives until Unload, and the platform is dropped at the end of
+    // this function, after every thread and work item of the test finished.
+    let platform = unsafe { super::KernelPlatform::new(device) };
+    match super::selftest::run(&platform) {
+        // SAFETY: NUL-terminated format with one `%u` argument.
+        Ok(cpus) => unsafe {
+            DbgPrint(
+                c"vcdirect: self-test passed (%u cpus)\n".as_ptr(),
+                cpus as u32,
+            )
+        },
+        // SAFETY: `%.*s` gets an int length and a pointer to that many bytes of a static str.
+        Err(step) => unsafe {
+            DbgPrint(
+                c"vcdirect: self-test FAILED: %.*s\n".as_ptr(),
+                step.len() as i32,
+                step.as_ptr(),
+            )
+        },
+    };
 }
 
 unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {

@@ -17,6 +17,8 @@ mod panic;
 mod platform;
 pub mod pool;
 mod remove_lock;
+#[cfg(feature = "wine-host")]
+mod selftest;
 mod strings;
 mod sync;
 mod thread;
