@@ -42,19 +42,21 @@ impl Irp {
         Irp { irp }
     }
 
+    fn raw(&self) -> &IRP {
+        // SAFETY: the IRP is owned and not completed (type invariant), so it is valid for as
+        // long as `self`, and the I/O manager does not write it while we own it.
+        unsafe { self.irp.as_ref() }
+    }
+
     fn stack(&self) -> &IO_STACK_LOCATION {
-        // SAFETY: the IRP is owned and not completed, so its current stack location (set by
-        // the I/O manager before dispatch) is valid for as long as `self`.
-        unsafe {
-            &*self
-                .irp
-                .as_ref()
-                .Tail
-                .Overlay
-                .__bindgen_anon_2
-                .__bindgen_anon_1
-                .CurrentStackLocation
-        }
+        // SAFETY: for an IRP in dispatch, the Overlay arm of the Tail union is the one in use
+        // (IoGetCurrentIrpStackLocation reads the same field).
+        let current = unsafe { self.raw().Tail.Overlay.__bindgen_anon_2.__bindgen_anon_1 };
+        // SAFETY: in dispatch the CurrentStackLocation arm of this union is the one in use.
+        let location = unsafe { current.CurrentStackLocation };
+        // SAFETY: the current stack location of an owned IRP (set by the I/O manager before
+        // dispatch) is valid for as long as the IRP.
+        unsafe { &*location }
     }
 
     /// The major function code (IRP_MJ_*).
@@ -105,11 +107,13 @@ impl UpperRequest for Irp {
 
     fn offset(&self) -> i64 {
         match self.kind() {
-            // SAFETY: for IRP_MJ_READ/WRITE the Read/Write arm of the parameter union is the
-            // one the I/O manager filled in (same layout for both).
-            RequestKind::Read | RequestKind::Write => unsafe {
-                self.stack().Parameters.Read.ByteOffset.QuadPart
-            },
+            RequestKind::Read | RequestKind::Write => {
+                // SAFETY: for IRP_MJ_READ/WRITE the Read/Write arm of the parameter union is
+                // the one the I/O manager filled in (same layout for both).
+                let read = unsafe { self.stack().Parameters.Read };
+                // SAFETY: LARGE_INTEGER's QuadPart arm spans the whole union.
+                unsafe { read.ByteOffset.QuadPart }
+            }
             _ => 0,
         }
     }
@@ -137,18 +141,20 @@ impl UpperRequest for Irp {
     }
 
     fn is_cancelled(&self) -> bool {
-        // SAFETY: owned IRP; `Cancel` is a BOOLEAN the I/O manager sets atomically.
-        unsafe { core::ptr::read_volatile(&self.irp.as_ref().Cancel) != 0 }
+        let cancel = &self.raw().Cancel;
+        // SAFETY: `cancel` points into the owned IRP; the I/O manager may set it concurrently
+        // (a single byte), hence the volatile read.
+        unsafe { core::ptr::read_volatile(cancel) != 0 }
     }
 
     fn complete(self, status: Status, information: usize) {
         let irp = self.irp.as_ptr();
-        // SAFETY: owned, not yet completed IRP; after IofCompleteRequest it is never touched
-        // again because `self` is consumed here.
-        unsafe {
-            (*irp).IoStatus.__bindgen_anon_1.Status = nt(status);
-            (*irp).IoStatus.Information = information as u64;
-            IofCompleteRequest(irp, IO_NO_INCREMENT as i8);
-        }
+        // SAFETY: owned, not yet completed IRP: we may write its status block.
+        let io_status = unsafe { &mut (*irp).IoStatus };
+        io_status.__bindgen_anon_1.Status = nt(status);
+        io_status.Information = information as u64;
+        // SAFETY: owned, not yet completed IRP; it is never touched again because `self` is
+        // consumed here.
+        unsafe { IofCompleteRequest(irp, IO_NO_INCREMENT as i8) };
     }
 }

@@ -10,6 +10,11 @@
 //! state their IRQL contract in their doc comments; callers above them never see a raw pointer.
 //! Built only with feature `kernel` (the `sys/` crate links it into vcdirect.sys).
 
+#![deny(
+    clippy::undocumented_unsafe_blocks,
+    clippy::multiple_unsafe_ops_per_block
+)]
+
 mod chkstk;
 mod control;
 mod irp;

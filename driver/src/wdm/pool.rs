@@ -89,9 +89,10 @@ unsafe impl GlobalAlloc for KernelAllocator {
         let first = base as usize + header;
         let aligned = (first + layout.align() - 1) & !(layout.align() - 1);
         let block = base.wrapping_add(aligned - base as usize);
-        // SAFETY: `block - header` lies inside the allocation (aligned >= base + header) and is
-        // pointer-aligned (align > 16 is a multiple of 8).
-        unsafe { block.cast::<*mut u8>().sub(1).write(base) };
+        let slot = block.wrapping_sub(header).cast::<*mut u8>();
+        // SAFETY: `slot` lies inside the allocation (aligned >= base + header) and is
+        // pointer-aligned (block is aligned to more than 16, slot is 8 below it).
+        unsafe { slot.write(base) };
         block
     }
 
@@ -99,8 +100,11 @@ unsafe impl GlobalAlloc for KernelAllocator {
         let base = if layout.align() <= POOL_ALIGNMENT {
             ptr
         } else {
-            // SAFETY: `alloc` stored the pool pointer just before every over-aligned block.
-            unsafe { ptr.cast::<*mut u8>().sub(1).read() }
+            let slot = ptr
+                .wrapping_sub(core::mem::size_of::<*mut u8>())
+                .cast::<*mut u8>();
+            // SAFETY: `alloc` stored the pool pointer in this slot of every over-aligned block.
+            unsafe { slot.read() }
         };
         // SAFETY: `base` is a pool block allocated with DRIVER_TAG and not yet freed.
         unsafe { ExFreePoolWithTag(base.cast(), DRIVER_TAG) };
