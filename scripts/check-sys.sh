@@ -7,10 +7,11 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OBJDUMP="x86_64-w64-mingw32-objdump"
-# Missing from Wine 8.0's ntoskrnl (the driver would not load) or stubs that kill winedevice.
-WINE_FORBIDDEN=(ExAllocatePool2 KeSaveExtendedProcessorState KeRestoreExtendedProcessorState
-    IoBuildPartialMdl SeCreateClientSecurity SeImpersonateClientEx IoSetCompletionRoutineEx
-    IoCsqInsertIrp IoCsqRemoveIrp IoCsqRemoveNextIrp ExIsProcessorFeaturePresent ExQueueWorkItem
+# Missing from Wine 8.0's ntoskrnl (the driver would not load) or stubs that kill winedevice
+# (extended regular expressions, whole names).
+WINE_FORBIDDEN=(ExAllocatePool2 'Ke(Save|Restore)ExtendedProcessorState' IoBuildPartialMdl
+    SeCreateClientSecurity SeImpersonateClientEx IoSetCompletionRoutineEx 'IoCsq[A-Za-z]*'
+    'Ex[A-Za-z]*RundownProtection[A-Za-z]*' ExIsProcessorFeaturePresent ExQueueWorkItem
     IoGetDeviceObjectPointer IoGetRelatedDeviceObject)
 failures=0
 check() { # name, condition result (0 = pass), detail
@@ -46,9 +47,10 @@ for flavour in "${flavours[@]}"; do
     if [ "$flavour" = "x64-wine" ]; then
         found=""
         for f in "${WINE_FORBIDDEN[@]}"; do
-            grep -qx "$f" <<<"$imports" && found="$found $f"
+            found="$found $(grep -Ex "$f" <<<"$imports" | tr '\n' ' ')"
         done
-        [ -z "$found" ]; check "no import Wine 8.0 lacks or stubs" $? "imports$found"
+        found="$(tr -s ' ' <<<"$found" | sed 's/^ //; s/ $//')"
+        [ -z "$found" ]; check "no import Wine 8.0 lacks or stubs" $? "imports $found"
     fi
 done
 if [ "$failures" -eq 0 ]; then echo "check-sys: PASS"; else echo "check-sys: FAIL ($failures)"; exit 1; fi
