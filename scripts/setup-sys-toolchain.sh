@@ -27,8 +27,8 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-# 2. Rust targets.
-for t in x86_64-pc-windows-msvc aarch64-pc-windows-msvc; do
+# 2. Rust targets (windows-gnu: the user-mode probe of scripts/wine-smoke.sh).
+for t in x86_64-pc-windows-msvc aarch64-pc-windows-msvc x86_64-pc-windows-gnu; do
     rustup target list --installed | grep -qx "$t" || rustup target add "$t"
 done
 

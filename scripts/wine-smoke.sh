@@ -18,6 +18,10 @@ if ! command -v wine >/dev/null || ! command -v wineserver >/dev/null; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends wine64 wine
 fi
 [ -f "$SYS" ] || { echo "wine-smoke: FAIL (no $SYS; run scripts/build-sys.sh)"; exit 1; }
+# The user-mode side: a Windows program that opens \\.\vcdirect (mingw linker).
+cargo build --release --quiet --manifest-path "$ROOT/sys/wine-probe/Cargo.toml" \
+    --target x86_64-pc-windows-gnu || { echo "wine-smoke: FAIL (building sys/wine-probe)"; exit 1; }
+PROBE="$ROOT/sys/wine-probe/target/x86_64-pc-windows-gnu/release/vcdirect-probe.exe"
 
 # Every Wine command: under timeout, output to a file (never a pipe: services.exe inherits it).
 w() { # log-name, timeout-seconds, command...
@@ -43,23 +47,27 @@ timeout 30 wineserver -k >/dev/null 2>&1 || true
 timeout 10 wineserver -p 120 >/dev/null 2>&1
 WINEDEBUG=warn+debugstr w sc-start 120 wine sc start vcdirect
 sleep 2
+WINEDEBUG=-all w probe 120 wine "$PROBE"
 WINEDEBUG=-all w sc-stop 120 wine sc stop vcdirect
 sleep 2
 cleanup
 elapsed=$(($(date +%s) - start))
 
 result=PASS
-check() { # description, pattern
-    if grep -q "$2" "$OUT/sc-start.log"; then
+check() { # description, pattern[, log name]
+    local log="$OUT/${3:-sc-start}.log"
+    if grep -q "$2" "$log"; then
         echo "  ok   $1"
     else
-        echo "  FAIL $1 (no '$2' in $OUT/sc-start.log)"
+        echo "  FAIL $1 (no '$2' in $log)"
         result=FAIL
     fi
 }
 echo "wine-smoke: $(wine --version 2>/dev/null), ${elapsed}s"
 check "DriverEntry ran and printed its load line" "vcdirect: loaded (wine-host build, crypto backend "
 check "kernel-object wrappers passed their self-test" "vcdirect: self-test passed"
+check "a Windows program opened \\\\.\\vcdirect, got ERROR_INVALID_FUNCTION for an IOCTL, closed it" \
+    "vcdirect-probe: PASS" probe
 check "Unload ran" "vcdirect: unloaded"
 grep -o "vcdirect: loaded[^\\]*" "$OUT/sc-start.log" | head -n1 | sed 's/^/       /'
 echo "wine-smoke: $result"
