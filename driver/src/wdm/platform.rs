@@ -14,7 +14,7 @@ use super::irp::Irp;
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
 use super::thread::SystemThread;
 use super::work_item::queue_work_item;
-use crate::platform::{HostDevice, HostIo, HostKind, HostLimits, Platform};
+use crate::platform::{HostDevice, HostIo, HostKind, HostLimits, Platform, ThreadRole};
 use crate::Status;
 
 /// ALL_PROCESSOR_GROUPS for KeQueryActiveProcessorCountEx.
@@ -53,7 +53,7 @@ impl Platform for KernelPlatform {
 
     fn spawn(
         &self,
-        _name: &'static str,
+        _role: ThreadRole,
         body: Box<dyn FnOnce() + Send>,
     ) -> Result<Self::Thread, Status> {
         SystemThread::spawn(body)
