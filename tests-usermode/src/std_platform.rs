@@ -184,11 +184,7 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
     type Request = TestRequest;
     type Host = H;
 
-    fn spawn(
-        &self,
-        name: &'static str,
-        body: Box<dyn FnOnce() + Send>,
-    ) -> Result<StdThread, Status> {
+    fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<StdThread, Status> {
         std::thread::Builder::new()
             .name(role.name().into())
             .spawn(body)

@@ -100,11 +100,7 @@ impl Platform for SimPlatform {
     type Request = TestRequest;
     type Host = SimHost;
 
-    fn spawn(
-        &self,
-        name: &'static str,
-        body: Box<dyn FnOnce() + Send>,
-    ) -> Result<SimThread, Status> {
+    fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<SimThread, Status> {
         shuttle::thread::Builder::new()
             .name(role.name().into())
             .spawn(body)
