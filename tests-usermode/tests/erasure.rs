@@ -35,6 +35,9 @@ fn r2_volume(gates: Gates, write: bool) -> (ProbeHost, Vol, Arc<Mutex<Option<Joi
     let slot = Arc::clone(&eraser);
     host.set_hook(write, move || {
         let v = weak.upgrade().expect("volume alive");
+        // Give the legacy main thread time to encrypt the next fragment first: the I/O
+        // thread's own check must then stop it (the harder case).
+        std::thread::sleep(Duration::from_millis(100));
         let e = Arc::clone(&v);
         *slot.lock().unwrap() = Some(std::thread::spawn(move || e.erase_keys()));
         while !v.key().is_blocked() {
