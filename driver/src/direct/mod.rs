@@ -54,9 +54,11 @@ impl<P: Platform> DirectPath<P> {
     /// Starts the 8 workers, each with a 1 MiB bounce buffer allocated now (at mount).
     pub(crate) fn start(volume: &Arc<Volume<P>>) -> Result<Vec<P::Thread>, Status> {
         let mut threads = Vec::with_capacity(WORKERS);
+        let align = bounce_alignment(&volume.host.limits());
         for _ in 0..WORKERS {
             let v = Arc::clone(volume);
-            let bounce = vec![0u8; MAX_DIRECT_REQUEST as usize];
+            // Room to start the 1 MiB window at an aligned address (see `bounce_window`).
+            let bounce = vec![0u8; MAX_DIRECT_REQUEST as usize + align];
             threads.push(volume.env.spawn(
                 ThreadRole::DirectWorker,
                 Box::new(move || worker(&v, bounce)),
@@ -83,9 +85,26 @@ impl<P: Platform> DirectPath<P> {
     }
 }
 
+/// The bounce buffer's alignment: a whole page and the host's alignment mask, so that a write
+/// segment from it satisfies the mask and spans no more pages than its length needs (a plain
+/// heap allocation is only 16-byte aligned, which a host with a 512-byte alignment mask or a
+/// physical-page limit refuses).
+fn bounce_alignment(limits: &crate::platform::HostLimits) -> usize {
+    let page = limits.page_size.max(4096) as usize;
+    let mask = limits.alignment_mask as usize;
+    page.max(mask.saturating_add(1)).next_power_of_two()
+}
+
+/// The aligned 1 MiB window of a bounce buffer allocated with `align` spare bytes.
+fn bounce_window(bounce: &mut [u8], align: usize) -> &mut [u8] {
+    let start = bounce.as_ptr().align_offset(align).min(align);
+    &mut bounce[start..start + MAX_DIRECT_REQUEST as usize]
+}
+
 fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: Vec<u8>) {
     let d = &v.direct;
     let limits = SegmentLimits::direct(&v.host.limits(), v.params.sector_size);
+    let align = bounce_alignment(&v.host.limits());
     loop {
         let job = match d.ready.pop() {
             Msg::Stop => {
@@ -113,7 +132,15 @@ fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: Vec<u8>) {
                     Err(s) => s,
                 }
             }
-            (_, Some(b)) => transfer(v, &request, kind, offset, b, &limits, &mut bounce),
+            (_, Some(b)) => transfer(
+                v,
+                &request,
+                kind,
+                offset,
+                b,
+                &limits,
+                bounce_window(&mut bounce, align),
+            ),
             (_, None) => Status::InvalidUserBuffer,
         };
         let information = if status.is_success() && kind != JobKind::Flush {

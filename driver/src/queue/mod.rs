@@ -87,9 +87,9 @@ impl<P: Platform> LegacyQueue<P> {
     pub(crate) fn new(t: &Tunables) -> Self {
         let item_count = t.item_count.max(1) as usize;
         let fragment_buffers = WorkQueue::with_capacity(2);
-        // Two alternating fragment buffers, preallocated at mount.
-        fragment_buffers.push(vec![0u8; t.fragment_size as usize]);
-        fragment_buffers.push(vec![0u8; t.fragment_size as usize]);
+        // Two alternating fragment buffers, preallocated at mount (with room to align them).
+        fragment_buffers.push(vec![0u8; t.fragment_size as usize + BUFFER_ALIGN]);
+        fragment_buffers.push(vec![0u8; t.fragment_size as usize + BUFFER_ALIGN]);
         LegacyQueue {
             input: WorkQueue::with_capacity(64),
             to_io: WorkQueue::with_capacity(t.io_request_count as usize),
@@ -211,10 +211,10 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 FragmentData::Read(buf.split_to(n))
             } else {
                 let mut fb = q.fragment_buffers.pop();
-                fb[..n].copy_from_slice(&buf.bytes()[pos..pos + n]);
+                aligned(&mut fb, n).copy_from_slice(&buf.bytes()[pos..pos + n]);
                 let unit = unit_of(v, offset + pos as u64);
                 if v.crypto_pool
-                    .run(&v.env, &v.key, Cipher::Encrypt, &mut fb[..n], unit)
+                    .run(&v.env, &v.key, Cipher::Encrypt, aligned(&mut fb, n), unit)
                     .is_err()
                 {
                     q.fragment_buffers.push(fb);
@@ -267,7 +267,7 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
 fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
     let q = &v.legacy;
     let mut read_ahead = ReadAhead {
-        buf: vec![0u8; q.fragment_size as usize],
+        buf: vec![0u8; q.fragment_size as usize + BUFFER_ALIGN],
         valid: false,
         offset: 0,
         length: 0,
@@ -297,7 +297,9 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 FragmentData::Read(piece) => {
                     let n = frag.length;
                     if read_ahead.matches(v, frag.offset, n) {
-                        piece.bytes().copy_from_slice(&read_ahead.buf[..n]);
+                        piece
+                            .bytes()
+                            .copy_from_slice(aligned(&mut read_ahead.buf, n));
                     } else {
                         frag.status = read_exact(&v.host, host_offset, piece.bytes());
                     }
@@ -307,14 +309,14 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
                         && q.to_io.is_empty()
                         && !v.key.is_blocked()
                         && next + n as u64 <= v.params.data_size
-                        && n <= read_ahead.buf.len()
+                        && n <= q.fragment_size as usize
                     {
                         read_ahead.fill(v, next, n);
                     }
                 }
                 FragmentData::Write(fb) => {
                     read_ahead.valid = false;
-                    frag.status = match v.host.write(host_offset, &fb[..frag.length]) {
+                    frag.status = match v.host.write(host_offset, aligned(fb, frag.length)) {
                         Ok(_) => Status::Success,
                         Err(s) => s,
                     };
@@ -327,6 +329,18 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
         }
         q.to_completion.push(Msg::Work(frag));
     }
+}
+
+/// Fragment and read-ahead buffers hand the host a page-aligned window: a plain heap
+/// allocation is only 16-byte aligned, which a host with an alignment mask (a raw device, a
+/// file opened without buffering) refuses.
+const BUFFER_ALIGN: usize = 4096;
+
+/// The first `len` bytes of `buf` from its first page-aligned address (`buf` was allocated
+/// with [`BUFFER_ALIGN`] spare bytes).
+fn aligned(buf: &mut [u8], len: usize) -> &mut [u8] {
+    let start = buf.as_ptr().align_offset(BUFFER_ALIGN).min(BUFFER_ALIGN);
+    &mut buf[start..start + len]
 }
 
 fn read_exact<H: HostDevice>(host: &H, offset: u64, buf: &mut [u8]) -> Status {
@@ -364,7 +378,7 @@ impl ReadAhead {
             return;
         }
         let host_offset = v.params.data_offset + offset;
-        if read_exact(&v.host, host_offset, &mut self.buf[..length]).is_success() {
+        if read_exact(&v.host, host_offset, aligned(&mut self.buf, length)).is_success() {
             self.valid = true;
             self.offset = offset;
             self.length = length;
