@@ -14,7 +14,8 @@ use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, RequestKind};
 use vcdirect::registry::{Gates, Tunables};
 use vcdirect::volume::{CounterSnapshot, LegacyReason, MountParams, Volume};
 use vcdirect::Status;
-use vcdirect_usermode::host::{AlignedBuf, MemoryHost, ReadyIo};
+use vcdirect_usermode::host::{MemoryHost, ReadyIo};
+use vcdirect_usermode::request::Buf;
 use vcdirect_usermode::request::{Buf, Completion, TestRequest};
 use vcdirect_usermode::std_platform::StdPlatform;
 
@@ -260,7 +261,7 @@ pub fn put_plain(mem: &MemoryHost, data_offset: u64, offset: u64, plain: &[u8]) 
     c.encrypt(&mut enc, (data_offset + offset) / 512);
     let lim = mem.limits();
     let step = (lim.max_transfer as usize).min(64 * 1024);
-    let mut buf = AlignedBuf::new(step, 4096);
+    let mut buf = Buf::zeroed_aligned(step, 4096);
     for (i, chunk) in enc.chunks(step).enumerate() {
         let b = &mut buf.as_mut_slice()[..chunk.len()];
         b.copy_from_slice(chunk);
