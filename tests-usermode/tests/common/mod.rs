@@ -15,7 +15,6 @@ use vcdirect::registry::{Gates, Tunables};
 use vcdirect::volume::{CounterSnapshot, LegacyReason, MountParams, Volume};
 use vcdirect::Status;
 use vcdirect_usermode::host::{MemoryHost, ReadyIo};
-use vcdirect_usermode::request::Buf;
 use vcdirect_usermode::request::{Buf, Completion, TestRequest};
 use vcdirect_usermode::std_platform::StdPlatform;
 
