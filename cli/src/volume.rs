@@ -1,0 +1,326 @@
+//! Opening a VeraCrypt volume: find a header that decrypts, then read its data area.
+//!
+//! Owns: where headers live (primary at 0, hidden at 65536, backups at size-131072 and
+//! size-65536), the parallel trial of PRFs (one thread per PRF, the others cancelled once one
+//! succeeds), cipher identification, and the data-area read with absolute XTS data-unit numbers.
+//! Never: writes to a volume (see `create`).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use zeroize::Zeroizing;
+
+use crate::cipher::{Algorithm, AES, ALGORITHMS};
+use crate::header::{parse_decrypted_header, Header, HeaderError, HEADER_SIZE, SALT_SIZE};
+use crate::kdf::{self, Prf};
+use crate::keyfile;
+use crate::VolumeError;
+
+/// Bytes of one header slot; a header group is two slots (normal + hidden).
+pub const HEADER_SLOT: u64 = 65_536;
+/// Bytes of a header group (primary + hidden header slots).
+pub const HEADER_GROUP: u64 = 131_072;
+
+/// Which volume of a container to open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The outer (or only) volume: header at 0.
+    Normal,
+    /// The hidden volume: header at 65536.
+    Hidden,
+}
+
+impl Kind {
+    /// `normal` or `hidden`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Normal => "normal",
+            Kind::Hidden => "hidden",
+        }
+    }
+}
+
+/// Which copy of the header opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderCopy {
+    /// The header at the start of the container.
+    Primary,
+    /// The backup header at the end.
+    Backup,
+}
+
+impl HeaderCopy {
+    /// `primary` or `backup`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeaderCopy::Primary => "primary",
+            HeaderCopy::Backup => "backup",
+        }
+    }
+}
+
+/// What opens a volume: password, PRF choice, PIM, keyfiles and which volume.
+pub struct Credentials {
+    /// The password bytes as typed (zeroized on drop).
+    pub password: Zeroizing<Vec<u8>>,
+    /// One PRF, or `None` to try all of them in parallel.
+    pub prf: Option<Prf>,
+    /// Personal iterations multiplier (0: VeraCrypt's default).
+    pub pim: u32,
+    /// Keyfiles, in order.
+    pub keyfiles: Vec<std::path::PathBuf>,
+}
+
+impl Credentials {
+    /// The password after keyfiles were mixed in.
+    pub fn effective_password(&self) -> Result<Zeroizing<Vec<u8>>, VolumeError> {
+        if self.password.len() > keyfile::MAX_PASSWORD {
+            return Err(VolumeError::PasswordTooLong(self.password.len()));
+        }
+        keyfile::apply_keyfiles(&self.password, &self.keyfiles).map_err(VolumeError::Keyfile)
+    }
+
+    fn prfs(&self) -> Vec<Prf> {
+        match self.prf {
+            Some(p) => vec![p],
+            None => Prf::ALL.to_vec(),
+        }
+    }
+}
+
+/// An opened volume: its checked header and how it was opened.
+#[derive(Debug)]
+pub struct Opened {
+    /// The decrypted header (holds the master key).
+    pub header: Header,
+    /// The PRF that derived the header key.
+    pub prf: Prf,
+    /// The encryption algorithm of the volume.
+    pub algorithm: Algorithm,
+    /// Normal or hidden.
+    pub kind: Kind,
+    /// Primary or backup header.
+    pub copy: HeaderCopy,
+}
+
+impl Opened {
+    /// The 64-byte AES-256-XTS master key, or an error naming the volume's cipher.
+    pub fn aes_key(&self) -> Result<Zeroizing<[u8; 64]>, VolumeError> {
+        if self.algorithm != AES {
+            return Err(VolumeError::UnsupportedCipher(self.algorithm.name()));
+        }
+        let mut k = Zeroizing::new([0u8; 64]);
+        k.copy_from_slice(&self.header.master_key[..64]);
+        Ok(k)
+    }
+}
+
+/// Why a header candidate did not open.
+enum Trial {
+    Opened(Box<Opened>),
+    /// Magic and CRC checks passed for no PRF/cipher.
+    NoMatch,
+    /// Some key gave the right magic but a later check failed: the header is damaged.
+    Damaged(HeaderError),
+}
+
+/// Opens `path` with `creds`. Tries the primary header first, then the backup.
+pub fn open(path: &Path, creds: &Credentials, kind: Kind) -> Result<Opened, VolumeError> {
+    let mut file = File::open(path).map_err(|e| VolumeError::io(path, e))?;
+    open_file(&mut file, creds, kind)
+}
+
+/// Like [`open`] on an already opened file.
+pub fn open_file(file: &mut File, creds: &Credentials, kind: Kind) -> Result<Opened, VolumeError> {
+    let size = file.metadata().map_err(VolumeError::Read)?.len();
+    let primary_at = match kind {
+        Kind::Normal => 0,
+        Kind::Hidden => HEADER_SLOT,
+    };
+    if size < primary_at + HEADER_SIZE as u64 {
+        return Err(VolumeError::Truncated {
+            size,
+            need: primary_at + HEADER_SIZE as u64,
+        });
+    }
+    let password = creds.effective_password()?;
+    let prfs = creds.prfs();
+    let mut damaged = None;
+    let mut candidates = vec![(HeaderCopy::Primary, primary_at)];
+    if size >= 2 * HEADER_GROUP {
+        candidates.push((HeaderCopy::Backup, size - HEADER_GROUP + primary_at));
+    }
+    for (copy, at) in candidates {
+        let mut raw = Zeroizing::new([0u8; HEADER_SIZE]);
+        file.seek(SeekFrom::Start(at))
+            .and_then(|_| file.read_exact(&mut raw[..]))
+            .map_err(VolumeError::Read)?;
+        match try_header(&raw, &password, &prfs, creds.pim) {
+            Trial::Opened(mut o) => {
+                o.kind = kind;
+                o.copy = copy;
+                check_fits(&o.header, size)?;
+                return Ok(*o);
+            }
+            Trial::Damaged(e) => damaged = damaged.or(Some(e)),
+            Trial::NoMatch => {}
+        }
+    }
+    match damaged {
+        Some(e) => Err(VolumeError::DamagedHeader(e)),
+        None => Err(VolumeError::WrongPassword {
+            prfs: prfs.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
+            pim: creds.pim,
+        }),
+    }
+}
+
+fn check_fits(h: &Header, size: u64) -> Result<(), VolumeError> {
+    match h.data_offset.checked_add(h.data_size) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(VolumeError::Truncated {
+            size,
+            need: h.data_offset.saturating_add(h.data_size),
+        }),
+    }
+}
+
+/// Tries every PRF on one header. Like VeraCrypt, PRFs run in parallel on a pool of one
+/// thread per CPU, taken in VeraCrypt's order; the first success cancels the others.
+fn try_header(raw: &[u8; HEADER_SIZE], password: &[u8], prfs: &[Prf], pim: u32) -> Trial {
+    let iterations = kdf::iterations(pim);
+    let cancel = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(prfs.len());
+    let results: Vec<Trial> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let (cancel, next) = (&cancel, &next);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    while let Some(&prf) = prfs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        if cancel.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let r = try_prf(raw, password, prf, iterations, cancel);
+                        let opened = matches!(r, Trial::Opened(_));
+                        mine.push(r);
+                        if opened {
+                            cancel.store(true, Ordering::Relaxed);
+                            break;
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let mut damaged = None;
+    for r in results {
+        match r {
+            Trial::Opened(o) => return Trial::Opened(o),
+            Trial::Damaged(e) => damaged = damaged.or(Some(e)),
+            Trial::NoMatch => {}
+        }
+    }
+    damaged.map_or(Trial::NoMatch, Trial::Damaged)
+}
+
+fn try_prf(
+    raw: &[u8; HEADER_SIZE],
+    password: &[u8],
+    prf: Prf,
+    iterations: u32,
+    cancel: &AtomicBool,
+) -> Trial {
+    let salt = &raw[..SALT_SIZE];
+    // AES-256-XTS needs 64 bytes of key: derive those first, the rest only if AES fails.
+    let mut key = Zeroizing::new([0u8; 192]);
+    if kdf::derive(prf, password, salt, iterations, &mut key[..64], cancel).is_err() {
+        return Trial::NoMatch;
+    }
+    let mut damaged = None;
+    match try_algorithm(raw, &key[..], AES, prf) {
+        Ok(t) => return t,
+        Err(Some(e)) => damaged = Some(e),
+        Err(None) => {}
+    }
+    if kdf::derive_from(prf, password, salt, iterations, 64, &mut key[64..], cancel).is_err() {
+        return Trial::NoMatch;
+    }
+    for alg in ALGORITHMS.iter().skip(1) {
+        match try_algorithm(raw, &key[..], *alg, prf) {
+            Ok(t) => return t,
+            Err(Some(e)) => damaged = damaged.or(Some(e)),
+            Err(None) => {}
+        }
+    }
+    damaged.map_or(Trial::NoMatch, Trial::Damaged)
+}
+
+/// `Ok` when the header opened; `Err(Some)` when the magic matched but a check failed.
+fn try_algorithm(
+    raw: &[u8; HEADER_SIZE],
+    key: &[u8],
+    alg: Algorithm,
+    prf: Prf,
+) -> Result<Trial, Option<HeaderError>> {
+    let mut plain = Zeroizing::new(*raw);
+    alg.decrypt(key, &mut plain[SALT_SIZE..], 0);
+    match parse_decrypted_header(&plain) {
+        Ok(header) => Ok(Trial::Opened(Box::new(Opened {
+            header,
+            prf,
+            algorithm: alg,
+            kind: Kind::Normal,
+            copy: HeaderCopy::Primary,
+        }))),
+        Err(HeaderError::BadMagic) => Err(None),
+        Err(e) => Err(Some(e)),
+    }
+}
+
+/// Reads `length` bytes at `offset` of the data area (offset relative to the data area start)
+/// and decrypts them; XTS data-unit numbers are absolute sector indexes in the container.
+pub fn read_data(
+    file: &mut File,
+    opened: &Opened,
+    offset: u64,
+    length: u64,
+) -> Result<Vec<u8>, VolumeError> {
+    let key = opened.aes_key()?;
+    let h = &opened.header;
+    let end = offset
+        .checked_add(length)
+        .filter(|e| *e <= h.data_size)
+        .ok_or(VolumeError::OutOfRange {
+            offset,
+            length,
+            data_size: h.data_size,
+        })?;
+    let unit = crate::cipher::UNIT as u64;
+    let first = offset / unit * unit;
+    let last = end.div_ceil(unit) * unit;
+    let span = usize::try_from(last - first).map_err(|_| VolumeError::OutOfRange {
+        offset,
+        length,
+        data_size: h.data_size,
+    })?;
+    let mut buf = vec![0u8; span];
+    let host = h.data_offset + first;
+    file.seek(SeekFrom::Start(host))
+        .and_then(|_| file.read_exact(&mut buf))
+        .map_err(VolumeError::Read)?;
+    let cipher = vcdirect::crypto::XtsCipher::new(&key);
+    cipher.decrypt(&mut buf, host / unit);
+    let skip = (offset - first) as usize;
+    Ok(buf[skip..skip + length as usize].to_vec())
+}
