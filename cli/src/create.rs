@@ -68,7 +68,7 @@ pub struct Layout {
 
 /// Checks sizes and computes where the data areas go.
 pub fn layout(size: u64, hidden: Option<u64>) -> Result<Layout, VolumeError> {
-    if size % 512 != 0 {
+    if !size.is_multiple_of(512) {
         return Err(VolumeError::BadLayout(format!(
             "--size {size} is not a multiple of 512"
         )));
@@ -84,7 +84,7 @@ pub fn layout(size: u64, hidden: Option<u64>) -> Result<Layout, VolumeError> {
         })?;
     let hidden = match hidden {
         None => None,
-        Some(h) if h % 512 != 0 || h < MIN_DATA || h > data - MIN_DATA => {
+        Some(h) if !h.is_multiple_of(512) || h < MIN_DATA || h > data - MIN_DATA => {
             return Err(VolumeError::BadLayout(format!(
                 "--hidden-size {h} must be a multiple of 512 between {MIN_DATA} and {}",
                 data - MIN_DATA

@@ -137,12 +137,12 @@ pub fn parse_decrypted_header(bytes: &[u8; HEADER_SIZE]) -> Result<Header, Heade
     } else {
         512
     };
-    if !(512..=4096).contains(&sector_size) || sector_size % 512 != 0 {
+    if !(512..=4096).contains(&sector_size) || !sector_size.is_multiple_of(512) {
         return Err(HeaderError::BadSectorSize(sector_size));
     }
     let data_offset = be64(bytes, OFF_AREA_START);
     let data_size = be64(bytes, OFF_AREA_LENGTH);
-    let aligned = |x: u64| x % u64::from(sector_size) == 0;
+    let aligned = |x: u64| x.is_multiple_of(u64::from(sector_size));
     if data_size == 0
         || !aligned(data_offset)
         || !aligned(data_size)

@@ -123,11 +123,11 @@ fn pbkdf2_mac<M: Mac + KeyInit + Clone>(a: &Args<'_>, out: &mut [u8]) -> Result<
         unreachable!("HMAC takes keys of any length")
     };
     let block = <M as hmac::digest::OutputSizeUser>::output_size();
-    debug_assert!(block <= 64 && a.start % block == 0);
-    let mut index = u32::try_from(a.start / block + 1).unwrap_or(u32::MAX);
+    debug_assert!(block <= 64 && a.start.is_multiple_of(block));
+    let first = u32::try_from(a.start / block + 1).unwrap_or(u32::MAX);
     let mut u = Zeroizing::new([0u8; 64]);
     let mut acc = Zeroizing::new([0u8; 64]);
-    for chunk in out.chunks_mut(block) {
+    for (index, chunk) in (first..).zip(out.chunks_mut(block)) {
         let mut mac = keyed.clone();
         mac.update(salt);
         mac.update(&index.to_be_bytes());
@@ -146,7 +146,6 @@ fn pbkdf2_mac<M: Mac + KeyInit + Clone>(a: &Args<'_>, out: &mut [u8]) -> Result<
                 .for_each(|(a, b)| *a ^= b);
         }
         chunk.copy_from_slice(&acc[..chunk.len()]);
-        index += 1;
     }
     Ok(())
 }

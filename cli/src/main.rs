@@ -48,6 +48,9 @@ enum Command {
         /// Protect the hidden volume (its password is the second stdin line).
         #[arg(long)]
         protect_hidden: bool,
+        /// Wine test build of the driver only: the test disk driver's name.
+        #[arg(long, hide = true)]
+        wine_host_driver_name: Option<String>,
     },
     /// Dismount a volume (Windows).
     Dismount {
@@ -80,10 +83,10 @@ enum GatesOp {
     /// Set the gates the driver uses for volumes mounted from now on.
     Set {
         /// Direct-path read gate (0 or 1).
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..=1), value_name = "0|1")]
         read: Option<u8>,
         /// Direct-path write gate (0 or 1).
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..=1), value_name = "0|1")]
         write: Option<u8>,
     },
     /// Make the driver re-read the gates from the registry.
@@ -248,7 +251,7 @@ fn kind(open: &OpenArgs) -> Kind {
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
-    match cli.command {
+    let reply = match cli.command {
         Command::Volume(VolumeCommand::Inspect { file, open }) => {
             let mut pw = first_password(&open, 1)?;
             let creds = credentials(&open, pw.remove(0));
@@ -267,7 +270,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 "flags": v.header.flags,
             });
             println!("{json}");
-            Ok(())
+            return Ok(());
         }
         Command::Volume(VolumeCommand::Read {
             file,
@@ -285,7 +288,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             out.write_all(&data)
                 .and_then(|_| out.flush())
                 .map_err(|e| Failure(format!("cannot write stdout: {e}")))?;
-            Ok(())
+            return Ok(());
         }
         Command::Volume(VolumeCommand::Create {
             file,
@@ -339,7 +342,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 json["hidden_data_size"] = s.into();
             }
             println!("{json}");
-            Ok(())
+            return Ok(());
         }
         Command::Mount {
             host,
@@ -348,6 +351,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             read_only,
             shared,
             protect_hidden,
+            wine_host_driver_name,
         } => {
             let lines = if protect_hidden { 2 } else { 1 };
             let mut pw = first_password(&open, lines)?;
@@ -365,27 +369,24 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 letter,
                 read_only,
                 shared,
+                wine_host_driver_name,
             };
-            let reply = driver::mount(&req)?;
-            println!("{reply}");
-            Ok(())
+            driver::mount(&req)?
         }
-        Command::Dismount { volume, force } => {
-            Ok(println!("{}", driver::dismount(&volume, force)?))
-        }
-        Command::List => Ok(println!("{}", driver::list()?)),
-        Command::Status { volume } => Ok(println!("{}", driver::status(&volume)?)),
-        Command::Gates { op } => {
-            let out = match op {
-                GatesOp::Get => driver::gates_get()?,
-                GatesOp::Set { read, write } => driver::gates_set(read, write)?,
-                GatesOp::Reload => driver::gates_reload()?,
-            };
-            println!("{out}");
-            Ok(())
-        }
-        Command::EraseKeys => Ok(println!("{}", driver::erase_keys()?)),
-    }
+        Command::Dismount { volume, force } => driver::dismount(&volume, force)?,
+        Command::List => driver::list()?,
+        Command::Status { volume } => driver::status(&volume)?,
+        Command::Gates { op } => match op {
+            GatesOp::Get => driver::gates_get()?,
+            GatesOp::Set { read, write } => {
+                driver::gates_set(read.map(|r| r == 1), write.map(|w| w == 1))?
+            }
+            GatesOp::Reload => driver::gates_reload()?,
+        },
+        Command::EraseKeys => driver::erase_keys()?,
+    };
+    println!("{reply}");
+    Ok(())
 }
 
 fn main() -> ExitCode {

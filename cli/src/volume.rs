@@ -135,6 +135,16 @@ pub fn open(path: &Path, creds: &Credentials, kind: Kind) -> Result<Opened, Volu
 /// Like [`open`] on an already opened file.
 pub fn open_file(file: &mut File, creds: &Credentials, kind: Kind) -> Result<Opened, VolumeError> {
     let size = file.metadata().map_err(VolumeError::Read)?.len();
+    open_sized(file, size, creds, kind)
+}
+
+/// Like [`open_file`] for a host whose size the caller knows (raw devices report 0).
+pub fn open_sized(
+    file: &mut File,
+    size: u64,
+    creds: &Credentials,
+    kind: Kind,
+) -> Result<Opened, VolumeError> {
     let primary_at = match kind {
         Kind::Normal => 0,
         Kind::Hidden => HEADER_SLOT,

@@ -46,7 +46,7 @@ impl XtsCipher {
 
     fn process(&self, buf: &mut [u8], first_unit: u64, dir: Direction) {
         assert!(
-            buf.len() % DATA_UNIT == 0,
+            buf.len().is_multiple_of(DATA_UNIT),
             "XTS buffers are whole data units"
         );
         let mut tweaks = [0u128; BLOCKS_PER_UNIT * BATCH_UNITS];
