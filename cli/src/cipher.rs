@@ -163,7 +163,7 @@ mod tests {
         let mut key = [0u8; 64];
         key.iter_mut()
             .enumerate()
-            .for_each(|(i, b)| *b = i as u8 * 7);
+            .for_each(|(i, b)| *b = (i as u8).wrapping_mul(7));
         let plain: Vec<u8> = (0..2048u32).map(|i| (i * 31) as u8).collect();
         let mut ours = plain.clone();
         AES.encrypt(&key, &mut ours, 777);

@@ -228,7 +228,7 @@ mod tests {
             (|b| b[300] ^= 1, HeaderError::KeyAreaCrc),
             (|b| b[69] = 9, HeaderError::UnsupportedVersion(9)),
             (|b| b[130] = 0x11, HeaderError::BadSectorSize(0x1100)),
-            (|b| b[118] = 1, HeaderError::BadGeometry),
+            (|b| b[123] = 1, HeaderError::BadGeometry),
         ];
         for (edit, want) in table {
             let mut b = *encode_header(&sample(), &[0; SALT_SIZE]);
