@@ -140,7 +140,7 @@ fn hidden_volume_round_trips_and_outer_password_opens_outer() {
 }
 
 #[test]
-fn keyfiles_and_empty_password_round_trip_and_order_matters() {
+fn keyfiles_and_empty_password_round_trip_and_each_keyfile_counts() {
     let k1 = TempPath::new("k1");
     let k2 = TempPath::new("k2");
     std::fs::write(&k1.0, b"first keyfile contents").unwrap();
@@ -172,23 +172,22 @@ fn keyfiles_and_empty_password_round_trip_and_order_matters() {
         "\n",
     )));
     assert_eq!(j["prf"], "blake2s");
-    let err = fails(vcctl(
-        &open_args(
-            &f,
-            "inspect",
-            &[
-                "--pim",
-                "1",
-                "--prf",
-                "blake2s",
-                "--keyfile",
-                b,
-                "--keyfile",
-                a,
-            ],
-        ),
-        "\n",
-    ));
+    // The pool adds each keyfile's contribution from position 0: order does not matter
+    // (as in VeraCrypt), but every keyfile does.
+    let swapped = [
+        "--pim",
+        "1",
+        "--prf",
+        "blake2s",
+        "--keyfile",
+        b,
+        "--keyfile",
+        a,
+    ];
+    let j = json(&ok(vcctl(&open_args(&f, "inspect", &swapped), "\n")));
+    assert_eq!(j["prf"], "blake2s");
+    let one = ["--pim", "1", "--prf", "blake2s", "--keyfile", a];
+    let err = fails(vcctl(&open_args(&f, "inspect", &one), "\n"));
     assert!(err.contains("wrong password"), "{err}");
     let missing: PathBuf = std::env::temp_dir().join("vcctl-no-such-keyfile");
     let err = fails(vcctl(
