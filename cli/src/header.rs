@@ -242,3 +242,39 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parser_never_panics(bytes in prop::collection::vec(any::<u8>(), HEADER_SIZE)) {
+            let mut b = [0u8; HEADER_SIZE];
+            b.copy_from_slice(&bytes);
+            let _ = parse_decrypted_header(&b);
+            b[64..68].copy_from_slice(b"VERA");
+            b[68..70].copy_from_slice(&5u16.to_be_bytes());
+            let _ = parse_decrypted_header(&b);
+        }
+
+        #[test]
+        fn encode_parse_round_trips(
+            hidden in any::<u64>(), start in 0u64..1 << 40, units in 1u64..1 << 30,
+            flags in any::<u32>(), shift in 0u32..4, key in any::<[u8; 32]>(),
+        ) {
+            let ss = 512u32 << shift;
+            let mut master_key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
+            master_key[..32].copy_from_slice(&key);
+            let h = Header {
+                version: VERSION, required_program_version: REQUIRED_PROGRAM_VERSION,
+                hidden_volume_size: hidden, volume_size: units * u64::from(ss),
+                data_offset: start * u64::from(ss), data_size: units * u64::from(ss),
+                flags, sector_size: ss, master_key,
+            };
+            let b = encode_header(&h, &[1; SALT_SIZE]);
+            prop_assert_eq!(parse_decrypted_header(&b), Ok(h));
+        }
+    }
+}
