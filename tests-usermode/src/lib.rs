@@ -1,1 +1,9 @@
-//! User-mode host of the vcdirect engine.
+//! User-mode host of the vcdirect engine: the std platform (real threads), host devices
+//! (memory, file with O_DIRECT, modelled NVMe), the test request and buffer types, the
+//! deterministic simulator, and the tools (`vcbench`, `vcsim`).
+
+pub mod bench;
+pub mod host;
+pub mod request;
+pub mod sim;
+pub mod std_platform;

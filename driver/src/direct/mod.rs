@@ -1,1 +1,201 @@
-//! direct (under construction).
+//! The direct path: admission, 8 workers, at most 8 requests in flight, segmentation by the
+//! host's limits.
+//!
+//! Owns: the per-volume FIFO of granted direct requests, the 8 workers (one request each, so
+//! the 8 workers are the 8 slots) and their preallocated write bounce buffers.
+//! Never: decides eligibility or ordering (`volume` and `barrier` did, once, at dispatch:
+//! a request never changes path because of load, REVIEW.md R12), or completes requests
+//! (`completion` does).
+//!
+//! Reads go straight into the caller's buffer and are decrypted in place per segment; writes
+//! are encrypted per segment into the worker's own buffer (never into the caller's) and
+//! written through. Before every segment the worker checks cancellation and the key block
+//! (REVIEW.md R2). Every child request is waited for before the next step, so none is ever
+//! abandoned (R13).
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+use zeroize::Zeroize;
+
+use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
+use crate::faults::{self, Fault};
+use crate::platform::{HostDevice, HostIo, IoBuf, Platform, UpperRequest, WorkQueue};
+use crate::volume::segment::{SegmentLimits, MAX_DIRECT_REQUEST};
+use crate::volume::{Counters, IoJob, JobKind, Volume};
+use crate::Status;
+
+/// Workers (and so requests in flight) per volume.
+pub const WORKERS: usize = 8;
+
+enum Msg<R: UpperRequest> {
+    Work(IoJob<R>),
+    Stop,
+}
+
+/// The direct path of one volume.
+pub(crate) struct DirectPath<P: Platform> {
+    ready: WorkQueue<P, Msg<P::Request>>,
+    busy: AtomicU64,
+    workers: AtomicU64,
+}
+
+impl<P: Platform> DirectPath<P> {
+    pub(crate) fn new() -> Self {
+        DirectPath {
+            ready: WorkQueue::with_capacity(64),
+            busy: AtomicU64::new(0),
+            workers: AtomicU64::new(0),
+        }
+    }
+
+    /// Starts the 8 workers, each with a 1 MiB bounce buffer allocated now (at mount).
+    pub(crate) fn start(volume: &Arc<Volume<P>>) -> Result<Vec<P::Thread>, Status> {
+        let mut threads = Vec::with_capacity(WORKERS);
+        for _ in 0..WORKERS {
+            let v = Arc::clone(volume);
+            let bounce = vec![0u8; MAX_DIRECT_REQUEST as usize];
+            threads.push(
+                volume
+                    .env
+                    .spawn("vc-direct-worker", Box::new(move || worker(&v, bounce)))?,
+            );
+            volume.direct.workers.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(threads)
+    }
+
+    /// Admits a granted request: a free worker takes it, or it waits in FIFO order for one.
+    pub(crate) fn submit(&self, volume: &Volume<P>, job: IoJob<P::Request>) {
+        let queued = self.ready.len() as u64;
+        if self.busy.load(Ordering::Acquire) + queued >= WORKERS as u64 {
+            Counters::add(&volume.counters.slot_waits, 1);
+        }
+        self.ready.push(Msg::Work(job));
+    }
+
+    /// Ends the workers after everything queued before.
+    pub(crate) fn stop(&self, _volume: &Volume<P>) {
+        for _ in 0..self.workers.load(Ordering::Relaxed) {
+            self.ready.push(Msg::Stop);
+        }
+    }
+}
+
+fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: Vec<u8>) {
+    let d = &v.direct;
+    let limits = SegmentLimits::direct(&v.host.limits(), v.params.sector_size);
+    loop {
+        let job = match d.ready.pop() {
+            Msg::Stop => {
+                bounce.zeroize();
+                return;
+            }
+            Msg::Work(job) => job,
+        };
+        let now = d.busy.fetch_add(1, Ordering::AcqRel) + 1;
+        Counters::raise_max(&v.counters.direct_in_flight_max, now);
+        let IoJob {
+            request,
+            mut buf,
+            kind,
+            offset,
+            length,
+            ticket,
+            ..
+        } = job;
+        let status = match (kind, buf.as_mut()) {
+            (JobKind::Flush, _) => {
+                Counters::add(&v.counters.direct_flushes, 1);
+                match v.host.flush() {
+                    Ok(()) => Status::Success,
+                    Err(s) => s,
+                }
+            }
+            (_, Some(b)) => transfer(v, &request, kind, offset, b, &limits, &mut bounce),
+            (_, None) => Status::InvalidUserBuffer,
+        };
+        let information = if status.is_success() && kind != JobKind::Flush {
+            Counters::add(&v.counters.direct_bytes, u64::from(length));
+            length as usize
+        } else {
+            0
+        };
+        match kind {
+            JobKind::Read => Counters::add(&v.counters.direct_reads, 1),
+            JobKind::Write => Counters::add(&v.counters.direct_writes, 1),
+            JobKind::Flush => {}
+        }
+        d.busy.fetch_sub(1, Ordering::AcqRel);
+        v.finish(request, buf, ticket, kind, status, information);
+    }
+}
+
+/// Moves one read or write, segment by segment.
+fn transfer<P: Platform>(
+    v: &Volume<P>,
+    request: &P::Request,
+    kind: JobKind,
+    offset: u64,
+    buf: &mut <P::Request as UpperRequest>::Buf,
+    limits: &SegmentLimits,
+    bounce: &mut [u8],
+) -> Status {
+    let address = buf.address();
+    let data = buf.bytes();
+    let total = data.len();
+    let crypto = CryptoPool::inline();
+    let mut pos = 0usize;
+    while pos < total {
+        if request.is_cancelled() {
+            return Status::Cancelled;
+        }
+        // REVIEW.md R2: no new segment once the key block is set.
+        if v.key.is_blocked() && !(faults::is_on(Fault::R2CheckBlockOnce) && pos > 0) {
+            return Status::DeviceBusy;
+        }
+        let n = match kind {
+            JobKind::Read => limits.next_len(total - pos, address + pos),
+            // The bounce buffer is page aligned: its page offset is 0.
+            _ => limits.next_len(total - pos, 0),
+        };
+        let host_offset = v.params.data_offset + offset + pos as u64;
+        let unit = host_offset / DATA_UNIT as u64;
+        let segment = &mut data[pos..pos + n];
+        Counters::add(&v.counters.direct_segments, 1);
+        if kind == JobKind::Read {
+            match v.host.start_read(host_offset, segment).wait() {
+                Ok(got) if got == n => {}
+                Ok(_) => return Status::EndOfFile,
+                Err(s) => return s,
+            }
+            // REVIEW.md R3: decryption takes the key under rundown; after the block it fails.
+            if crypto
+                .run(&v.env, &v.key, Cipher::Decrypt, segment, unit)
+                .is_err()
+            {
+                return Status::DeviceBusy;
+            }
+        } else {
+            let out = &mut bounce[..n];
+            out.copy_from_slice(segment);
+            // The block may have been set while this segment was encrypted: issue nothing then.
+            if crypto
+                .run(&v.env, &v.key, Cipher::Encrypt, out, unit)
+                .is_err()
+                || v.key.is_blocked()
+            {
+                return Status::DeviceBusy;
+            }
+            match v.host.start_write(host_offset, out).wait() {
+                Ok(got) if got == n => {}
+                Ok(_) => return Status::EndOfFile,
+                Err(s) => return s,
+            }
+        }
+        pos += n;
+    }
+    Status::Success
+}

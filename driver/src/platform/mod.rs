@@ -12,7 +12,7 @@ mod request;
 mod rundown;
 mod work_queue;
 
-pub use request::{HostDevice, HostIo, HostKind, HostLimits, RequestKind, UpperRequest};
+pub use request::{HostDevice, HostIo, HostKind, HostLimits, IoBuf, RequestKind, UpperRequest};
 pub use rundown::{Rundown, RundownGuard};
 pub use work_queue::WorkQueue;
 
@@ -79,7 +79,11 @@ pub trait Platform: Clone + Send + Sync + 'static {
 
     /// Starts a system thread running `body`. `name` says its role (for traces and for the
     /// R1 assertion that no engine thread runs upper completion code).
-    fn spawn(&self, name: &'static str, body: Box<dyn FnOnce() + Send>) -> Result<Self::Thread, Status>;
+    fn spawn(
+        &self,
+        name: &'static str,
+        body: Box<dyn FnOnce() + Send>,
+    ) -> Result<Self::Thread, Status>;
 
     /// Runs `item` on the OS's shared worker threads (IoQueueWorkItem on the DelayedWorkQueue
     /// in the kernel), never on a thread of the engine. The caller bounds how many are active.

@@ -15,18 +15,44 @@ pub enum RequestKind {
     Other(u8),
 }
 
+/// The caller's buffer of an upper request, as an owned handle that can be cut into disjoint
+/// owned pieces and joined back. The legacy queue hands each fragment's piece to a different
+/// thread (I/O thread, completion thread) while the next fragment is in flight, exactly as
+/// VeraCrypt's queue works on one IRP buffer; owning the pieces keeps that safe.
+pub trait IoBuf: Send + 'static {
+    /// The bytes.
+    fn bytes(&mut self) -> &mut [u8];
+    /// Number of bytes.
+    fn len(&self) -> usize;
+    /// True for an empty buffer.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Splits off and returns the first `at` bytes; `self` keeps the rest.
+    fn split_to(&mut self, at: usize) -> Self;
+    /// Appends `next`, which must be the piece that directly follows `self`.
+    fn unsplit(&mut self, next: Self);
+    /// Address of the first byte (for alignment and page-offset arithmetic only).
+    fn address(&self) -> usize;
+}
+
 /// A request from above (an IRP in the kernel). Owned: completing it consumes it, so nothing
 /// can read it afterwards (REVIEW.md R9).
 pub trait UpperRequest: Send + 'static {
+    /// The caller's buffer type.
+    type Buf: IoBuf;
+
     /// The major function.
     fn kind(&self) -> RequestKind;
     /// Byte offset in the volume (signed, as the IRP carries it).
     fn offset(&self) -> i64;
     /// Length in bytes.
     fn length(&self) -> u32;
-    /// The caller's buffer (the MDL's system address in the kernel), exactly `length` bytes, or
-    /// `None` when the request carries no usable buffer (REVIEW.md R14).
-    fn buffer(&mut self) -> Option<&mut [u8]>;
+    /// Takes the caller's buffer (the MDL's system address in the kernel), exactly `length`
+    /// bytes, or `None` when the request carries no usable buffer (REVIEW.md R14).
+    fn take_buffer(&mut self) -> Option<Self::Buf>;
+    /// Gives the (whole, re-joined) buffer back before completion.
+    fn put_buffer(&mut self, buf: Self::Buf);
     /// True once the request was cancelled by its issuer.
     fn is_cancelled(&self) -> bool;
     /// Completes the request with `status` and `information` (bytes transferred).
@@ -104,5 +130,38 @@ pub trait HostDevice: Send + Sync + 'static {
     /// Synchronous write.
     fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
         self.start_write(offset, buf).wait()
+    }
+}
+
+/// A shared host device is a host device (the user-mode tools keep one per file).
+impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
+    type Io<'a>
+        = H::Io<'a>
+    where
+        Self: 'a;
+
+    fn kind(&self) -> HostKind {
+        (**self).kind()
+    }
+    fn size(&self) -> u64 {
+        (**self).size()
+    }
+    fn limits(&self) -> HostLimits {
+        (**self).limits()
+    }
+    fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Io<'a> {
+        (**self).start_read(offset, buf)
+    }
+    fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> Self::Io<'a> {
+        (**self).start_write(offset, buf)
+    }
+    fn flush(&self) -> Result<(), Status> {
+        (**self).flush()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+        (**self).read(offset, buf)
+    }
+    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+        (**self).write(offset, buf)
     }
 }

@@ -51,9 +51,37 @@ impl<P: Platform> Rundown<P> {
         })
     }
 
+    /// Takes a reference that is not tied to a borrow (released with [`Rundown::exit`]), for
+    /// state that travels between threads. False once closing has begun.
+    pub fn enter(&self) -> bool {
+        self.state.with(|s| {
+            if s.closed {
+                false
+            } else {
+                s.active += 1;
+                true
+            }
+        })
+    }
+
+    /// Releases a reference taken with [`Rundown::enter`].
+    pub fn exit(&self) {
+        self.release();
+    }
+
+    /// Number of references held now.
+    pub fn active(&self) -> usize {
+        self.state.with(|s| s.active)
+    }
+
     /// True once closing has begun.
     pub fn is_closed(&self) -> bool {
         self.state.with(|s| s.closed)
+    }
+
+    /// Refuses new references without waiting for the existing ones.
+    pub fn close(&self) {
+        self.state.with(|s| s.closed = true);
     }
 
     /// Refuses new references, then blocks until every existing one was released.

@@ -1,0 +1,1 @@
+//! Windows kernel glue (feature `kernel`); see the `sys` build.

@@ -1,0 +1,523 @@
+//! A modelled device (DESIGN.md §9): memory-backed, with the timing of an NVMe drive.
+//!
+//! Each operation takes a channel (at most `channels` in progress; later ones wait for the
+//! earliest free channel), spends the fixed latency, then transfers its bytes through the
+//! device's bandwidth. Transfers are served in arrival order at the full device rate, which
+//! gives the same total throughput as sharing the bandwidth among the operations in progress,
+//! and the operation holds its channel until its transfer ends.
+//!
+//! The timeline is computed when the operation starts (the data moves then too); `wait`
+//! blocks until the computed completion time. Completions are signalled by one timer thread
+//! that keeps the deadlines in order, sleeps with a 1 ns timer slack (Linux's default 50 us
+//! slack would add tens of microseconds to every operation) and spins the last few
+//! microseconds.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::marker::PhantomData;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits};
+use vcdirect::Status;
+
+use super::{HostCounters, MemoryHost, SpecError};
+
+/// Below this much time to its deadline the timer thread spins instead of sleeping.
+const SPIN: Duration = Duration::from_micros(8);
+
+/// The modelled device's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelParams {
+    /// Name of the preset (`nvme`).
+    pub preset: &'static str,
+    /// Fixed latency of every operation.
+    pub latency: Duration,
+    /// Device bandwidth in bytes per second (shared by all operations).
+    pub bytes_per_sec: f64,
+    /// Operations in progress at most.
+    pub channels: usize,
+}
+
+impl ModelParams {
+    /// The `nvme` preset: 80 us, 3.5 GB/s, 32 channels.
+    pub const fn nvme() -> Self {
+        ModelParams {
+            preset: "nvme",
+            latency: Duration::from_micros(80),
+            bytes_per_sec: 3.5e9,
+            channels: 32,
+        }
+    }
+
+    /// Parses `nvme[,lat_us=N][,gbps=G][,channels=C][,size=S]` (gbps in 10^9 bytes/s).
+    /// Returns the parameters and the size, if given.
+    pub fn parse(text: &str) -> Result<(ModelParams, Option<u64>), SpecError> {
+        let mut parts = text.split(',');
+        let mut p = match parts.next() {
+            Some("nvme") => ModelParams::nvme(),
+            other => return Err(SpecError(format!("unknown model {other:?} (known: nvme)"))),
+        };
+        let mut size = None;
+        for part in parts {
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| SpecError(format!("model option {part:?} is not key=value")))?;
+            let num = || -> Result<f64, SpecError> {
+                value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v > 0.0)
+                    .ok_or_else(|| {
+                        SpecError(format!(
+                            "model option {key}: {value:?} is not a positive number"
+                        ))
+                    })
+            };
+            match key {
+                "lat_us" => p.latency = Duration::from_secs_f64(num()? / 1e6),
+                "gbps" => p.bytes_per_sec = num()? * 1e9,
+                "channels" => p.channels = (num()? as usize).max(1),
+                "size" => size = Some(super::parse_size(value)?),
+                _ => {
+                    return Err(SpecError(format!(
+                        "unknown model option {key:?} (lat_us, gbps, channels, size)"
+                    )))
+                }
+            }
+        }
+        Ok((p, size))
+    }
+}
+
+impl std::fmt::Display for ModelParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "model:{},lat_us={},gbps={},channels={}",
+            self.preset,
+            self.latency.as_secs_f64() * 1e6,
+            self.bytes_per_sec / 1e9,
+            self.channels
+        )
+    }
+}
+
+/// The completion flag of one operation.
+struct Slot {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Slot {
+    fn signal(&self) {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+    fn wait(&self) {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = self.cv.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+struct Pending {
+    deadline: Instant,
+    seq: u64,
+    slot: Arc<Slot>,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        (self.deadline, self.seq) == (other.deadline, other.seq)
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.deadline, self.seq).cmp(&(other.deadline, other.seq))
+    }
+}
+
+struct Timeline {
+    /// When each channel is free again (min-heap, `channels` entries).
+    channel_free: BinaryHeap<Reverse<Instant>>,
+    /// When the transfer pipe is free again.
+    pipe_free: Instant,
+    pending: BinaryHeap<Reverse<Pending>>,
+    seq: u64,
+    shutdown: bool,
+}
+
+struct Scheduler {
+    state: Mutex<Timeline>,
+    cv: Condvar,
+}
+
+/// A modelled device. See the module documentation.
+pub struct ModelHost {
+    mem: MemoryHost,
+    params: ModelParams,
+    sched: Arc<Scheduler>,
+    timer: Option<JoinHandle<()>>,
+}
+
+/// A started operation of a [`ModelHost`].
+pub struct ModelIo<'a> {
+    result: Result<usize, Status>,
+    slot: Option<Arc<Slot>>,
+    _buf: PhantomData<&'a mut [u8]>,
+}
+
+impl HostIo for ModelIo<'_> {
+    fn wait(mut self) -> Result<usize, Status> {
+        if let Some(slot) = self.slot.take() {
+            slot.wait();
+        }
+        self.result
+    }
+}
+
+impl Drop for ModelIo<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            slot.wait();
+        }
+    }
+}
+
+/// Sets this thread's timer slack to 1 ns, so its timed sleeps end when asked.
+#[allow(unsafe_code)]
+fn set_low_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer argument and changes only the calling
+    // thread's timer slack; no memory is passed to the kernel.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_TIMERSLACK,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        );
+    }
+}
+
+fn timer_thread(sched: Arc<Scheduler>) {
+    set_low_timer_slack();
+    let mut st = sched.state.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if st.shutdown {
+            // Ios borrow the host, so none is pending when it is dropped; finish any anyway.
+            while let Some(Reverse(p)) = st.pending.pop() {
+                p.slot.signal();
+            }
+            return;
+        }
+        let Some(Reverse(head)) = st.pending.peek() else {
+            st = sched.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            continue;
+        };
+        let deadline = head.deadline;
+        let now = Instant::now();
+        if deadline <= now {
+            let mut due = Vec::new();
+            while st
+                .pending
+                .peek()
+                .is_some_and(|Reverse(p)| p.deadline <= now)
+            {
+                if let Some(Reverse(p)) = st.pending.pop() {
+                    due.push(p.slot);
+                }
+            }
+            drop(st);
+            for slot in due {
+                slot.signal();
+            }
+            st = sched.state.lock().unwrap_or_else(|e| e.into_inner());
+        } else if deadline - now > SPIN {
+            st = sched
+                .cv
+                .wait_timeout(st, deadline - now - SPIN)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        } else {
+            drop(st);
+            while Instant::now() < deadline {
+                std::hint::spin_loop();
+            }
+            st = sched.state.lock().unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl ModelHost {
+    /// A modelled device of `size` bytes.
+    pub fn new(size: u64, params: ModelParams) -> Self {
+        let now = Instant::now();
+        let sched = Arc::new(Scheduler {
+            state: Mutex::new(Timeline {
+                channel_free: (0..params.channels.max(1)).map(|_| Reverse(now)).collect(),
+                pipe_free: now,
+                pending: BinaryHeap::new(),
+                seq: 0,
+                shutdown: false,
+            }),
+            cv: Condvar::new(),
+        });
+        let timer = {
+            let sched = Arc::clone(&sched);
+            std::thread::Builder::new()
+                .name("model-timer".into())
+                .spawn(move || timer_thread(sched))
+                .ok()
+        };
+        ModelHost {
+            mem: MemoryHost::new(size),
+            params,
+            sched,
+            timer,
+        }
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> ModelParams {
+        self.params
+    }
+
+    /// The memory behind the model (faults, snapshot).
+    pub fn memory(&self) -> &MemoryHost {
+        &self.mem
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> HostCounters {
+        self.mem.counters()
+    }
+
+    /// Places an operation of `bytes` on the timeline and returns its completion flag.
+    fn schedule(&self, bytes: usize) -> Option<Arc<Slot>> {
+        // Without the timer thread nothing would ever signal; complete at once instead.
+        self.timer.as_ref()?;
+        let now = Instant::now();
+        let transfer = Duration::from_secs_f64(bytes as f64 / self.params.bytes_per_sec);
+        let slot = Arc::new(Slot {
+            done: Mutex::new(false),
+            cv: Condvar::new(),
+        });
+        let mut st = self.sched.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Reverse(channel_free) = st.channel_free.pop().unwrap_or(Reverse(now));
+        let admitted = channel_free.max(now);
+        let transfer_start = (admitted + self.params.latency).max(st.pipe_free);
+        let done = transfer_start + transfer;
+        st.pipe_free = done;
+        st.channel_free.push(Reverse(done));
+        st.seq += 1;
+        let seq = st.seq;
+        let is_head = st.pending.peek().is_none_or(|Reverse(p)| done < p.deadline);
+        st.pending.push(Reverse(Pending {
+            deadline: done,
+            seq,
+            slot: Arc::clone(&slot),
+        }));
+        drop(st);
+        if is_head {
+            self.sched.cv.notify_one();
+        }
+        Some(slot)
+    }
+
+    fn io<'a>(&self, result: Result<usize, Status>) -> ModelIo<'a> {
+        let slot = match result {
+            Ok(n) => self.schedule(n),
+            Err(_) => None,
+        };
+        ModelIo {
+            result,
+            slot,
+            _buf: PhantomData,
+        }
+    }
+}
+
+impl Drop for ModelHost {
+    fn drop(&mut self) {
+        self.sched
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .shutdown = true;
+        self.sched.cv.notify_all();
+        if let Some(t) = self.timer.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl HostDevice for ModelHost {
+    type Io<'a> = ModelIo<'a>;
+
+    fn kind(&self) -> HostKind {
+        self.mem.kind()
+    }
+    fn size(&self) -> u64 {
+        self.mem.size()
+    }
+    fn limits(&self) -> HostLimits {
+        self.mem.limits()
+    }
+    fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ModelIo<'a> {
+        let result = self.mem.do_read(offset, buf);
+        self.io(result)
+    }
+    fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ModelIo<'a> {
+        let result = self.mem.do_write(offset, buf);
+        self.io(result)
+    }
+    fn flush(&self) -> Result<(), Status> {
+        self.mem.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_presets_and_options_and_rejects_bad_ones() {
+        let (p, size) = ModelParams::parse("nvme").unwrap();
+        assert_eq!((p, size), (ModelParams::nvme(), None));
+        let (p, size) = ModelParams::parse("nvme,lat_us=50,gbps=1.5,channels=4,size=1M").unwrap();
+        assert_eq!(p.latency, Duration::from_micros(50));
+        assert_eq!(p.bytes_per_sec, 1.5e9);
+        assert_eq!(p.channels, 4);
+        assert_eq!(size, Some(1 << 20));
+        assert!(p.to_string().starts_with("model:nvme,lat_us=50"));
+        for bad in [
+            "hdd",
+            "nvme,lat_us",
+            "nvme,lat_us=-1",
+            "nvme,gbps=0",
+            "nvme,speed=3",
+            "nvme,lat_us=nan",
+        ] {
+            assert!(ModelParams::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn data_round_trips_and_faults_apply() {
+        let h = ModelHost::new(1 << 20, ModelParams::nvme());
+        let data = vec![0x5Au8; 4096];
+        assert_eq!(h.write(4096, &data), Ok(4096));
+        let mut back = vec![0u8; 4096];
+        assert_eq!(h.read(4096, &mut back), Ok(4096));
+        assert_eq!(back, data);
+        h.memory().fail_range(0..512, Status::IoDeviceError);
+        assert_eq!(h.read(0, &mut back), Err(Status::IoDeviceError));
+        assert_eq!(h.counters().failures, 1);
+    }
+
+    #[test]
+    fn qd1_latency_is_close_to_the_configured_one() {
+        // Generous bounds: this checks the model, not the machine's speed.
+        let p = ModelParams {
+            latency: Duration::from_micros(200),
+            ..ModelParams::nvme()
+        };
+        let h = ModelHost::new(1 << 20, p);
+        let mut buf = vec![0u8; 4096];
+        let n = 200;
+        let t = Instant::now();
+        for i in 0..n {
+            h.read((i % 64) * 4096, &mut buf).unwrap();
+        }
+        let mean = t.elapsed() / n as u32;
+        assert!(
+            mean >= Duration::from_micros(200),
+            "{mean:?} is shorter than the model's latency"
+        );
+        assert!(
+            mean < Duration::from_micros(1200),
+            "{mean:?} overshoots 200 us far too much"
+        );
+    }
+
+    #[test]
+    fn bandwidth_caps_throughput_of_parallel_large_ops() {
+        // 0.5 GB/s: 16 x 1 MiB ops from 8 threads need at least 33 ms of transfer.
+        let p = ModelParams {
+            latency: Duration::from_micros(10),
+            bytes_per_sec: 0.5e9,
+            ..ModelParams::nvme()
+        };
+        let h = Arc::new(ModelHost::new(16 << 20, p));
+        let t = Instant::now();
+        let threads: Vec<_> = (0..8u64)
+            .map(|i| {
+                let h = Arc::clone(&h);
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 1 << 20];
+                    for j in 0..2 {
+                        h.read((i * 2 + j) << 20, &mut buf).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for th in threads {
+            th.join().unwrap();
+        }
+        let elapsed = t.elapsed();
+        let floor = Duration::from_secs_f64(16.0 * (1 << 20) as f64 / 0.5e9);
+        assert!(
+            elapsed >= floor,
+            "{elapsed:?} beats the bandwidth floor {floor:?}"
+        );
+        assert!(elapsed < floor * 20, "{elapsed:?}");
+    }
+
+    #[test]
+    fn channels_bound_operations_in_progress() {
+        // One channel, 2 ms latency: 4 parallel ops take at least 8 ms.
+        let p = ModelParams {
+            latency: Duration::from_millis(2),
+            channels: 1,
+            ..ModelParams::nvme()
+        };
+        let h = Arc::new(ModelHost::new(1 << 20, p));
+        let t = Instant::now();
+        let threads: Vec<_> = (0..4u64)
+            .map(|i| {
+                let h = Arc::clone(&h);
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 512];
+                    h.read(i * 512, &mut buf).unwrap();
+                })
+            })
+            .collect();
+        for th in threads {
+            th.join().unwrap();
+        }
+        assert!(t.elapsed() >= Duration::from_millis(8), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn dropping_an_unwaited_io_waits_for_its_completion() {
+        let p = ModelParams {
+            latency: Duration::from_millis(5),
+            ..ModelParams::nvme()
+        };
+        let h = ModelHost::new(1 << 20, p);
+        let mut buf = vec![0u8; 512];
+        let t = Instant::now();
+        drop(h.start_read(0, &mut buf));
+        assert!(t.elapsed() >= Duration::from_millis(5));
+    }
+}

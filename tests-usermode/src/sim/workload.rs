@@ -1,0 +1,798 @@
+//! Seeded workloads and the checks that run after each.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use shuttle::sync::Mutex;
+
+use vcdirect::crypto::XtsCipher;
+use vcdirect::platform::{Event, HostKind, HostLimits, RequestKind};
+use vcdirect::registry::{Gates, Tunables};
+use vcdirect::volume::{MountParams, Volume};
+use vcdirect::Status;
+
+use super::host::SimHost;
+use super::platform::{current_thread_name, SimEvent, SimPlatform};
+use crate::request::{Buf, Completion, TestRequest};
+
+const SECTOR: u64 = 512;
+const DATA_OFFSET: u64 = 128 * 1024;
+const DATA_SECTORS: u64 = 2048;
+
+/// Which faults a run may inject (each is then drawn per seed).
+#[derive(Clone, Copy, Debug)]
+pub struct FaultMix {
+    /// Host operations on a bad sector range fail.
+    pub host_errors: bool,
+    /// Some requests are cancelled right after dispatch.
+    pub cancellation: bool,
+    /// The keys are erased at a random point.
+    pub key_erasure: bool,
+    /// The volume is dismounted at a random point under load.
+    pub dismount: bool,
+    /// Some read completions submit a nested read and wait for it (REVIEW.md R1).
+    pub reentrant: bool,
+    /// Misaligned, out-of-range and bufferless requests.
+    pub bad_requests: bool,
+    /// Long random delays on host operations.
+    pub long_delays: bool,
+}
+
+impl FaultMix {
+    /// Every fault.
+    pub const ALL: FaultMix = FaultMix {
+        host_errors: true,
+        cancellation: true,
+        key_erasure: true,
+        dismount: true,
+        reentrant: true,
+        bad_requests: true,
+        long_delays: true,
+    };
+    /// No fault.
+    pub const NONE: FaultMix = FaultMix {
+        host_errors: false,
+        cancellation: false,
+        key_erasure: false,
+        dismount: false,
+        reentrant: false,
+        bad_requests: false,
+        long_delays: false,
+    };
+}
+
+/// One simulated volume and its workload.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Name for reports.
+    pub name: String,
+    /// The volume's gates.
+    pub gates: Gates,
+    /// Mounted read-only.
+    pub read_only: bool,
+    /// Raw device host (else a container file).
+    pub raw: bool,
+    /// Operations in all.
+    pub ops: usize,
+    /// Concurrent submitters.
+    pub submitters: usize,
+    /// Requests each submitter keeps in flight.
+    pub depth: usize,
+    /// Faults that may be injected.
+    pub faults: FaultMix,
+}
+
+impl SimConfig {
+    /// The four standard volumes: gates off, read-only (both gates on), write gate only, both.
+    pub fn standard(ops: usize) -> Vec<SimConfig> {
+        let mk = |name: &str, read, write, read_only| SimConfig {
+            name: name.into(),
+            gates: Gates { read, write },
+            read_only,
+            raw: true,
+            ops,
+            submitters: 4,
+            depth: 3,
+            faults: FaultMix::ALL,
+        };
+        vec![
+            mk("gates-off", false, false, false),
+            mk("read-only", true, true, true),
+            mk("write-only", false, true, false),
+            mk("both-on", true, true, false),
+        ]
+    }
+}
+
+/// What one seed did.
+#[derive(Clone, Debug, Default)]
+pub struct SeedReport {
+    /// The seed.
+    pub seed: u64,
+    /// Hash of every host operation and outcome in order.
+    pub trace_hash: u64,
+    /// Broken invariants (empty: the run passed).
+    pub violations: Vec<String>,
+    /// Requests dispatched.
+    pub requests: usize,
+    /// Faults drawn for this seed.
+    pub drawn: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OpKind {
+    Read,
+    Write,
+    Flush,
+}
+
+struct Outcome {
+    status: Status,
+    information: usize,
+    data: Option<Vec<u8>>,
+}
+
+struct LogEntry {
+    kind: OpKind,
+    first_sector: u64,
+    sectors: u64,
+    id: u32,
+    /// For a malformed request: the status it must get.
+    expected: Option<Status>,
+    outcome: Option<Outcome>,
+}
+
+struct Ctx {
+    volume: Arc<Volume<SimPlatform>>,
+    log: StdMutex<Vec<LogEntry>>,
+    dispatch: Mutex<()>,
+    one_flush: Mutex<()>,
+    next_id: AtomicU32,
+    r1_violations: StdMutex<Vec<String>>,
+    dismounted: AtomicBool,
+    reentrant: bool,
+    read_only: bool,
+}
+
+/// Sector pattern of write `id` at volume sector `sector`.
+fn fill_pattern(id: u32, first_sector: u64, buf: &mut [u8]) {
+    for (i, sec) in buf.chunks_mut(SECTOR as usize).enumerate() {
+        let s = first_sector + i as u64;
+        sec[..4].copy_from_slice(&id.to_le_bytes());
+        sec[4..12].copy_from_slice(&s.to_le_bytes());
+        let mut x = (u64::from(id) << 32) ^ s ^ 0x9E37_79B9_7F4A_7C15;
+        for chunk in sec[12..].chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let b = x.to_le_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+    }
+}
+
+/// The write id a sector's plaintext carries, if it is an intact pattern for `sector`.
+fn decode_sector(sec: &[u8], sector: u64) -> Option<u32> {
+    let id = u32::from_le_bytes(sec[..4].try_into().ok()?);
+    let mut expect = [0u8; SECTOR as usize];
+    fill_pattern(id, sector, &mut expect);
+    (expect[..] == sec[..SECTOR as usize]).then_some(id)
+}
+
+fn master_key(seed: u64) -> [u8; 64] {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
+    let mut k = [0u8; 64];
+    rng.fill(&mut k[..]);
+    k
+}
+
+/// Runs one seed of `cfg`; returns its report (violations empty when every invariant held).
+pub fn run_seed(cfg: &SimConfig, seed: u64) -> SeedReport {
+    let out: Arc<StdMutex<Option<SeedReport>>> = Arc::new(StdMutex::new(None));
+    let out2 = Arc::clone(&out);
+    let cfg2 = cfg.clone();
+    let scheduler = shuttle::scheduler::RandomScheduler::new_from_seed(seed, 1);
+    let mut config = shuttle::Config::new();
+    config.max_steps = shuttle::MaxSteps::None;
+    config.failure_persistence = shuttle::FailurePersistence::None;
+    config.silence_warnings = true;
+    config.stack_size = 256 * 1024;
+    let runner = shuttle::Runner::new(scheduler, config);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runner.run(move || {
+            let r = simulate(&cfg2, seed);
+            *out2.lock().unwrap() = Some(r);
+        })
+    }));
+    match result {
+        Ok(_) => out.lock().unwrap().take().unwrap_or_default(),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            SeedReport {
+                seed,
+                violations: vec![format!("panic or deadlock: {msg}")],
+                ..Default::default()
+            }
+        }
+    }
+}
+
+fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let key = master_key(seed);
+    let cipher = Arc::new(XtsCipher::new(&key));
+    let host_size = DATA_OFFSET + DATA_SECTORS * SECTOR + 128 * 1024;
+    let mut content = vec![0u8; host_size as usize];
+    {
+        let data =
+            &mut content[DATA_OFFSET as usize..(DATA_OFFSET + DATA_SECTORS * SECTOR) as usize];
+        fill_pattern(0, 0, data);
+        cipher.encrypt(data, DATA_OFFSET / SECTOR);
+    }
+    let limits = HostLimits {
+        sector_size: 512,
+        max_transfer: [64 << 10, 128 << 10, 1 << 20][rng.gen_range(0..3)],
+        max_physical_pages: [17, 32, u32::MAX][rng.gen_range(0..3)],
+        alignment_mask: [0, 511, 4095][rng.gen_range(0..3)],
+        page_size: 4096,
+    };
+    let f = cfg.faults;
+    let host_errors = f.host_errors && rng.gen_bool(0.3);
+    let erase = f.key_erasure && rng.gen_bool(0.15);
+    let dismount_early = f.dismount && rng.gen_bool(0.15);
+    let long_delays = f.long_delays && rng.gen_bool(0.3);
+    let drawn = format!(
+        "limits={}/{}/{} host_errors={host_errors} erase={erase} dismount={dismount_early} long_delays={long_delays}",
+        limits.max_transfer, limits.max_physical_pages, limits.alignment_mask
+    );
+    let host = SimHost::new(
+        content,
+        limits,
+        if cfg.raw {
+            HostKind::RawDevice
+        } else {
+            HostKind::FileContainer
+        },
+        if long_delays { 40 } else { 4 },
+    );
+    if host_errors {
+        let s = rng.gen_range(0..DATA_SECTORS - 8);
+        let start = DATA_OFFSET + s * SECTOR;
+        host.fail_range(
+            start..start + rng.gen_range(1..8) * SECTOR,
+            Status::IoDeviceError,
+        );
+    }
+    let decoder_cipher = Arc::clone(&cipher);
+    host.set_decoder(Box::new(move |host_offset, first| {
+        if host_offset < DATA_OFFSET || first.len() < SECTOR as usize {
+            return None;
+        }
+        let mut sec = first[..SECTOR as usize].to_vec();
+        decoder_cipher.decrypt(&mut sec, host_offset / SECTOR);
+        decode_sector(&sec, (host_offset - DATA_OFFSET) / SECTOR)
+    }));
+    let params = MountParams {
+        data_offset: DATA_OFFSET,
+        data_size: DATA_SECTORS * SECTOR,
+        sector_size: 512,
+        read_only: cfg.read_only,
+        hidden: false,
+        protected_range: None,
+        gates: cfg.gates,
+        tunables: Tunables {
+            fragment_size: 32 * 1024,
+            ..Tunables::default()
+        },
+    };
+    let volume = Volume::mount(SimPlatform, host, &key, params).expect("mount");
+    let weak = Arc::downgrade(&volume);
+    volume.host().set_key_blocked_probe(Box::new(move || {
+        weak.upgrade().is_some_and(|v| v.key().is_blocked())
+    }));
+    let ctx = Arc::new(Ctx {
+        volume: Arc::clone(&volume),
+        log: StdMutex::new(Vec::new()),
+        dispatch: Mutex::new(()),
+        one_flush: Mutex::new(()),
+        next_id: AtomicU32::new(1),
+        r1_violations: StdMutex::new(Vec::new()),
+        dismounted: AtomicBool::new(false),
+        reentrant: f.reentrant,
+        read_only: cfg.read_only,
+    });
+
+    let mut threads = Vec::new();
+    let per = cfg.ops.div_ceil(cfg.submitters.max(1));
+    for i in 0..cfg.submitters {
+        let ctx = Arc::clone(&ctx);
+        let cfg = cfg.clone();
+        let sub_seed = seed ^ ((i as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
+        threads.push(
+            shuttle::thread::Builder::new()
+                .name(format!("submitter-{i}"))
+                .spawn(move || submitter(&ctx, &cfg, sub_seed, per))
+                .unwrap(),
+        );
+    }
+    let mut violations = Vec::new();
+    let chaos_yields = rng.gen_range(0..4000);
+    if erase || dismount_early {
+        let ctx = Arc::clone(&ctx);
+        threads.push(
+            shuttle::thread::Builder::new()
+                .name("chaos".into())
+                .spawn(move || {
+                    for _ in 0..chaos_yields {
+                        shuttle::thread::yield_now();
+                    }
+                    if erase {
+                        ctx.volume.erase_keys();
+                    }
+                    if dismount_early {
+                        ctx.dismounted.store(true, Ordering::SeqCst);
+                        ctx.volume.dismount();
+                        let v = &ctx.volume;
+                        if v.host().outstanding() != 0 {
+                            ctx.r1_violations.lock().unwrap().push(format!(
+                                "R13: {} host operations outstanding when dismount returned",
+                                v.host().outstanding()
+                            ));
+                        }
+                        if v.in_flight() != 0 {
+                            ctx.r1_violations.lock().unwrap().push(format!(
+                                "R13: {} requests in flight when dismount returned",
+                                v.in_flight()
+                            ));
+                        }
+                    }
+                })
+                .unwrap(),
+        );
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    volume.dismount();
+    let host = volume.host();
+    if host.outstanding() != 0 {
+        violations.push(format!(
+            "R13: {} host operations outstanding after dismount",
+            host.outstanding()
+        ));
+    }
+    violations.extend(ctx.r1_violations.lock().unwrap().iter().cloned());
+    violations.extend(host.violations());
+    if volume.key().late_users() != 0 {
+        violations.push(format!(
+            "R3: {} crypto users outlived key erasure",
+            volume.key().late_users()
+        ));
+    }
+    if !volume.key().is_erased() {
+        violations.push("keys not erased after dismount".into());
+    }
+    let counters = volume.counters.snapshot();
+    if counters.direct_in_flight_max > 8 {
+        violations.push(format!(
+            "direct in flight reached {}",
+            counters.direct_in_flight_max
+        ));
+    }
+    if volume.disjoint_waits() != 0 {
+        violations.push(format!(
+            "R12: {} waits on non-overlapping requests",
+            volume.disjoint_waits()
+        ));
+    }
+    let log = std::mem::take(&mut *ctx.log.lock().unwrap());
+    let allowed_failures = allowed_failures(cfg, host_errors, erase, dismount_early);
+    check_log(&log, &allowed_failures, &mut violations);
+    check_medium(&log, &host.snapshot(), &cipher, &mut violations);
+    check_flushes(&log, host, volume.effective().direct_write, &mut violations);
+    check_paths(&log, cfg, &counters, limits, &mut violations);
+
+    let mut h = host.trace_hash();
+    for e in &log {
+        let s = e.outcome.as_ref().map_or(u32::MAX, |o| o.status.ntstatus());
+        h = (h ^ u64::from(s)).wrapping_mul(0x0100_0000_01b3);
+    }
+    violations.truncate(20);
+    SeedReport {
+        seed,
+        trace_hash: h,
+        violations,
+        requests: log.len(),
+        drawn,
+    }
+}
+
+fn allowed_failures(
+    cfg: &SimConfig,
+    host_errors: bool,
+    erase: bool,
+    dismount: bool,
+) -> Vec<Status> {
+    let mut v = Vec::new();
+    if host_errors {
+        v.push(Status::IoDeviceError);
+    }
+    if erase {
+        v.push(Status::DeviceBusy);
+    }
+    if dismount {
+        v.push(Status::DeviceNotReady);
+    }
+    if cfg.faults.cancellation {
+        v.push(Status::Cancelled);
+    }
+    v
+}
+
+fn submitter(ctx: &Arc<Ctx>, cfg: &SimConfig, seed: u64, ops: usize) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut pending: std::collections::VecDeque<Arc<SimEvent>> = Default::default();
+    for _ in 0..ops {
+        while pending.len() >= cfg.depth.max(1) {
+            pending.pop_front().unwrap().wait();
+        }
+        let roll = rng.gen_range(0..100);
+        if roll < 5 {
+            // One flush at a time, so host flushes map to flush requests in order.
+            let g = ctx.one_flush.lock().unwrap();
+            let done = submit(ctx, OpKind::Flush, 0, 0, None, false, 0, &mut rng);
+            done.wait();
+            drop(g);
+            continue;
+        }
+        let kind = if roll < 55 {
+            OpKind::Read
+        } else {
+            OpKind::Write
+        };
+        let sectors = [1u64, 1, 2, 8, 8, 16, 64, 128, 256][rng.gen_range(0..9)];
+        let first = rng.gen_range(0..=DATA_SECTORS - sectors);
+        let bad = if cfg.faults.bad_requests && rng.gen_range(0..100) < 6 {
+            Some(rng.gen_range(0..4))
+        } else {
+            None
+        };
+        let cancel = cfg.faults.cancellation && rng.gen_range(0..100) < 4;
+        let depth = if ctx.reentrant && kind == OpKind::Read && rng.gen_range(0..100) < 10 {
+            rng.gen_range(1..4)
+        } else {
+            0
+        };
+        pending.push_back(submit(
+            ctx, kind, first, sectors, bad, cancel, depth, &mut rng,
+        ));
+    }
+    while let Some(e) = pending.pop_front() {
+        e.wait();
+    }
+}
+
+/// Dispatches one request and returns the event its completion sets.
+#[allow(clippy::too_many_arguments)]
+fn submit(
+    ctx: &Arc<Ctx>,
+    kind: OpKind,
+    first: u64,
+    sectors: u64,
+    bad: Option<u32>,
+    cancel: bool,
+    nested_depth: u32,
+    rng: &mut StdRng,
+) -> Arc<SimEvent> {
+    let done = Arc::new(SimEvent::new());
+    let id = ctx.next_id.fetch_add(1, Ordering::SeqCst);
+    let len = (sectors * SECTOR) as usize;
+    let mut offset = (first * SECTOR) as i64;
+    let mut length = len as u32;
+    let mut buf = match kind {
+        OpKind::Read => Some(Buf::zeroed_aligned(len, 4096)),
+        OpKind::Write => {
+            let mut b = Buf::zeroed_aligned(len, 4096);
+            fill_pattern(id, first, b.as_mut_slice());
+            Some(b)
+        }
+        OpKind::Flush => None,
+    };
+    let mut expected = None;
+    if let Some(b) = bad {
+        let ro = kind == OpKind::Write && ctx.read_only;
+        match b {
+            0 => {
+                offset += 256;
+                expected = Some(Status::InvalidParameter);
+            }
+            1 => {
+                offset = ((DATA_SECTORS - sectors + 1) * SECTOR) as i64;
+                expected = Some(Status::InvalidParameter);
+            }
+            2 => {
+                length = length.saturating_sub(100).max(1);
+                expected = Some(Status::InvalidParameter);
+            }
+            _ => {
+                buf = None;
+                expected = Some(Status::InvalidUserBuffer);
+            }
+        }
+        if ro {
+            expected = Some(Status::MediaWriteProtected);
+        }
+    }
+    if kind == OpKind::Write && ctx.read_only {
+        expected = Some(Status::MediaWriteProtected);
+    }
+    let ctx2 = Arc::clone(ctx);
+    let done2 = Arc::clone(&done);
+    let index;
+    let request_kind = match kind {
+        OpKind::Read => RequestKind::Read,
+        OpKind::Write => RequestKind::Write,
+        OpKind::Flush => RequestKind::Flush,
+    };
+    let g = ctx.dispatch.lock().unwrap();
+    {
+        let mut log = ctx.log.lock().unwrap();
+        index = log.len();
+        log.push(LogEntry {
+            kind,
+            first_sector: first,
+            sectors,
+            id,
+            expected,
+            outcome: None,
+        });
+    }
+    let nested_seed: u64 = rng.gen();
+    let req = TestRequest::new(request_kind, offset, length, buf, move |c: Completion| {
+        let name = current_thread_name();
+        if name.starts_with("vc-") {
+            ctx2.r1_violations
+                .lock()
+                .unwrap()
+                .push(format!("R1: upper completion ran on engine thread {name}"));
+        }
+        let data = if kind == OpKind::Read {
+            c.buf.map(|b| b.as_slice().to_vec())
+        } else {
+            None
+        };
+        let status = c.status;
+        ctx2.log.lock().unwrap()[index].outcome = Some(Outcome {
+            status: c.status,
+            information: c.information,
+            data,
+        });
+        // Only from a real (deferred) completion: an inline rejection runs on the dispatching
+        // thread, which holds the harness's dispatch lock.
+        if nested_depth > 0 && status.is_success() {
+            // A re-entrant upper completion: submit another read and wait for it.
+            let mut r = StdRng::seed_from_u64(nested_seed);
+            let sectors = [1u64, 8, 16][r.gen_range(0..3)];
+            let first = r.gen_range(0..=DATA_SECTORS - sectors);
+            let e = submit(
+                &ctx2,
+                OpKind::Read,
+                first,
+                sectors,
+                None,
+                false,
+                nested_depth - 1,
+                &mut r,
+            );
+            e.wait();
+        }
+        done2.set();
+    });
+    let cancel_handle = req.cancel_handle();
+    ctx.volume.dispatch(req);
+    drop(g);
+    if cancel {
+        shuttle::thread::yield_now();
+        cancel_handle.store(true, Ordering::SeqCst);
+    }
+    done
+}
+
+const NOTHING_WRITTEN: [Status; 4] = [
+    Status::InvalidParameter,
+    Status::MediaWriteProtected,
+    Status::InvalidUserBuffer,
+    Status::DeviceNotReady,
+];
+
+fn check_log(log: &[LogEntry], allowed: &[Status], violations: &mut Vec<String>) {
+    let mut model: Vec<Vec<u32>> = vec![vec![0]; DATA_SECTORS as usize];
+    for (i, e) in log.iter().enumerate() {
+        let Some(o) = &e.outcome else {
+            violations.push(format!("request {i} ({:?}) never completed", e.kind));
+            continue;
+        };
+        if let Some(exp) = e.expected {
+            if o.status != exp {
+                violations.push(format!(
+                    "malformed request {i} got {:?}, expected {exp:?}",
+                    o.status
+                ));
+            }
+            continue;
+        }
+        if !o.status.is_success() && !allowed.contains(&o.status) {
+            violations.push(format!(
+                "request {i} ({:?}) failed with {:?}",
+                e.kind, o.status
+            ));
+        }
+        let range = e.first_sector as usize..(e.first_sector + e.sectors) as usize;
+        match e.kind {
+            OpKind::Flush => {}
+            OpKind::Write => {
+                if o.status.is_success() {
+                    if o.information != (e.sectors * SECTOR) as usize {
+                        violations.push(format!("write {i} reported {} bytes", o.information));
+                    }
+                    for s in range {
+                        model[s] = vec![e.id];
+                    }
+                } else if !NOTHING_WRITTEN.contains(&o.status) {
+                    for s in range {
+                        if !model[s].contains(&e.id) {
+                            model[s].push(e.id);
+                        }
+                    }
+                }
+            }
+            OpKind::Read => {
+                if !o.status.is_success() {
+                    continue;
+                }
+                let Some(data) = &o.data else {
+                    violations.push(format!("read {i} succeeded without its buffer"));
+                    continue;
+                };
+                for (k, s) in range.enumerate() {
+                    let sec = &data[k * SECTOR as usize..(k + 1) * SECTOR as usize];
+                    match decode_sector(sec, s as u64) {
+                        Some(id) if model[s].contains(&id) => {}
+                        Some(id) => {
+                            violations.push(format!(
+                                "read {i} sector {s}: saw write {id}, model allows {:?}",
+                                model[s]
+                            ));
+                            break;
+                        }
+                        None => {
+                            violations.push(format!("read {i} sector {s}: corrupt data"));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn check_medium(log: &[LogEntry], medium: &[u8], cipher: &XtsCipher, violations: &mut Vec<String>) {
+    // Final allowed set per sector: the replayed model after every request.
+    let mut model: Vec<Vec<u32>> = vec![vec![0]; DATA_SECTORS as usize];
+    for e in log {
+        let (Some(o), OpKind::Write, None) = (&e.outcome, e.kind, e.expected) else {
+            continue;
+        };
+        let range = e.first_sector as usize..(e.first_sector + e.sectors) as usize;
+        if o.status.is_success() {
+            for s in range {
+                model[s] = vec![e.id];
+            }
+        } else if !NOTHING_WRITTEN.contains(&o.status) {
+            for s in range {
+                model[s].push(e.id);
+            }
+        }
+    }
+    let mut data =
+        medium[DATA_OFFSET as usize..(DATA_OFFSET + DATA_SECTORS * SECTOR) as usize].to_vec();
+    cipher.decrypt(&mut data, DATA_OFFSET / SECTOR);
+    for s in 0..DATA_SECTORS as usize {
+        let sec = &data[s * SECTOR as usize..(s + 1) * SECTOR as usize];
+        match decode_sector(sec, s as u64) {
+            Some(id) if model[s].contains(&id) => {}
+            other => {
+                violations.push(format!(
+                    "medium sector {s}: holds {other:?}, model allows {:?}",
+                    model[s]
+                ));
+                return;
+            }
+        }
+    }
+}
+
+fn check_flushes(
+    log: &[LogEntry],
+    host: &SimHost,
+    direct_write: bool,
+    violations: &mut Vec<String>,
+) {
+    let snapshots = host.flush_snapshots();
+    if !direct_write {
+        if !snapshots.is_empty() {
+            violations.push("R7: a volume without direct writes sent a flush to the host".into());
+        }
+        for (i, e) in log.iter().enumerate() {
+            if e.kind == OpKind::Flush
+                && e.outcome.as_ref().map(|o| o.status) != Some(Status::Success)
+            {
+                violations.push(format!(
+                    "flush {i} on a legacy-flush volume did not succeed at once"
+                ));
+            }
+        }
+        return;
+    }
+    let mut k = 0;
+    for (i, e) in log.iter().enumerate() {
+        if e.kind != OpKind::Flush || e.outcome.as_ref().map(|o| o.status) != Some(Status::Success)
+        {
+            continue;
+        }
+        let Some(snap) = snapshots.get(k) else {
+            violations.push(format!("flush {i} succeeded without a host flush"));
+            return;
+        };
+        k += 1;
+        for w in &log[..i] {
+            let ok = w.outcome.as_ref().is_some_and(|o| o.status.is_success());
+            if w.kind == OpKind::Write && ok && w.expected.is_none() {
+                let got = snap.get(&w.id).copied().unwrap_or(0);
+                if got < w.sectors * SECTOR {
+                    violations.push(format!(
+                        "flush {i} reached the host before write {} (id {}) was on the medium",
+                        w.first_sector, w.id
+                    ));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn check_paths(
+    log: &[LogEntry],
+    cfg: &SimConfig,
+    c: &vcdirect::volume::CounterSnapshot,
+    limits: HostLimits,
+    violations: &mut Vec<String>,
+) {
+    let _ = limits;
+    let eff_read = cfg.gates.read && cfg.raw;
+    let eff_write = cfg.gates.write && cfg.raw && !cfg.read_only;
+    let (mut reads, mut writes) = (0u64, 0u64);
+    for e in log {
+        let Some(o) = &e.outcome else { continue };
+        if e.expected.is_some() || NOTHING_WRITTEN.contains(&o.status) {
+            continue;
+        }
+        match e.kind {
+            OpKind::Read if eff_read => reads += 1,
+            OpKind::Write if eff_write => writes += 1,
+            _ => {}
+        }
+    }
+    if c.direct_reads != reads || c.direct_writes != writes {
+        violations.push(format!(
+            "path choice: {} direct reads and {} direct writes, expected {reads} and {writes} (every eligible request goes direct whatever the load)",
+            c.direct_reads, c.direct_writes
+        ));
+    }
+}

@@ -1,0 +1,214 @@
+//! The std platform: real threads, std locks, a rayon pool as VeraCrypt's encryption thread
+//! pool, and a growing pool of "system worker" threads for completion work items.
+
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use vcdirect::platform::{self, HostDevice, Piece, Platform};
+use vcdirect::Status;
+
+use crate::request::TestRequest;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `platform::Lock` over `std::sync::Mutex`.
+pub struct StdLock<T>(Mutex<T>);
+
+impl<T: Send> platform::Lock<T> for StdLock<T> {
+    fn new(value: T) -> Self {
+        StdLock(Mutex::new(value))
+    }
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut lock(&self.0))
+    }
+}
+
+/// A notification event.
+pub struct StdEvent {
+    set: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl platform::Event for StdEvent {
+    fn new() -> Self {
+        StdEvent {
+            set: Mutex::new(false),
+            cv: Condvar::new(),
+        }
+    }
+    fn set(&self) {
+        *lock(&self.set) = true;
+        self.cv.notify_all();
+    }
+    fn wait(&self) {
+        let mut g = lock(&self.set);
+        while !*g {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// A counting semaphore.
+pub struct StdSemaphore {
+    permits: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl platform::Semaphore for StdSemaphore {
+    fn new(initial: usize) -> Self {
+        StdSemaphore {
+            permits: Mutex::new(initial),
+            cv: Condvar::new(),
+        }
+    }
+    fn release(&self) {
+        *lock(&self.permits) += 1;
+        self.cv.notify_one();
+    }
+    fn acquire(&self) {
+        let mut g = lock(&self.permits);
+        while *g == 0 {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        *g -= 1;
+    }
+}
+
+/// A joinable std thread.
+pub struct StdThread(std::thread::JoinHandle<()>);
+
+impl platform::Thread for StdThread {
+    fn join(self) {
+        if let Err(panic) = self.0.join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+type WorkItem = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct WorkerState {
+    queue: VecDeque<WorkItem>,
+    idle: usize,
+}
+
+/// The OS's shared worker threads: a work item never waits behind another one (a new thread
+/// is started whenever no idle thread is free for it), as blocked upper completions must not
+/// hold up later ones (REVIEW.md R1).
+#[derive(Default)]
+struct SystemWorkers {
+    state: Mutex<WorkerState>,
+    cv: Condvar,
+}
+
+impl SystemWorkers {
+    fn queue(self: &Arc<Self>, item: WorkItem) {
+        let mut s = lock(&self.state);
+        s.queue.push_back(item);
+        if s.queue.len() > s.idle {
+            let me = Arc::clone(self);
+            drop(s);
+            std::thread::Builder::new()
+                .name("system-worker".into())
+                .spawn(move || me.run())
+                .expect("spawn a system worker");
+        } else {
+            drop(s);
+            self.cv.notify_one();
+        }
+    }
+
+    fn run(&self) {
+        let mut s = lock(&self.state);
+        loop {
+            if let Some(item) = s.queue.pop_front() {
+                drop(s);
+                item();
+                s = lock(&self.state);
+                continue;
+            }
+            s.idle += 1;
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+            s.idle -= 1;
+        }
+    }
+}
+
+/// The std platform for volumes on hosts of type `H`.
+pub struct StdPlatform<H> {
+    crypto: Arc<rayon::ThreadPool>,
+    workers: Arc<SystemWorkers>,
+    cpus: usize,
+    _host: PhantomData<fn() -> H>,
+}
+
+impl<H> Clone for StdPlatform<H> {
+    fn clone(&self) -> Self {
+        StdPlatform {
+            crypto: Arc::clone(&self.crypto),
+            workers: Arc::clone(&self.workers),
+            cpus: self.cpus,
+            _host: PhantomData,
+        }
+    }
+}
+
+impl<H> StdPlatform<H> {
+    /// A platform whose encryption pool has `cpu count - free_cpus` threads.
+    pub fn new(free_cpus: usize) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = cpus.saturating_sub(free_cpus).max(1);
+        let crypto = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("vc-encryption-{i}"))
+            .build()
+            .expect("build the encryption pool");
+        StdPlatform {
+            crypto: Arc::new(crypto),
+            workers: Arc::new(SystemWorkers::default()),
+            cpus,
+            _host: PhantomData,
+        }
+    }
+}
+
+impl<H: HostDevice> Platform for StdPlatform<H> {
+    type Lock<T: Send> = StdLock<T>;
+    type Event = StdEvent;
+    type Semaphore = StdSemaphore;
+    type Thread = StdThread;
+    type Request = TestRequest;
+    type Host = H;
+
+    fn spawn(
+        &self,
+        name: &'static str,
+        body: Box<dyn FnOnce() + Send>,
+    ) -> Result<StdThread, Status> {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(body)
+            .map(StdThread)
+            .map_err(|_| Status::InsufficientResources)
+    }
+
+    fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
+        self.workers.queue(item);
+    }
+
+    fn cpu_count(&self) -> usize {
+        self.cpus
+    }
+
+    fn run_pieces(&self, pieces: &mut [Piece<'_>], work: &(dyn Fn(&mut Piece<'_>) + Sync)) {
+        self.crypto.scope(|s| {
+            for piece in pieces.iter_mut() {
+                s.spawn(move |_| work(piece));
+            }
+        });
+    }
+}
