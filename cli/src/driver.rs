@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use vcdirect::abi::{
     self, AbiError, GatesMessage, ListReply, MountReply, MountRequest, StatusReply, Target,
 };
+use vcdirect::volume::{CounterSnapshot, LegacyReason};
 use zeroize::Zeroizing;
 
 use crate::volume::{self, Credentials, Kind};
@@ -168,15 +169,23 @@ pub fn status_json(s: &StatusReply) -> Value {
         "flags": flags_json(s.flags),
         "gates": { "read": s.gates.read, "write": s.gates.write },
         "crypto_backend": String::from_utf8_lossy(&s.backend),
-        "counters": {
-            "direct_reads": s.counters.direct_reads,
-            "direct_writes": s.counters.direct_writes,
-            "legacy_reads": s.counters.legacy_reads,
-            "legacy_writes": s.counters.legacy_writes,
-            "slot_waits": s.counters.slot_waits,
-        },
+        "counters": counters_json(&s.counters),
         "data_size": s.data_size,
     })
+}
+
+fn counters_json(c: &CounterSnapshot) -> Value {
+    let mut map = serde_json::Map::new();
+    for (name, v) in c.fields() {
+        map.insert(name.to_string(), v.into());
+    }
+    let reasons: serde_json::Map<String, Value> = LegacyReason::ALL
+        .iter()
+        .zip(c.legacy_by_reason)
+        .map(|(r, v)| (r.name().to_string(), v.into()))
+        .collect();
+    map.insert("legacy_by_reason".to_string(), reasons.into());
+    map.into()
 }
 
 /// JSON for a list reply.
@@ -252,6 +261,86 @@ pub use elsewhere::{
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_json_names_gates_backend_and_every_counter() {
+        let counters = CounterSnapshot {
+            direct_reads: 5,
+            legacy_by_reason: [2, 0, 0, 0],
+            ..Default::default()
+        };
+        let reply = StatusReply {
+            volume_id: 3,
+            flags: abi::MOUNT_READ_ONLY,
+            gates: GatesMessage {
+                read: true,
+                write: false,
+            },
+            drive_letter: Some('V'),
+            backend: b"aes-ni".to_vec(),
+            counters,
+            data_size: 1 << 20,
+        };
+        let parsed = StatusReply::parse(&reply.build().unwrap()).unwrap();
+        let j = status_json(&parsed);
+        assert_eq!(j["letter"], "V:");
+        assert_eq!(j["gates"]["read"], true);
+        assert_eq!(j["gates"]["write"], false);
+        assert_eq!(j["crypto_backend"], "aes-ni");
+        assert_eq!(j["flags"]["read_only"], true);
+        assert_eq!(j["counters"]["direct_reads"], 5);
+        assert_eq!(j["counters"]["slot_waits"], 0);
+        assert_eq!(j["counters"]["legacy_by_reason"]["gate_off"], 2);
+    }
+
+    #[test]
+    fn mount_request_carries_header_geometry_key_and_protection() {
+        use crate::create::{create, CreateSpec, Fill, VolumeSpec};
+        use crate::kdf::Prf;
+        let path = std::env::temp_dir().join(format!("vcctl-mountreq-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let spec = |pw: &[u8]| VolumeSpec {
+            password: Zeroizing::new(pw.to_vec()),
+            prf: Prf::Sha256,
+            pim: 1,
+        };
+        let layout = create(
+            &path,
+            &CreateSpec {
+                size: 1 << 20,
+                outer: spec(b"o"),
+                hidden: Some((65536, spec(b"h"))),
+                fill: Fill::Random,
+                algorithm: crate::cipher::AES,
+            },
+        )
+        .unwrap();
+        let creds = |pw: &[u8]| Credentials {
+            password: Zeroizing::new(pw.to_vec()),
+            prf: None,
+            pim: 1,
+            keyfiles: Vec::new(),
+        };
+        let args = MountArgs {
+            host: r"\?\GLOBALROOT\Device\Harddisk1\Partition2".to_string(),
+            creds: creds(b"o"),
+            kind: Kind::Normal,
+            hidden_creds: Some(creds(b"h")),
+            letter: Some('v'),
+            read_only: false,
+            shared: false,
+            wine_host_driver_name: None,
+        };
+        let mut file = std::fs::File::open(&path).unwrap();
+        let bytes = mount_request(&args, &mut file, 1 << 20).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let req = MountRequest::parse(&bytes, false).unwrap();
+        assert_eq!(req.flags, abi::MOUNT_PROTECT_HIDDEN);
+        assert_eq!((req.data_offset, req.data_size), layout.outer);
+        assert_eq!(req.protected_range, layout.hidden.unwrap());
+        assert_eq!(req.drive_letter, Some('V'));
+        assert_eq!(req.sector_size, 512);
+    }
 
     #[test]
     fn targets_parse_letters_and_ids() {

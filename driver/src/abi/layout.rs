@@ -4,6 +4,7 @@ use alloc::vec::Vec;
 use zeroize::Zeroizing;
 
 use super::{open_exact, AbiError, MasterKey, Reader, Writer};
+use crate::volume::CounterSnapshot;
 
 /// Key bytes for AES-256-XTS: primary key 0..32, tweak key 32..64.
 pub const KEY_LENGTH: usize = 64;
@@ -371,6 +372,14 @@ impl EraseReply {
 /// Bytes of the crypto backend name field (ASCII, NUL-padded).
 pub const BACKEND_CHARS: usize = 16;
 
+/// Named counters of [`CounterSnapshot`] carried by a status reply, in `fields()` order.
+/// (Adding a counter to the volume breaks the build here until the ABI version is raised.)
+pub const STATUS_COUNTERS: usize = 15;
+/// Legacy routing reasons carried by a status reply, in `LegacyReason::ALL` order.
+pub const STATUS_LEGACY_REASONS: usize = 4;
+const OFF_COUNTERS: usize = 40;
+const OFF_STATUS_DATA_SIZE: usize = OFF_COUNTERS + 8 * (STATUS_COUNTERS + STATUS_LEGACY_REASONS);
+
 /// `IOCTL_STATUS` output, [`StatusReply::SIZE`] bytes:
 ///
 /// | offset | field | type |
@@ -382,8 +391,9 @@ pub const BACKEND_CHARS: usize = 16;
 /// | 20 | drive_letter | u16 |
 /// | 22 | reserved | u16 |
 /// | 24 | crypto backend | [u8; 16] ASCII, NUL-padded (`aes-ni`, `armv8-aes`, `soft`) |
-/// | 40 | direct_reads, direct_writes, legacy_reads, legacy_writes, slot_waits | 5 x u64 |
-/// | 80 | data_size | u64 |
+/// | 40 | path counters | [u64; 15], `CounterSnapshot::fields()` order (direct_reads first) |
+/// | 160 | legacy routings by reason | [u64; 4], `LegacyReason::ALL` order |
+/// | 192 | data_size | u64 |
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusReply {
     /// The volume's id.
@@ -396,30 +406,15 @@ pub struct StatusReply {
     pub drive_letter: Option<char>,
     /// Crypto backend name (ASCII, at most 15 bytes).
     pub backend: Vec<u8>,
-    /// Path counters.
-    pub counters: PathCounters,
+    /// The volume's path counters.
+    pub counters: CounterSnapshot,
     /// Data area size in bytes.
     pub data_size: u64,
 }
 
-/// Requests served on each path, and waits for a direct slot.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PathCounters {
-    /// Reads served on the direct path.
-    pub direct_reads: u64,
-    /// Writes served on the direct path.
-    pub direct_writes: u64,
-    /// Reads served on the legacy queue.
-    pub legacy_reads: u64,
-    /// Writes served on the legacy queue.
-    pub legacy_writes: u64,
-    /// Direct requests that waited for one of the 8 slots.
-    pub slot_waits: u64,
-}
-
 impl StatusReply {
     /// Exact byte size.
-    pub const SIZE: usize = 88;
+    pub const SIZE: usize = OFF_STATUS_DATA_SIZE + 8;
 
     /// Encodes (driver side).
     pub fn build(&self) -> Result<Vec<u8>, AbiError> {
@@ -435,20 +430,15 @@ impl StatusReply {
         );
         w.u16(20, letter_field(self.drive_letter));
         w.0[24..24 + self.backend.len()].copy_from_slice(&self.backend);
-        let c = &self.counters;
-        for (i, v) in [
-            c.direct_reads,
-            c.direct_writes,
-            c.legacy_reads,
-            c.legacy_writes,
-            c.slot_waits,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            w.u64(40 + 8 * i, v);
+        let named: [(&str, u64); STATUS_COUNTERS] = self.counters.fields();
+        let values = named
+            .iter()
+            .map(|(_, v)| *v)
+            .chain(self.counters.legacy_by_reason);
+        for (i, v) in values.enumerate() {
+            w.u64(OFF_COUNTERS + 8 * i, v);
         }
-        w.u64(80, self.data_size);
+        w.u64(OFF_STATUS_DATA_SIZE, self.data_size);
         Ok(w.0)
     }
 
@@ -470,6 +460,25 @@ impl StatusReply {
         if field[end..].iter().any(|b| *b != 0) {
             return Err(AbiError::PaddingNotZero);
         }
+        let c = |i: usize| r.u64(OFF_COUNTERS + 8 * i);
+        let counters = CounterSnapshot {
+            direct_reads: c(0),
+            direct_writes: c(1),
+            direct_bytes: c(2),
+            direct_segments: c(3),
+            direct_flushes: c(4),
+            legacy_reads: c(5),
+            legacy_writes: c(6),
+            legacy_bytes: c(7),
+            legacy_fragments: c(8),
+            immediate_flushes: c(9),
+            slot_waits: c(10),
+            direct_in_flight_max: c(11),
+            range_waits: c(12),
+            rejected: c(13),
+            failed: c(14),
+            legacy_by_reason: [c(15), c(16), c(17), c(18)],
+        };
         Ok(StatusReply {
             volume_id: r.u32(8),
             flags: r.u32(12),
@@ -479,14 +488,8 @@ impl StatusReply {
             },
             drive_letter: parse_letter(r.u16(20))?,
             backend: field[..end].to_vec(),
-            counters: PathCounters {
-                direct_reads: r.u64(40),
-                direct_writes: r.u64(48),
-                legacy_reads: r.u64(56),
-                legacy_writes: r.u64(64),
-                slot_waits: r.u64(72),
-            },
-            data_size: r.u64(80),
+            counters,
+            data_size: r.u64(OFF_STATUS_DATA_SIZE),
         })
     }
 }

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 use zeroize::Zeroizing;
 
 use super::*;
+use crate::volume::CounterSnapshot;
 use crate::Status;
 
 fn utf16(s: &str) -> Vec<u16> {
@@ -204,6 +205,36 @@ fn malformed_mount_requests_get_precise_errors() {
 }
 
 #[test]
+fn status_counters_follow_the_snapshot_field_order() {
+    let c = CounterSnapshot {
+        direct_reads: 11,
+        failed: 22,
+        legacy_by_reason: [0, 0, 0, 33],
+        ..Default::default()
+    };
+    let s = StatusReply {
+        volume_id: 1,
+        flags: 0,
+        gates: GatesMessage {
+            read: true,
+            write: true,
+        },
+        drive_letter: Some('V'),
+        backend: b"aes-ni".to_vec(),
+        counters: c,
+        data_size: 4096,
+    }
+    .build()
+    .unwrap();
+    assert_eq!(s.len(), 200);
+    assert_eq!(&s[40..48], &11u64.to_le_bytes());
+    assert_eq!(&s[152..160], &22u64.to_le_bytes());
+    assert_eq!(&s[184..192], &33u64.to_le_bytes());
+    assert_eq!(&s[192..200], &4096u64.to_le_bytes());
+    assert_eq!(&s[16..20], &3u32.to_le_bytes());
+}
+
+#[test]
 fn errors_map_to_statuses() {
     assert_eq!(AbiError::Misaligned.status(), Status::InvalidParameter);
     assert_eq!(
@@ -284,7 +315,7 @@ fn small_messages_reject_malformed_buffers() {
         gates: GatesMessage::default(),
         drive_letter: None,
         backend: b"aes-ni".to_vec(),
-        counters: PathCounters::default(),
+        counters: CounterSnapshot::default(),
         data_size: 512,
     }
     .build()
@@ -333,15 +364,19 @@ proptest! {
     #[test]
     fn status_and_list_round_trip(
         id in 1u32.., flags in any::<u32>(), r in any::<bool>(), w in any::<bool>(),
-        letter in letter(), c in any::<[u64; 5]>(), size in any::<u64>(),
+        letter in letter(), c in any::<[u64; 19]>(), size in any::<u64>(),
         n in 0usize..=MAX_LIST_ENTRIES,
     ) {
         let s = StatusReply {
             volume_id: id, flags, gates: GatesMessage { read: r, write: w }, drive_letter: letter,
             backend: b"armv8-aes".to_vec(),
-            counters: PathCounters {
-                direct_reads: c[0], direct_writes: c[1], legacy_reads: c[2],
-                legacy_writes: c[3], slot_waits: c[4],
+            counters: CounterSnapshot {
+                direct_reads: c[0], direct_writes: c[1], direct_bytes: c[2],
+                direct_segments: c[3], direct_flushes: c[4], legacy_reads: c[5],
+                legacy_writes: c[6], legacy_bytes: c[7], legacy_fragments: c[8],
+                immediate_flushes: c[9], slot_waits: c[10], direct_in_flight_max: c[11],
+                range_waits: c[12], rejected: c[13], failed: c[14],
+                legacy_by_reason: [c[15], c[16], c[17], c[18]],
             },
             data_size: size,
         };
