@@ -204,7 +204,8 @@ fn stdin_lines(n: usize) -> Result<Vec<Zeroizing<Vec<u8>>>, Failure> {
     let mut lock = stdin.lock();
     let mut out = Vec::new();
     for i in 0..n {
-        let mut line = Zeroizing::new(Vec::new());
+        // Room for the longest password up front, so no reallocation leaves a copy behind.
+        let mut line = Zeroizing::new(Vec::with_capacity(1024));
         let read = lock
             .read_until(b'\n', &mut line)
             .map_err(|e| Failure(format!("cannot read stdin: {e}")))?;
@@ -283,10 +284,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut f = std::fs::File::open(&file)
                 .map_err(|e| Failure(format!("cannot open {}: {e}", file.display())))?;
             let v = volume::open_file(&mut f, &creds, kind(&open))?;
-            let data = volume::read_data(&mut f, &v, offset, length)?;
-            let mut out = std::io::stdout().lock();
-            out.write_all(&data)
-                .and_then(|_| out.flush())
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            volume::read_data_to(&mut f, &v, offset, length, &mut out)?;
+            out.flush()
                 .map_err(|e| Failure(format!("cannot write stdout: {e}")))?;
             return Ok(());
         }

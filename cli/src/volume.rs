@@ -306,6 +306,20 @@ pub fn read_data(
     offset: u64,
     length: u64,
 ) -> Result<Vec<u8>, VolumeError> {
+    let mut out = Vec::new();
+    read_data_to(file, opened, offset, length, &mut out)?;
+    Ok(out)
+}
+
+/// Like [`read_data`], streaming to `out` in 1 MiB pieces (any length, bounded memory).
+pub fn read_data_to<W: std::io::Write>(
+    file: &mut File,
+    opened: &Opened,
+    offset: u64,
+    length: u64,
+    out: &mut W,
+) -> Result<(), VolumeError> {
+    const PIECE: u64 = 1 << 20;
     let key = opened.aes_key()?;
     let h = &opened.header;
     let end = offset
@@ -317,20 +331,68 @@ pub fn read_data(
             data_size: h.data_size,
         })?;
     let unit = crate::cipher::UNIT as u64;
-    let first = offset / unit * unit;
-    let last = end.div_ceil(unit) * unit;
-    let span = usize::try_from(last - first).map_err(|_| VolumeError::OutOfRange {
-        offset,
-        length,
-        data_size: h.data_size,
-    })?;
-    let mut buf = vec![0u8; span];
-    let host = h.data_offset + first;
-    file.seek(SeekFrom::Start(host))
-        .and_then(|_| file.read_exact(&mut buf))
-        .map_err(VolumeError::Read)?;
     let cipher = vcdirect::crypto::XtsCipher::new(&key);
-    cipher.decrypt(&mut buf, host / unit);
-    let skip = (offset - first) as usize;
-    Ok(buf[skip..skip + length as usize].to_vec())
+    let mut buf = vec![0u8; PIECE as usize];
+    let mut at = offset;
+    while at < end {
+        let first = at / unit * unit;
+        let last = end.min(first + PIECE).div_ceil(unit) * unit;
+        let piece = &mut buf[..(last - first) as usize];
+        let host = h.data_offset + first;
+        file.seek(SeekFrom::Start(host))
+            .and_then(|_| file.read_exact(piece))
+            .map_err(VolumeError::Read)?;
+        cipher.decrypt(piece, host / unit);
+        let skip = (at - first) as usize;
+        let take = (end.min(last) - at) as usize;
+        out.write_all(&piece[skip..skip + take])
+            .map_err(VolumeError::Read)?;
+        at += take as u64;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::create::{create, CreateSpec, Fill, VolumeSpec};
+
+    #[test]
+    fn streamed_reads_across_piece_boundaries_match_whole_reads() {
+        let path = std::env::temp_dir().join(format!("vcctl-stream-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let spec = CreateSpec {
+            size: 3 << 20,
+            outer: VolumeSpec {
+                password: Zeroizing::new(b"p".to_vec()),
+                prf: Prf::Sha256,
+                pim: 1,
+            },
+            hidden: None,
+            fill: Fill::Random,
+            algorithm: AES,
+        };
+        create(&path, &spec).unwrap();
+        let creds = Credentials {
+            password: Zeroizing::new(b"p".to_vec()),
+            prf: Some(Prf::Sha256),
+            pim: 1,
+            keyfiles: Vec::new(),
+        };
+        let mut f = File::open(&path).unwrap();
+        let v = open_file(&mut f, &creds, Kind::Normal).unwrap();
+        let size = v.header.data_size;
+        let all = read_data(&mut f, &v, 0, size).unwrap();
+        assert_eq!(all.len() as u64, size);
+        for (off, len) in [
+            (1, 3 << 19),
+            ((1 << 20) - 7, 100),
+            (size - 513, 513),
+            (0, 0),
+        ] {
+            let part = read_data(&mut f, &v, off, len).unwrap();
+            assert_eq!(&part[..], &all[off as usize..(off + len) as usize]);
+        }
+        let _ = std::fs::remove_file(&path);
+    }
 }
