@@ -163,15 +163,46 @@ pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
         ),
         _ => (None, None),
     };
+    let keys = (outer_key, hidden_key);
+    let headers = [
+        Some(outer_primary),
+        Some(outer_backup),
+        hidden_primary,
+        hidden_backup,
+    ];
 
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
         .map_err(|e| VolumeError::Open(path.display().to_string(), e))?;
+    let written = write_container(file, spec, &lay, &keys, &headers);
+    if written.is_err() {
+        // Leave no half-written container behind (e.g. the disk filled up).
+        let _ = std::fs::remove_file(path);
+    }
+    written.map(|()| lay)
+}
+
+/// The four sealed headers: outer primary/backup, hidden primary/backup (if any).
+type Headers = [Option<[u8; HEADER_SIZE]>; 4];
+
+fn write_container(
+    file: File,
+    spec: &CreateSpec,
+    lay: &Layout,
+    keys: &(
+        Zeroizing<[u8; KEY_AREA_SIZE]>,
+        Zeroizing<[u8; KEY_AREA_SIZE]>,
+    ),
+    headers: &Headers,
+) -> Result<(), VolumeError> {
+    let alg = spec.algorithm;
+    let (outer_key, hidden_key) = keys;
+    let [outer_primary, outer_backup, hidden_primary, hidden_backup] = *headers;
     let mut w = BufWriter::new(file);
     let write = |w: &mut BufWriter<File>, b: &[u8]| w.write_all(b).map_err(VolumeError::Read);
-    write(&mut w, &slot(Some(outer_primary))?)?;
+    write(&mut w, &slot(outer_primary)?)?;
     write(&mut w, &slot(hidden_primary)?)?;
 
     // Data area, in chunks; the hidden volume's part is filled under its own key.
@@ -208,13 +239,12 @@ pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
         write(&mut w, chunk)?;
         at += n as u64;
     }
-    write(&mut w, &slot(Some(outer_backup))?)?;
+    write(&mut w, &slot(outer_backup)?)?;
     write(&mut w, &slot(hidden_backup)?)?;
     let file = w
         .into_inner()
         .map_err(|e| VolumeError::Read(e.into_error()))?;
-    file.sync_all().map_err(VolumeError::Read)?;
-    Ok(lay)
+    file.sync_all().map_err(VolumeError::Read)
 }
 
 #[cfg(test)]

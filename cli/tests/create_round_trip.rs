@@ -311,3 +311,30 @@ fn missing_password_and_driver_commands_fail_cleanly() {
         }
     }
 }
+
+#[test]
+fn random_bytes_and_directories_are_refused_with_one_line() {
+    let f = TempPath::new("noise");
+    let mut noise = vec![0u8; 300_000];
+    getrandom::fill(&mut noise).unwrap();
+    std::fs::write(&f.0, &noise).unwrap();
+    let err = fails(vcctl(
+        &open_args(&f, "inspect", &["--pim", "1", "--prf", "sha256"]),
+        "pw\n",
+    ));
+    assert!(err.contains("wrong password"), "{err}");
+    let dir = std::env::temp_dir();
+    fails(vcctl(
+        &[
+            "volume",
+            "inspect",
+            dir.to_str().unwrap(),
+            "--password-stdin",
+            "--pim",
+            "1",
+            "--prf",
+            "sha256",
+        ],
+        "pw\n",
+    ));
+}
