@@ -126,7 +126,8 @@ enum Trial {
     Damaged(HeaderError),
 }
 
-/// Opens `path` with `creds`. Tries the primary header first, then the backup.
+/// Opens `path` with `creds`: AES-256-XTS on the primary then the backup header, then the
+/// other ciphers on both (to name them).
 pub fn open(path: &Path, creds: &Credentials, kind: Kind) -> Result<Opened, VolumeError> {
     let mut file = File::open(path).map_err(|e| VolumeError::io(path, e))?;
     open_file(&mut file, creds, kind)
@@ -162,18 +163,30 @@ pub fn open_sized(
     if size >= 2 * HEADER_GROUP {
         candidates.push((HeaderCopy::Backup, size - HEADER_GROUP + primary_at));
     }
+    let mut headers = Vec::with_capacity(candidates.len());
     for (copy, at) in candidates {
         let mut raw = Zeroizing::new([0u8; HEADER_SIZE]);
         file.seek(SeekFrom::Start(at))
             .and_then(|_| file.read_exact(&mut raw[..]))
             .map_err(VolumeError::Read)?;
-        match try_header(&raw, &password, &prfs, creds.pim) {
-            Trial::Opened(mut o) => {
-                o.kind = kind;
-                o.copy = copy;
-                check_fits(&o.header, size)?;
-                return Ok(*o);
-            }
+        headers.push((copy, raw));
+    }
+    // AES-256-XTS on every header copy first (64 bytes of key per PRF), so a damaged primary
+    // header of an AES volume opens from its backup without the longer derivation; then the
+    // other ciphers, continuing each PRF's derivation where the first pass stopped.
+    let mut first_keys = Vec::with_capacity(headers.len());
+    for (copy, raw) in &headers {
+        let (trial, keys) = try_header_aes(raw, &password, &prfs, creds.pim);
+        match trial {
+            Trial::Opened(o) => return finish(*o, kind, *copy, size),
+            Trial::Damaged(e) => damaged = damaged.or(Some(e)),
+            Trial::NoMatch => {}
+        }
+        first_keys.push(keys);
+    }
+    for ((copy, raw), keys) in headers.iter().zip(&first_keys) {
+        match try_header_others(raw, &password, &prfs, creds.pim, keys) {
+            Trial::Opened(o) => return finish(*o, kind, *copy, size),
             Trial::Damaged(e) => damaged = damaged.or(Some(e)),
             Trial::NoMatch => {}
         }
@@ -197,29 +210,43 @@ fn check_fits(h: &Header, size: u64) -> Result<(), VolumeError> {
     }
 }
 
-/// Tries every PRF on one header. Like VeraCrypt, PRFs run in parallel on a pool of one
-/// thread per CPU, taken in VeraCrypt's order; the first success cancels the others.
-fn try_header(raw: &[u8; HEADER_SIZE], password: &[u8], prfs: &[Prf], pim: u32) -> Trial {
-    let iterations = kdf::iterations(pim);
+fn finish(mut o: Opened, kind: Kind, copy: HeaderCopy, size: u64) -> Result<Opened, VolumeError> {
+    o.kind = kind;
+    o.copy = copy;
+    check_fits(&o.header, size)?;
+    Ok(o)
+}
+
+/// First 64 bytes of each PRF's derived key (`None` where the derivation was cancelled).
+type FirstKeys = Vec<Option<Zeroizing<[u8; 64]>>>;
+
+/// Runs `job` for every PRF index. Like VeraCrypt, PRFs run in parallel on a pool of one thread
+/// per CPU, taken in VeraCrypt's order; a job that opens the header cancels the others.
+fn parallel<T: Send>(
+    prfs: &[Prf],
+    job: impl Fn(usize, &AtomicBool) -> T + Sync,
+    opened: impl Fn(&T) -> bool + Sync,
+) -> Vec<(usize, T)> {
     let cancel = AtomicBool::new(false);
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(prfs.len());
-    let results: Vec<Trial> = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
-                let (cancel, next) = (&cancel, &next);
+                let (cancel, next, job, opened) = (&cancel, &next, &job, &opened);
                 s.spawn(move || {
                     let mut mine = Vec::new();
-                    while let Some(&prf) = prfs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        if cancel.load(Ordering::Relaxed) {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= prfs.len() || cancel.load(Ordering::Relaxed) {
                             break;
                         }
-                        let r = try_prf(raw, password, prf, iterations, cancel);
-                        let opened = matches!(r, Trial::Opened(_));
-                        mine.push(r);
-                        if opened {
+                        let r = job(i, cancel);
+                        let done = opened(&r);
+                        mine.push((i, r));
+                        if done {
                             cancel.store(true, Ordering::Relaxed);
                             break;
                         }
@@ -232,7 +259,10 @@ fn try_header(raw: &[u8; HEADER_SIZE], password: &[u8], prfs: &[Prf], pim: u32) 
             .into_iter()
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
-    });
+    })
+}
+
+fn merge(results: impl IntoIterator<Item = Trial>) -> Trial {
     let mut damaged = None;
     for r in results {
         match r {
@@ -244,57 +274,93 @@ fn try_header(raw: &[u8; HEADER_SIZE], password: &[u8], prfs: &[Prf], pim: u32) 
     damaged.map_or(Trial::NoMatch, Trial::Damaged)
 }
 
-fn try_prf(
+/// Pass 1: AES-256-XTS with every PRF; also returns each PRF's first 64 key bytes.
+fn try_header_aes(
     raw: &[u8; HEADER_SIZE],
     password: &[u8],
-    prf: Prf,
-    iterations: u32,
-    cancel: &AtomicBool,
-) -> Trial {
-    let salt = &raw[..SALT_SIZE];
-    // AES-256-XTS needs 64 bytes of key: derive those first, the rest only if AES fails.
-    let mut key = Zeroizing::new([0u8; 192]);
-    if kdf::derive(prf, password, salt, iterations, &mut key[..64], cancel).is_err() {
-        return Trial::NoMatch;
+    prfs: &[Prf],
+    pim: u32,
+) -> (Trial, FirstKeys) {
+    let iterations = kdf::iterations(pim);
+    let results = parallel(
+        prfs,
+        |i, cancel| {
+            let mut key = Zeroizing::new([0u8; 64]);
+            let salt = &raw[..SALT_SIZE];
+            if kdf::derive(prfs[i], password, salt, iterations, &mut key[..], cancel).is_err() {
+                return (Trial::NoMatch, None);
+            }
+            let t = try_algorithm(raw, &key[..], AES, prfs[i]);
+            (t, Some(key))
+        },
+        |(t, _)| matches!(t, Trial::Opened(_)),
+    );
+    let mut keys: FirstKeys = (0..prfs.len()).map(|_| None).collect();
+    let mut trials = Vec::new();
+    for (i, (t, k)) in results {
+        keys[i] = k;
+        trials.push(t);
     }
-    let mut damaged = None;
-    match try_algorithm(raw, &key[..], AES, prf) {
-        Ok(t) => return t,
-        Err(Some(e)) => damaged = Some(e),
-        Err(None) => {}
-    }
-    if kdf::derive_from(prf, password, salt, iterations, 64, &mut key[64..], cancel).is_err() {
-        return Trial::NoMatch;
-    }
-    for alg in ALGORITHMS.iter().skip(1) {
-        match try_algorithm(raw, &key[..], *alg, prf) {
-            Ok(t) => return t,
-            Err(Some(e)) => damaged = damaged.or(Some(e)),
-            Err(None) => {}
-        }
-    }
-    damaged.map_or(Trial::NoMatch, Trial::Damaged)
+    (merge(trials), keys)
 }
 
-/// `Ok` when the header opened; `Err(Some)` when the magic matched but a check failed.
-fn try_algorithm(
+/// Pass 2: every other cipher and cascade, deriving the key bytes 64..192 per PRF.
+fn try_header_others(
     raw: &[u8; HEADER_SIZE],
-    key: &[u8],
-    alg: Algorithm,
-    prf: Prf,
-) -> Result<Trial, Option<HeaderError>> {
+    password: &[u8],
+    prfs: &[Prf],
+    pim: u32,
+    first: &FirstKeys,
+) -> Trial {
+    let iterations = kdf::iterations(pim);
+    let results = parallel(
+        prfs,
+        |i, cancel| {
+            let Some(start) = &first[i] else {
+                return Trial::NoMatch;
+            };
+            let mut key = Zeroizing::new([0u8; 192]);
+            key[..64].copy_from_slice(&start[..]);
+            let salt = &raw[..SALT_SIZE];
+            if kdf::derive_from(
+                prfs[i],
+                password,
+                salt,
+                iterations,
+                64,
+                &mut key[64..],
+                cancel,
+            )
+            .is_err()
+            {
+                return Trial::NoMatch;
+            }
+            merge(
+                ALGORITHMS
+                    .iter()
+                    .skip(1)
+                    .map(|alg| try_algorithm(raw, &key[..], *alg, prfs[i])),
+            )
+        },
+        |t| matches!(t, Trial::Opened(_)),
+    );
+    merge(results.into_iter().map(|(_, t)| t))
+}
+
+/// Decrypts the header with one algorithm and checks it.
+fn try_algorithm(raw: &[u8; HEADER_SIZE], key: &[u8], alg: Algorithm, prf: Prf) -> Trial {
     let mut plain = Zeroizing::new(*raw);
     alg.decrypt(key, &mut plain[SALT_SIZE..], 0);
     match parse_decrypted_header(&plain) {
-        Ok(header) => Ok(Trial::Opened(Box::new(Opened {
+        Ok(header) => Trial::Opened(Box::new(Opened {
             header,
             prf,
             algorithm: alg,
             kind: Kind::Normal,
             copy: HeaderCopy::Primary,
-        }))),
-        Err(HeaderError::BadMagic) => Err(None),
-        Err(e) => Err(Some(e)),
+        })),
+        Err(HeaderError::BadMagic) => Trial::NoMatch,
+        Err(e) => Trial::Damaged(e),
     }
 }
 
