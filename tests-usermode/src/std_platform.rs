@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use vcdirect::platform::{self, HostDevice, Piece, Platform};
+use vcdirect::platform::{self, HostDevice, Piece, Platform, ThreadRole};
 use vcdirect::Status;
 
 use crate::request::TestRequest;
@@ -184,13 +184,9 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
     type Request = TestRequest;
     type Host = H;
 
-    fn spawn(
-        &self,
-        name: &'static str,
-        body: Box<dyn FnOnce() + Send>,
-    ) -> Result<StdThread, Status> {
+    fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<StdThread, Status> {
         std::thread::Builder::new()
-            .name(name.into())
+            .name(role.name().into())
             .spawn(body)
             .map(StdThread)
             .map_err(|_| Status::InsufficientResources)

@@ -22,7 +22,7 @@ use zeroize::Zeroize;
 
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
-use crate::platform::{HostDevice, HostIo, IoBuf, Platform, UpperRequest, WorkQueue};
+use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest, WorkQueue};
 use crate::volume::segment::{SegmentLimits, MAX_DIRECT_REQUEST};
 use crate::volume::{Counters, IoJob, JobKind, Volume};
 use crate::Status;
@@ -57,11 +57,10 @@ impl<P: Platform> DirectPath<P> {
         for _ in 0..WORKERS {
             let v = Arc::clone(volume);
             let bounce = vec![0u8; MAX_DIRECT_REQUEST as usize];
-            threads.push(
-                volume
-                    .env
-                    .spawn("vc-direct-worker", Box::new(move || worker(&v, bounce)))?,
-            );
+            threads.push(volume.env.spawn(
+                ThreadRole::DirectWorker,
+                Box::new(move || worker(&v, bounce)),
+            )?);
             volume.direct.workers.fetch_add(1, Ordering::Relaxed);
         }
         Ok(threads)

@@ -62,6 +62,41 @@ pub trait Thread: Send {
     fn join(self);
 }
 
+/// What an engine thread does: its name, and whether it issues host I/O (and so runs in the
+/// mounting user's security context, as VeraCrypt's I/O thread does: REVIEW.md R11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadRole {
+    /// The volume's completion thread (hands requests to work items).
+    Completion,
+    /// The legacy queue's main thread (splits, encrypts writes).
+    LegacyMain,
+    /// The legacy queue's I/O thread (host reads and writes).
+    LegacyIo,
+    /// The legacy queue's completion thread (decrypts reads).
+    LegacyCompletion,
+    /// One of the direct path's 8 workers (host reads and writes, crypto).
+    DirectWorker,
+}
+
+impl ThreadRole {
+    /// The thread's name (traces, and the R1 check that no engine thread completes requests).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ThreadRole::Completion => "vc-completion",
+            ThreadRole::LegacyMain => "vc-legacy-main",
+            ThreadRole::LegacyIo => "vc-legacy-io",
+            ThreadRole::LegacyCompletion => "vc-legacy-completion",
+            ThreadRole::DirectWorker => "vc-direct-worker",
+        }
+    }
+
+    /// True for the threads that send I/O to the host device: they impersonate the mounting
+    /// user in the kernel, so lower filters see the same context on both paths (R11).
+    pub const fn issues_host_io(self) -> bool {
+        matches!(self, ThreadRole::LegacyIo | ThreadRole::DirectWorker)
+    }
+}
+
 /// The host OS as the engine sees it. Cheap to clone (a handle).
 pub trait Platform: Clone + Send + Sync + 'static {
     /// Lock type.
@@ -77,11 +112,11 @@ pub trait Platform: Clone + Send + Sync + 'static {
     /// The device a volume lives on.
     type Host: HostDevice;
 
-    /// Starts a system thread running `body`. `name` says its role (for traces and for the
-    /// R1 assertion that no engine thread runs upper completion code).
+    /// Starts a system thread in `role` running `body`. A thread whose role issues host I/O
+    /// runs in the mounting user's security context (REVIEW.md R11).
     fn spawn(
         &self,
-        name: &'static str,
+        role: ThreadRole,
         body: Box<dyn FnOnce() + Send>,
     ) -> Result<Self::Thread, Status>;
 

@@ -23,7 +23,9 @@ use zeroize::Zeroize;
 
 use crate::crypto::{Cipher, DATA_UNIT};
 use crate::faults::{self, Fault};
-use crate::platform::{HostDevice, IoBuf, Lock, Platform, Semaphore, UpperRequest, WorkQueue};
+use crate::platform::{
+    HostDevice, IoBuf, Lock, Platform, Semaphore, ThreadRole, UpperRequest, WorkQueue,
+};
 use crate::registry::Tunables;
 use crate::volume::segment::SegmentLimits;
 use crate::volume::{Counters, IoJob, JobKind, Volume};
@@ -110,17 +112,17 @@ impl<P: Platform> LegacyQueue<P> {
         threads.push(
             volume
                 .env
-                .spawn("vc-legacy-main", Box::new(move || main_thread(&v)))?,
+                .spawn(ThreadRole::LegacyMain, Box::new(move || main_thread(&v)))?,
         );
         let v = Arc::clone(volume);
         threads.push(
             volume
                 .env
-                .spawn("vc-legacy-io", Box::new(move || io_thread(&v)))?,
+                .spawn(ThreadRole::LegacyIo, Box::new(move || io_thread(&v)))?,
         );
         let v = Arc::clone(volume);
         threads.push(volume.env.spawn(
-            "vc-legacy-completion",
+            ThreadRole::LegacyCompletion,
             Box::new(move || completion_thread(&v)),
         )?);
         Ok(threads)

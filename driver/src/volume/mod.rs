@@ -25,7 +25,8 @@ use crate::crypto::{CryptoPool, VolumeKey, DATA_UNIT};
 use crate::direct::DirectPath;
 use crate::faults::{self, Fault};
 use crate::platform::{
-    HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, Rundown, Thread, UpperRequest,
+    HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, Rundown, Thread, ThreadRole,
+    UpperRequest,
 };
 use crate::queue::LegacyQueue;
 use crate::registry::{direct_read_configured, direct_write_configured, Gates, Tunables};
@@ -201,7 +202,7 @@ impl<P: Platform> Volume<P> {
     fn start_threads(self: &Arc<Self>) -> Result<(), Status> {
         let completer = Arc::clone(&self.completer);
         let t = self.env.spawn(
-            "vc-completion",
+            ThreadRole::Completion,
             alloc::boxed::Box::new(move || completer.run()),
         )?;
         self.threads.with(|v| v.push(t));

@@ -8,6 +8,7 @@
 pub mod crypto;
 pub mod engine;
 pub mod load;
+pub mod lock;
 pub mod report;
 pub mod target;
 
@@ -30,6 +31,7 @@ vcbench: DiskSpd-style benchmark of vcdirect's hosts and engine
 
 usage:
   vcbench crypto [--json PATH]
+  vcbench lock
   vcbench [-b SIZE] [-o N] [-t N] [-r] [-w PCT] [-d SECS] [-W SECS] [-Sh] [-L]
           [--host file:PATH|model:nvme[,lat_us=80,gbps=3.5,channels=32]|memory:SIZE]
           [--file PATH] [--size BYTES] [--mode raw,raw-qd8,legacy,direct] [--pairs N]
@@ -409,6 +411,10 @@ pub fn run_bench(o: &Options, engine: EngineFactory) -> Result<Value, String> {
 pub fn main_with(args: &[String], engine: EngineFactory) -> i32 {
     if args.iter().any(|a| a == "-h" || a == "--help" || a == "-?") {
         println!("{USAGE}");
+        return 0;
+    }
+    if args.first().map(String::as_str) == Some("lock") {
+        lock::run();
         return 0;
     }
     if args.first().map(String::as_str) == Some("crypto") {

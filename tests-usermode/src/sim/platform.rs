@@ -3,7 +3,7 @@
 
 use shuttle::sync::{Condvar, Mutex, MutexGuard};
 
-use vcdirect::platform::{self, Platform};
+use vcdirect::platform::{self, Platform, ThreadRole};
 use vcdirect::Status;
 
 use super::host::SimHost;
@@ -100,13 +100,9 @@ impl Platform for SimPlatform {
     type Request = TestRequest;
     type Host = SimHost;
 
-    fn spawn(
-        &self,
-        name: &'static str,
-        body: Box<dyn FnOnce() + Send>,
-    ) -> Result<SimThread, Status> {
+    fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<SimThread, Status> {
         shuttle::thread::Builder::new()
-            .name(name.into())
+            .name(role.name().into())
             .spawn(body)
             .map(SimThread)
             .map_err(|_| Status::InsufficientResources)

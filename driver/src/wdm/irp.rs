@@ -1,0 +1,160 @@
+//! Upper requests: an owned IRP seen through the engine's `UpperRequest`.
+//!
+//! Owns: reading the current IO_STACK_LOCATION, mapping the MDL to a system address, and
+//! completing the IRP exactly once (completing consumes the [`Irp`]).
+//! Never: pends, queues or cancels (the lead's dispatch code and the engine decide that).
+
+use core::ptr::NonNull;
+
+use wdk_sys::ntddk::{IofCompleteRequest, MmMapLockedPagesSpecifyCache};
+use wdk_sys::{
+    _MEMORY_CACHING_TYPE::MmCached, _MM_PAGE_PRIORITY::NormalPagePriority, _MODE::KernelMode,
+    IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE,
+    MDL_MAPPED_TO_SYSTEM_VA, MDL_SOURCE_IS_NONPAGED_POOL,
+};
+
+use super::nt;
+use crate::platform::{RequestKind, UpperRequest};
+use crate::Status;
+
+/// MdlMappingNoExecute (Windows 8 and later): map data pages no-execute.
+const MDL_MAPPING_NO_EXECUTE: i32 = 0x4000_0000;
+
+/// An IRP this driver owns and has not completed yet.
+///
+/// IRQL: the accessors at IRQL <= DISPATCH_LEVEL; `buffer` may map the MDL (IRQL <=
+/// DISPATCH_LEVEL); `complete` at IRQL <= DISPATCH_LEVEL.
+pub struct Irp {
+    irp: NonNull<IRP>,
+}
+
+// SAFETY: an IRP that is owned (not completed) may be handled and completed from any thread;
+// the I/O manager does not touch it until IofCompleteRequest.
+unsafe impl Send for Irp {}
+
+impl Irp {
+    /// Takes ownership of `irp`.
+    ///
+    /// # Safety
+    /// `irp` is an IRP the I/O manager handed to this driver's dispatch routine, not yet
+    /// completed, and no other `Irp` wraps it.
+    pub unsafe fn from_raw(irp: NonNull<IRP>) -> Self {
+        Irp { irp }
+    }
+
+    fn raw(&self) -> &IRP {
+        // SAFETY: the IRP is owned and not completed (type invariant), so it is valid for as
+        // long as `self`, and the I/O manager does not write it while we own it.
+        unsafe { self.irp.as_ref() }
+    }
+
+    fn stack(&self) -> &IO_STACK_LOCATION {
+        // SAFETY: for an IRP in dispatch, the Overlay arm of the Tail union is the one in use
+        // (IoGetCurrentIrpStackLocation reads the same field).
+        let current = unsafe { self.raw().Tail.Overlay.__bindgen_anon_2.__bindgen_anon_1 };
+        // SAFETY: in dispatch the CurrentStackLocation arm of this union is the one in use.
+        let location = unsafe { current.CurrentStackLocation };
+        // SAFETY: the current stack location of an owned IRP (set by the I/O manager before
+        // dispatch) is valid for as long as the IRP.
+        unsafe { &*location }
+    }
+
+    /// The major function code (IRP_MJ_*).
+    pub fn major_function(&self) -> u8 {
+        self.stack().MajorFunction
+    }
+
+    /// The system address of the IRP's MDL (MmGetSystemAddressForMdlSafe, written out because
+    /// it is an inline function), or `None` without an MDL or when mapping fails.
+    fn system_address(&mut self) -> Option<(NonNull<u8>, u32)> {
+        // SAFETY: owned IRP; MdlAddress is NULL or an MDL describing the caller's buffer.
+        let mdl = unsafe { self.irp.as_ref().MdlAddress };
+        let mdl = NonNull::new(mdl)?;
+        // SAFETY: `mdl` is the IRP's MDL, valid until completion.
+        let (flags, mapped, count) = unsafe {
+            let m = mdl.as_ref();
+            (m.MdlFlags as u32, m.MappedSystemVa, m.ByteCount)
+        };
+        let address = if flags & (MDL_MAPPED_TO_SYSTEM_VA | MDL_SOURCE_IS_NONPAGED_POOL) != 0 {
+            mapped
+        } else {
+            // SAFETY: the MDL describes locked pages (direct I/O); kernel-mode mapping without
+            // bugcheck on failure returns NULL instead, handled below.
+            unsafe {
+                MmMapLockedPagesSpecifyCache(
+                    mdl.as_ptr(),
+                    KernelMode as i8,
+                    MmCached,
+                    core::ptr::null_mut(),
+                    0,
+                    NormalPagePriority | MDL_MAPPING_NO_EXECUTE,
+                )
+            }
+        };
+        NonNull::new(address.cast::<u8>()).map(|a| (a, count))
+    }
+}
+
+impl UpperRequest for Irp {
+    fn kind(&self) -> RequestKind {
+        match u32::from(self.major_function()) {
+            IRP_MJ_READ => RequestKind::Read,
+            IRP_MJ_WRITE => RequestKind::Write,
+            IRP_MJ_FLUSH_BUFFERS => RequestKind::Flush,
+            _ => RequestKind::Other(self.major_function()),
+        }
+    }
+
+    fn offset(&self) -> i64 {
+        match self.kind() {
+            RequestKind::Read | RequestKind::Write => {
+                // SAFETY: for IRP_MJ_READ/WRITE the Read/Write arm of the parameter union is
+                // the one the I/O manager filled in (same layout for both).
+                let read = unsafe { self.stack().Parameters.Read };
+                // SAFETY: LARGE_INTEGER's QuadPart arm spans the whole union.
+                unsafe { read.ByteOffset.QuadPart }
+            }
+            _ => 0,
+        }
+    }
+
+    fn length(&self) -> u32 {
+        match self.kind() {
+            // SAFETY: as in `offset`.
+            RequestKind::Read | RequestKind::Write => unsafe {
+                self.stack().Parameters.Read.Length
+            },
+            _ => 0,
+        }
+    }
+
+    fn buffer(&mut self) -> Option<&mut [u8]> {
+        let length = self.length();
+        let (address, mdl_bytes) = self.system_address()?;
+        if mdl_bytes < length {
+            return None;
+        }
+        // SAFETY: the mapping covers `mdl_bytes >= length` bytes of the caller's locked buffer,
+        // which stays valid and is reached only through this `Irp` until completion; the
+        // borrow of `self` keeps it from being completed while the slice lives.
+        Some(unsafe { core::slice::from_raw_parts_mut(address.as_ptr(), length as usize) })
+    }
+
+    fn is_cancelled(&self) -> bool {
+        let cancel = &self.raw().Cancel;
+        // SAFETY: `cancel` points into the owned IRP; the I/O manager may set it concurrently
+        // (a single byte), hence the volatile read.
+        unsafe { core::ptr::read_volatile(cancel) != 0 }
+    }
+
+    fn complete(self, status: Status, information: usize) {
+        let irp = self.irp.as_ptr();
+        // SAFETY: owned, not yet completed IRP: we may write its status block.
+        let io_status = unsafe { &mut (*irp).IoStatus };
+        io_status.__bindgen_anon_1.Status = nt(status);
+        io_status.Information = information as u64;
+        // SAFETY: owned, not yet completed IRP; it is never touched again because `self` is
+        // consumed here.
+        unsafe { IofCompleteRequest(irp, IO_NO_INCREMENT as i8) };
+    }
+}

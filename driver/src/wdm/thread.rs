@@ -1,0 +1,137 @@
+//! System threads (PsCreateSystemThread): the engine's `Thread`.
+//!
+//! Owns: creating a kernel thread that runs a closure, and waiting for the thread object on
+//! join. Never: decides what runs there (the engine's I/O and encryption threads do).
+
+use alloc::boxed::Box;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use wdk_sys::ntddk::{
+    KeWaitForSingleObject, ObReferenceObjectByHandle, ObfDereferenceObject, PsCreateSystemThread,
+    PsTerminateSystemThread, ZwClose,
+};
+use wdk_sys::{
+    _KWAIT_REASON::Executive, _MODE::KernelMode, HANDLE, OBJECT_ATTRIBUTES, OBJ_KERNEL_HANDLE,
+    PVOID, SYNCHRONIZE, THREAD_ALL_ACCESS,
+};
+
+use super::nt;
+use super::sync::KernelEvent;
+use crate::platform::{Event, Thread};
+use crate::Status;
+
+/// What the new thread owns: its body, and a gate so that it runs the body only once the
+/// creator holds a reference to the thread object (otherwise the creator could not join it).
+struct Start {
+    gate: KernelEvent,
+    run: AtomicBool,
+    body: Box<dyn FnOnce() + Send>,
+}
+
+/// A referenced system thread. `join` waits for it; dropping without `join` detaches it.
+///
+/// IRQL: `spawn` and `join` at PASSIVE_LEVEL.
+pub struct SystemThread {
+    object: PVOID,
+}
+
+// SAFETY: the handle is a referenced ETHREAD pointer; waiting on it and dereferencing it are
+// valid from any system thread.
+unsafe impl Send for SystemThread {}
+
+impl SystemThread {
+    /// Starts a system thread that runs `body` and then terminates.
+    pub fn spawn(body: Box<dyn FnOnce() + Send>) -> Result<Self, Status> {
+        let start = Box::into_raw(Box::new(Start {
+            gate: KernelEvent::new(),
+            run: AtomicBool::new(false),
+            body,
+        }));
+        let mut attributes = OBJECT_ATTRIBUTES {
+            Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+            RootDirectory: core::ptr::null_mut(),
+            ObjectName: core::ptr::null_mut(),
+            Attributes: OBJ_KERNEL_HANDLE,
+            SecurityDescriptor: core::ptr::null_mut(),
+            SecurityQualityOfService: core::ptr::null_mut(),
+        };
+        let mut handle: HANDLE = core::ptr::null_mut();
+        // SAFETY: every pointer argument is valid for the call; `start` stays alive until the
+        // thread routine reclaims it (on success) or we do (on failure, below).
+        let status = unsafe {
+            PsCreateSystemThread(
+                &mut handle,
+                THREAD_ALL_ACCESS,
+                &mut attributes,
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                Some(thread_start),
+                start.cast(),
+            )
+        };
+        if status < 0 {
+            // SAFETY: the thread was not created, so `start` is still ours alone.
+            drop(unsafe { Box::from_raw(start) });
+            return Err(Status::from_ntstatus(status as u32));
+        }
+        let mut object: PVOID = core::ptr::null_mut();
+        // SAFETY: `handle` is the kernel handle PsCreateSystemThread just returned.
+        let status = unsafe {
+            ObReferenceObjectByHandle(
+                handle,
+                SYNCHRONIZE,
+                core::ptr::null_mut(),
+                KernelMode as i8,
+                &mut object,
+                core::ptr::null_mut(),
+            )
+        };
+        // SAFETY: `start` is alive: the thread reclaims it only after the gate opens, below.
+        let start_ref = unsafe { &*start };
+        start_ref.run.store(status >= 0, Ordering::Release);
+        start_ref.gate.set();
+        // SAFETY: we own `handle`; the thread keeps running without it.
+        let _ = unsafe { ZwClose(handle) };
+        if status < 0 {
+            // The thread drops its body without running it and terminates.
+            return Err(Status::from_ntstatus(status as u32));
+        }
+        Ok(SystemThread { object })
+    }
+}
+
+unsafe extern "C" fn thread_start(context: PVOID) {
+    // SAFETY: `context` is the `Start` leaked by `spawn`, handed to exactly this thread.
+    let start = unsafe { Box::from_raw(context.cast::<Start>()) };
+    start.gate.wait();
+    let Start { run, body, .. } = *start;
+    if run.load(Ordering::Acquire) {
+        body();
+    }
+    // SAFETY: called on the system thread itself, at PASSIVE_LEVEL, as its last action.
+    let _ = unsafe { PsTerminateSystemThread(nt(Status::Success)) };
+}
+
+impl Thread for SystemThread {
+    fn join(self) {
+        // SAFETY: `object` is a referenced thread object (held until `drop`); a thread object
+        // is signalled when the thread terminates. PASSIVE_LEVEL per the type contract.
+        // Without timeout the only result is STATUS_SUCCESS.
+        let _ = unsafe {
+            KeWaitForSingleObject(
+                self.object,
+                Executive,
+                KernelMode as i8,
+                0,
+                core::ptr::null_mut(),
+            )
+        };
+    }
+}
+
+impl Drop for SystemThread {
+    fn drop(&mut self) {
+        // SAFETY: releases the reference taken by ObReferenceObjectByHandle in `spawn`.
+        unsafe { ObfDereferenceObject(self.object) };
+    }
+}

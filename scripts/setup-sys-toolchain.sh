@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Prepares this Linux machine to cross-build the WDM driver (sys/): Debian packages, Rust
+# targets, a WDK stand-in made of symlinks to mingw-w64's DDK headers and import libraries,
+# and a copy of wdk-build with our patch for a Linux host (patches/). Idempotent: a second
+# run only checks. Everything it makes lives in target/sys-toolchain (never committed).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TC="$ROOT/target/sys-toolchain"
+WDK_VERSION="10.0.22621.0"
+WDK_BUILD_VERSION="0.6.0"
+MINGW="/usr/x86_64-w64-mingw32"
+PACKAGES=(mingw-w64-x86-64-dev binutils-mingw-w64-x86-64 gcc-mingw-w64-x86-64 libclang-dev clang llvm patch)
+
+log() { echo "setup-sys-toolchain: $*"; }
+
+# 1. Debian packages (apt-get update only when something is missing).
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    log "installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# 2. Rust targets (windows-gnu: the user-mode probe of scripts/wine-smoke.sh).
+for t in x86_64-pc-windows-msvc aarch64-pc-windows-msvc x86_64-pc-windows-gnu; do
+    rustup target list --installed | grep -qx "$t" || rustup target add "$t"
+done
+
+# 3. WDK stand-in: the layout wdk-build expects (Include/<v>/{km,km/crt,shared},
+#    Lib/<v>/km/<arch>), pointing at mingw-w64's headers and import libraries.
+WDK="$TC/wdk"
+INC="$WDK/Include/$WDK_VERSION"
+LIB_X64="$WDK/Lib/$WDK_VERSION/km/x64"
+mkdir -p "$INC/km" "$LIB_X64"
+ln -sfn "$MINGW/include" "$INC/shared"
+ln -sfn "$MINGW/include" "$INC/km/crt"
+for h in "$MINGW"/include/ddk/*; do
+    ln -sfn "$h" "$INC/km/$(basename "$h")"
+done
+ln -sfn "$MINGW/lib/libntoskrnl.a" "$LIB_X64/ntoskrnl.lib"
+ln -sfn "$MINGW/lib/libhal.a" "$LIB_X64/hal.lib"
+ln -sfn "$MINGW/lib/libwmilib.a" "$LIB_X64/wmilib.lib"
+
+# wdk-build links BufferOverflowFastFailK.lib; mingw has none. The driver calls nothing from
+# it, so any valid import library satisfies the linker: one made from a one-line .def.
+if [ ! -s "$LIB_X64/BufferOverflowFastFailK.lib" ]; then
+    printf 'LIBRARY ntoskrnl.exe\nEXPORTS\n    KeBugCheckEx\n' > "$TC/BufferOverflowFastFailK.def"
+    llvm-dlltool -m i386:x86-64 -d "$TC/BufferOverflowFastFailK.def" -l "$LIB_X64/BufferOverflowFastFailK.lib"
+fi
+
+# 4. wdk-build, downloaded by cargo at the exact version, copied and patched for a Linux host.
+PATCHED="$TC/wdk-build-$WDK_BUILD_VERSION"
+if [ ! -f "$PATCHED/.vcdirect-patched" ]; then
+    FETCH="$TC/fetch-wdk-build"
+    mkdir -p "$FETCH/src"
+    cat > "$FETCH/Cargo.toml" <<TOML
+[package]
+name = "fetch-wdk-build"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+wdk-build = "=$WDK_BUILD_VERSION"
+
+[workspace]
+TOML
+    : > "$FETCH/src/lib.rs"
+    manifest="$(cargo metadata --format-version 1 --manifest-path "$FETCH/Cargo.toml" \
+        --filter-platform x86_64-unknown-linux-gnu \
+        | grep -o "\"manifest_path\":\"[^\"]*/wdk-build-$WDK_BUILD_VERSION/Cargo.toml\"" \
+        | head -n1 | sed 's/^"manifest_path":"//; s/"$//')"
+    [ -f "$manifest" ] || { log "cargo did not download wdk-build $WDK_BUILD_VERSION"; exit 1; }
+    rm -rf "$PATCHED"
+    cp -r "$(dirname "$manifest")" "$PATCHED"
+    (cd "$PATCHED" && patch -p1 --quiet < "$ROOT/patches/wdk-build-$WDK_BUILD_VERSION-linux-host.patch")
+    touch "$PATCHED/.vcdirect-patched"
+    log "patched wdk-build $WDK_BUILD_VERSION in ${PATCHED#"$ROOT"/}"
+fi
+
+log "ready (WDKContentRoot=${WDK#"$ROOT"/})"
