@@ -202,13 +202,10 @@ fn direct_eligibility_rules_show_in_the_path_counters() {
 }
 
 /// Engine limitation found by these tests: a request whose buffer fails the host's alignment
-/// mask is routed to the legacy queue (reason `unaligned_buffer`), whose I/O thread reads
-/// straight into the caller's buffer; a host that enforces its alignment mask refuses that
-/// read (STATUS_INVALID_PARAMETER). Writes succeed (they go through the aligned fragment
-/// buffers). Fixing it means a bounce read in the legacy queue for such pieces, not a local
-/// change; left for the engine owner.
+/// mask is routed to the legacy queue (reason `unaligned_buffer`), which reads such pieces
+/// into its own aligned buffer and copies them out (writes go through its aligned fragment
+/// buffers), so a host that enforces its alignment mask serves them.
 #[test]
-#[ignore = "engine: legacy reads into a buffer that fails the host alignment mask are refused by the host"]
 fn legacy_read_into_a_buffer_the_host_cannot_take_succeeds() {
     let size = 2 * MIB;
     let mem = MemoryHost::new(DATA_OFFSET + size).with_limits(HostLimits {

@@ -15,14 +15,13 @@
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
-use zeroize::Zeroize;
 
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest, WorkQueue};
+use crate::volume::buffer::AlignedBuffer;
 use crate::volume::segment::{SegmentLimits, MAX_DIRECT_REQUEST};
 use crate::volume::{Counters, IoJob, JobKind, Volume};
 use crate::Status;
@@ -54,11 +53,10 @@ impl<P: Platform> DirectPath<P> {
     /// Starts the 8 workers, each with a 1 MiB bounce buffer allocated now (at mount).
     pub(crate) fn start(volume: &Arc<Volume<P>>) -> Result<Vec<P::Thread>, Status> {
         let mut threads = Vec::with_capacity(WORKERS);
-        let align = bounce_alignment(&volume.host.limits());
+        let limits = volume.host.limits();
         for _ in 0..WORKERS {
             let v = Arc::clone(volume);
-            // Room to start the 1 MiB window at an aligned address (see `bounce_window`).
-            let bounce = vec![0u8; MAX_DIRECT_REQUEST as usize + align];
+            let bounce = AlignedBuffer::new(MAX_DIRECT_REQUEST as usize, &limits);
             threads.push(volume.env.spawn(
                 ThreadRole::DirectWorker,
                 Box::new(move || worker(&v, bounce)),
@@ -85,32 +83,13 @@ impl<P: Platform> DirectPath<P> {
     }
 }
 
-/// The bounce buffer's alignment: a whole page and the host's alignment mask, so that a write
-/// segment from it satisfies the mask and spans no more pages than its length needs (a plain
-/// heap allocation is only 16-byte aligned, which a host with a 512-byte alignment mask or a
-/// physical-page limit refuses).
-fn bounce_alignment(limits: &crate::platform::HostLimits) -> usize {
-    let page = limits.page_size.max(4096) as usize;
-    let mask = limits.alignment_mask as usize;
-    page.max(mask.saturating_add(1)).next_power_of_two()
-}
-
-/// The aligned 1 MiB window of a bounce buffer allocated with `align` spare bytes.
-fn bounce_window(bounce: &mut [u8], align: usize) -> &mut [u8] {
-    let start = bounce.as_ptr().align_offset(align).min(align);
-    &mut bounce[start..start + MAX_DIRECT_REQUEST as usize]
-}
-
-fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: Vec<u8>) {
+fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: AlignedBuffer) {
     let d = &v.direct;
     let limits = SegmentLimits::direct(&v.host.limits(), v.params.sector_size);
-    let align = bounce_alignment(&v.host.limits());
     loop {
         let job = match d.ready.pop() {
-            Msg::Stop => {
-                bounce.zeroize();
-                return;
-            }
+            // Dropping the bounce buffer zeroizes it.
+            Msg::Stop => return,
             Msg::Work(job) => job,
         };
         let now = d.busy.fetch_add(1, Ordering::AcqRel) + 1;
@@ -139,7 +118,7 @@ fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: Vec<u8>) {
                 offset,
                 b,
                 &limits,
-                bounce_window(&mut bounce, align),
+                bounce.window(MAX_DIRECT_REQUEST as usize),
             ),
             (_, None) => Status::InvalidUserBuffer,
         };
