@@ -201,7 +201,7 @@ fn direct_eligibility_rules_show_in_the_path_counters() {
     }
 }
 
-/// Engine limitation found by these tests: a request whose buffer fails the host's alignment
+/// A request whose buffer fails the host's alignment
 /// mask is routed to the legacy queue (reason `unaligned_buffer`), which reads such pieces
 /// into its own aligned buffer and copies them out (writes go through its aligned fragment
 /// buffers), so a host that enforces its alignment mask serves them.
