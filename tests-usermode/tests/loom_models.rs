@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Mutex;
 
 use vcdirect::barrier::{Access, RangeLock, Ticket};
@@ -310,9 +310,13 @@ fn plaintext() -> Vec<u8> {
     (0..DATA_UNIT).map(|i| (i * 13 % 251) as u8).collect()
 }
 
+/// Loom sees only its own objects: the engine's `erased` flag is a plain atomic, so the model
+/// publishes "erase has returned" through a loom atomic that every key user reads while it
+/// holds its guard. That read and the store after `erase` are what loom orders both ways.
 fn key_erase_model(expected: Arc<Vec<u8>>) {
     let env = Lp::new(WorkItems::Thread);
     let key = Arc::new(VolumeKey::<Lp>::new(&MASTER));
+    let erase_returned = Arc::new(AtomicBool::new(false));
     // A user through the encryption pool (the path both engine paths take).
     let pool_user = {
         let (key, env, expected) = (Arc::clone(&key), env.clone(), Arc::clone(&expected));
@@ -326,31 +330,48 @@ fn key_erase_model(expected: Arc<Vec<u8>>) {
     };
     // A user holding the guard across a switch point.
     let guard_user = {
-        let (key, expected) = (Arc::clone(&key), Arc::clone(&expected));
-        loom::thread::spawn(move || {
-            if let Ok(guard) = key.acquire() {
-                loom::thread::yield_now();
-                assert!(
-                    !key.is_erased(),
-                    "a guard exists while the key is erased (REVIEW.md R3)"
-                );
+        let (key, expected, erase_returned) = (
+            Arc::clone(&key),
+            Arc::clone(&expected),
+            Arc::clone(&erase_returned),
+        );
+        loom::thread::spawn(move || match key.acquire() {
+            Ok(guard) => {
                 let mut buf = plaintext();
                 guard.cipher().encrypt(&mut buf, UNIT);
-                assert_eq!(buf, *expected);
+                assert!(
+                    !erase_returned.load(Ordering::SeqCst),
+                    "a key guard is alive after erase returned (REVIEW.md R3)"
+                );
+                assert_eq!(buf, *expected, "ciphertext with the right key");
             }
+            Err(CryptoError::KeyErased) => {}
         })
     };
-    key.erase();
-    assert!(key.is_erased() && key.is_blocked());
+    // The eraser is a thread of its own: its first step (the block flag, a plain atomic) then
+    // happens when loom schedules it, not glued to this thread's last spawn.
+    let eraser = {
+        let (key, erase_returned) = (Arc::clone(&key), Arc::clone(&erase_returned));
+        loom::thread::spawn(move || {
+            key.erase();
+            erase_returned.store(true, Ordering::SeqCst);
+            assert!(key.is_erased() && key.is_blocked());
+            assert_eq!(
+                key.late_users(),
+                0,
+                "a key user outlived erase (REVIEW.md R3)"
+            );
+            assert!(matches!(key.acquire(), Err(CryptoError::KeyErased)));
+        })
+    };
+    pool_user.join().unwrap();
+    guard_user.join().unwrap();
+    eraser.join().unwrap();
     assert_eq!(
         key.late_users(),
         0,
         "a key user outlived erase (REVIEW.md R3)"
     );
-    assert!(matches!(key.acquire(), Err(CryptoError::KeyErased)));
-    pool_user.join().unwrap();
-    guard_user.join().unwrap();
-    assert_eq!(key.late_users(), 0);
 }
 
 fn expected_ciphertext() -> Arc<Vec<u8>> {
