@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 
 use loom::sync::{Condvar, Mutex, MutexGuard};
 
-use vcdirect::platform::{self, HostDevice, HostIo, HostKind, HostLimits, Platform};
+use vcdirect::platform::{self, HostDevice, HostIo, HostKind, HostLimits, Platform, ThreadRole};
 use vcdirect::Status;
 
 use crate::request::TestRequest;
@@ -146,11 +146,11 @@ impl<H: HostDevice> Platform for LoomPlatform<H> {
 
     fn spawn(
         &self,
-        name: &'static str,
+        role: ThreadRole,
         body: Box<dyn FnOnce() + Send>,
     ) -> Result<LoomThread, Status> {
         loom::thread::Builder::new()
-            .name(name.into())
+            .name(role.name().into())
             .spawn(body)
             .map(LoomThread)
             .map_err(|_| Status::InsufficientResources)
