@@ -27,7 +27,7 @@ use vcdirect::barrier::{Access, RangeLock, Ticket};
 use vcdirect::completion::{Completer, Finished};
 use vcdirect::crypto::{Cipher, CryptoError, CryptoPool, VolumeKey, XtsCipher, DATA_UNIT};
 use vcdirect::faults::{set_faults, Fault};
-use vcdirect::platform::{Event, Lock, Platform, Rundown, WorkQueue};
+use vcdirect::platform::{Event, Lock, Platform, Rundown, ThreadRole, WorkQueue};
 use vcdirect::registry::{Gates, Tunables};
 use vcdirect::volume::{MountParams, Volume};
 use vcdirect::Status;
@@ -446,7 +446,7 @@ fn completion_model(max_work_items: u32) {
     });
     let thread = {
         let c = Arc::clone(&completer);
-        env.spawn("vc-completion", Box::new(move || c.run()))
+        env.spawn(ThreadRole::Completion, Box::new(move || c.run()))
             .expect("spawn")
     };
     // Two producers: another engine thread and this one (loom allows 5 threads: this one, the
