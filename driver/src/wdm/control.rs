@@ -480,14 +480,12 @@ fn dismount(state: &DriverState, input: &[u8]) -> Reply {
     }
 }
 
-/// Dismounts a volume taken out of the table (waits for all its I/O: R13).
+/// Dismounts a volume taken out of the table now (waits for all its I/O: R13); its device
+/// and links go with the last reference (normally this one; a concurrent status call may
+/// hold another for a moment).
 fn dismount_device(device: Arc<VolumeDevice>) {
-    match Arc::try_unwrap(device) {
-        Ok(device) => device.dismount(),
-        // A status or erase call still holds it: stop the volume now; the device goes
-        // with the last reference.
-        Err(shared) => shared.mounted().volume.dismount(),
-    }
+    device.mounted().volume.dismount();
+    drop(device);
 }
 
 fn list(state: &DriverState, input: &[u8], output_len: usize) -> Reply {

@@ -203,22 +203,21 @@ impl VolumeDevice {
         d.SectorSize = sector_size as u16;
         d.Flags &= !DO_DEVICE_INITIALIZING;
         let this = VolumeDevice { device, mounted };
-        let links: [Option<&Vec<u16>>; 2] = [
-            Some(&this.mounted.link_name),
-            this.mounted.letter_link.as_ref(),
+        let links: [Option<Vec<u16>>; 2] = [
+            Some(this.mounted.link_name.clone()),
+            this.mounted.letter_link.clone(),
         ];
-        for (i, link) in links.iter().enumerate() {
+        for link in links {
             let Some(link) = link else { continue };
-            let mut l = (*link).clone();
+            let mut l = link;
             let mut n = this.mounted.device_name.clone();
             let (mut l, mut n) = (unicode(&mut l), unicode(&mut n));
             // SAFETY: both names are valid for the call.
             let status = unsafe { IoCreateSymbolicLink(&mut l, &mut n) };
             if status < 0 {
-                if i == 1 {
-                    delete_link(&this.mounted.link_name);
-                }
-                this.delete_device();
+                // Drop removes the links made so far and deletes the device; the caller
+                // still owns the (not yet dismounted) volume's other reference.
+                drop(this);
                 return Err(Status::from_ntstatus(status as u32));
             }
         }
@@ -228,19 +227,6 @@ impl VolumeDevice {
     /// The mounted volume.
     pub fn mounted(&self) -> &Arc<MountedVolume> {
         &self.mounted
-    }
-
-    /// Removes the links, stops new dispatches, waits for the ones running, dismounts the
-    /// volume (which waits for every request and child request: R13) and deletes the device.
-    ///
-    /// IRQL: PASSIVE_LEVEL.
-    pub fn dismount(self) {
-        delete_link(&self.mounted.link_name);
-        if let Some(l) = &self.mounted.letter_link {
-            delete_link(l);
-        }
-        self.mounted.volume.dismount();
-        self.delete_device();
     }
 
     fn delete_device(&self) {
@@ -266,6 +252,21 @@ impl VolumeDevice {
         // SAFETY: our device; open handles keep the object (not the volume) alive, and its
         // dispatch fails from now on (remove lock released).
         unsafe { IoDeleteDevice(self.device.as_ptr()) };
+    }
+}
+
+impl Drop for VolumeDevice {
+    /// Removes the links, dismounts the volume (which waits for every request and child
+    /// request: R13), stops new dispatches, waits for the ones running and deletes the device.
+    ///
+    /// IRQL: PASSIVE_LEVEL.
+    fn drop(&mut self) {
+        delete_link(&self.mounted.link_name);
+        if let Some(l) = &self.mounted.letter_link {
+            delete_link(l);
+        }
+        self.mounted.volume.dismount();
+        self.delete_device();
     }
 }
 
