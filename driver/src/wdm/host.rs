@@ -437,7 +437,8 @@ mod product {
     use wdk_sys::{
         _FILE_INFORMATION_CLASS::FileStandardInformation, _MODE::KernelMode, FILE_OPEN,
         FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, GENERIC_WRITE, HANDLE, OBJECT_ATTRIBUTES,
-        OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE, SYNCHRONIZE, UNICODE_STRING,
+        OBJ_CASE_INSENSITIVE, OBJ_FORCE_ACCESS_CHECK, OBJ_KERNEL_HANDLE, SYNCHRONIZE,
+        UNICODE_STRING,
     };
 
     const FILE_WRITE_THROUGH: u32 = 0x0000_0002;
@@ -470,7 +471,9 @@ mod product {
             Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
             RootDirectory: core::ptr::null_mut(),
             ObjectName: &mut name,
-            Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
+            // The open is checked against the mount IOCTL's caller (we run in its thread): a
+            // user can only mount a host they could open themselves.
+            Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE | OBJ_FORCE_ACCESS_CHECK,
             SecurityDescriptor: core::ptr::null_mut(),
             SecurityQualityOfService: core::ptr::null_mut(),
         };
