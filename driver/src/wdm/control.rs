@@ -315,6 +315,20 @@ fn abi_err(e: AbiError) -> Status {
 /// IRQL: PASSIVE_LEVEL, in the caller's thread (a top-level driver's device control).
 fn control_ioctl(state: &DriverState, irp: &mut Irp) -> (Status, usize) {
     let (code, input_len, output_len) = irp.ioctl_parameters();
+    let known = matches!(
+        code,
+        abi::IOCTL_MOUNT
+            | abi::IOCTL_DISMOUNT
+            | abi::IOCTL_LIST
+            | abi::IOCTL_STATUS
+            | abi::IOCTL_GATES_GET
+            | abi::IOCTL_GATES_SET
+            | abi::IOCTL_GATES_RELOAD
+            | abi::IOCTL_ERASE_KEYS
+    );
+    if !known {
+        return (Status::InvalidDeviceRequest, 0);
+    }
     let Some(buf) = irp.system_buffer() else {
         // METHOD_BUFFERED with both lengths zero: an empty input, which no request accepts.
         return (
