@@ -223,11 +223,11 @@ impl Device {
     }
 
     /// Waits for `f` to complete: the data (read or written) or the error.
-    fn finish(&self, mut f: InFlight) -> (Op, Result<AlignedBuf, Win32>) {
+    fn finish(&self, f: InFlight) -> (Op, Result<AlignedBuf, Win32>) {
         let mut n = 0u32;
         // SAFETY: `f.ov` is the OVERLAPPED of an operation started on this handle; waiting
         // (bWait = TRUE) returns only when it has completed.
-        let ok = unsafe { GetOverlappedResult(self.handle, &mut *f.ov, &mut n, 1) };
+        let ok = unsafe { GetOverlappedResult(self.handle, &*f.ov, &mut n, 1) };
         let result = if ok == 0 {
             Err(last_error())
         } else if n as usize != f.op.length {
@@ -257,7 +257,12 @@ impl Device {
                 Ok(buf) => done(&op, buf.as_slice()),
                 Err(e) => {
                     if out.failed == 0 {
-                        out.first_error = format!("{} at {} length {}: {e}", if op.write.is_some() { "write" } else { "read" }, op.offset, op.length);
+                        out.first_error = format!(
+                            "{} at {} length {}: {e}",
+                            if op.write.is_some() { "write" } else { "read" },
+                            op.offset,
+                            op.length
+                        );
                     }
                     out.failed += 1;
                     Ok(())
@@ -273,7 +278,8 @@ impl Device {
                 Ok(f) => flight.push_back(f),
                 Err((op, e)) => {
                     if out.failed == 0 {
-                        out.first_error = format!("at {} length {}: {e} (at submission)", op.offset, op.length);
+                        out.first_error =
+                            format!("at {} length {}: {e} (at submission)", op.offset, op.length);
                     }
                     out.done += 1;
                     out.failed += 1;
@@ -306,9 +312,17 @@ impl Device {
             DeviceIoControl(
                 self.handle,
                 code,
-                if input.is_empty() { null_mut() } else { input.as_ptr().cast() },
+                if input.is_empty() {
+                    null_mut()
+                } else {
+                    input.as_ptr().cast()
+                },
                 input.len() as u32,
-                if output.is_empty() { null_mut() } else { output.as_mut_ptr().cast() },
+                if output.is_empty() {
+                    null_mut()
+                } else {
+                    output.as_mut_ptr().cast()
+                },
                 out_len as u32,
                 null_mut(),
                 &mut *ov,
@@ -323,7 +337,7 @@ impl Device {
         }
         if result.is_ok() {
             // SAFETY: as in `finish`.
-            if unsafe { GetOverlappedResult(self.handle, &mut *ov, &mut n, 1) } == 0 {
+            if unsafe { GetOverlappedResult(self.handle, &*ov, &mut n, 1) } == 0 {
                 result = Err(last_error());
             }
         }

@@ -9,7 +9,9 @@ pub struct Model {
 
 impl Model {
     pub fn new(len: usize) -> Model {
-        Model { bytes: vec![0; len] }
+        Model {
+            bytes: vec![0; len],
+        }
     }
 
     pub fn load(path: &str) -> Result<Model, String> {
@@ -25,7 +27,10 @@ impl Model {
     /// Where `data` read at `offset` differs from the model, if anywhere.
     pub fn diff(&self, offset: usize, data: &[u8]) -> Option<String> {
         let Some(expected) = self.bytes.get(offset..offset + data.len()) else {
-            return Some(format!("read at {offset} of {} bytes is past the model", data.len()));
+            return Some(format!(
+                "read at {offset} of {} bytes is past the model",
+                data.len()
+            ));
         };
         let i = expected.iter().zip(data).position(|(a, b)| a != b)?;
         Some(format!(

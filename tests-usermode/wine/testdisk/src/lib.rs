@@ -22,9 +22,9 @@ use core::ptr::{null_mut, NonNull};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use vctestdisk_abi::{
-    counter, Fault, COUNTERS, DEFAULT_MAX_TRANSFER, FAULT_READ, FAULT_WRITE, IOCTL_CLEAR_FAULTS,
-    IOCTL_COUNTERS, IOCTL_RESET_COUNTERS, IOCTL_SET_FAULT, IOCTL_SET_LATENCY, MAX_FAULTS, PAGE,
-    SECTOR,
+    self as td, counter, Fault, COUNTERS, DEFAULT_MAX_TRANSFER, FAULT_READ, FAULT_WRITE,
+    IOCTL_CLEAR_FAULTS, IOCTL_COUNTERS, IOCTL_RESET_COUNTERS, IOCTL_SET_FAULT, IOCTL_SET_LATENCY,
+    MAX_FAULTS, PAGE, SECTOR,
 };
 use wdk_sys::ntddk::{
     DbgPrint, IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink,
@@ -317,7 +317,14 @@ impl Disk {
 unsafe fn stack<'a>(irp: *mut IRP) -> &'a mut IO_STACK_LOCATION {
     // SAFETY: per the contract, the IRP is live, so its current stack location pointer (set by
     // the I/O manager before calling the dispatch routine) is valid.
-    unsafe { &mut *(*irp).Tail.Overlay.__bindgen_anon_2.__bindgen_anon_1.CurrentStackLocation }
+    unsafe {
+        &mut *(*irp)
+            .Tail
+            .Overlay
+            .__bindgen_anon_2
+            .__bindgen_anon_1
+            .CurrentStackLocation
+    }
 }
 
 /// Completes `irp` with `status` and `information`; the IRP must not be touched afterwards.
@@ -420,26 +427,30 @@ unsafe fn open_backing(registry_path: PCUNICODE_STRING) -> Result<(HANDLE, u64, 
         say!("cannot open the service key (%#x)", status);
         return Err(status);
     }
-    // SAFETY (for the queries below): `key` is open until ZwClose.
-    let latency_us = unsafe { query_dword(key, wide!("LatencyUs")) }.unwrap_or(0);
-    let max_transfer = unsafe { query_dword(key, wide!("MaxTransferBytes")) }
+    // SAFETY: `key` is open until the ZwClose below.
+    let latency_us = unsafe { query_dword(key, wide!(td::REG_LATENCY_US)) }.unwrap_or(0);
+    // SAFETY: as above.
+    let max_transfer = unsafe { query_dword(key, wide!(td::REG_MAX_TRANSFER)) }
         .filter(|v| *v >= SECTOR && *v % SECTOR == 0)
         .unwrap_or(DEFAULT_MAX_TRANSFER);
-    let max_pages = unsafe { query_dword(key, wide!("MaxPhysicalPages")) }
+    // SAFETY: as above.
+    let max_pages = unsafe { query_dword(key, wide!(td::REG_MAX_PAGES)) }
         .filter(|v| *v > 0)
         .unwrap_or(max_transfer / PAGE as u32 + 1);
-    let alignment_mask = unsafe { query_dword(key, wide!("AlignmentMask")) }.unwrap_or(0);
+    // SAFETY: as above.
+    let alignment_mask = unsafe { query_dword(key, wide!(td::REG_ALIGNMENT_MASK)) }.unwrap_or(0);
     // The backing file's NT path (\??\C:\...), REG_SZ or REG_EXPAND_SZ, up to 259 characters.
     let mut path = [0u8; 12 + 520];
-    let found = unsafe { query_value(key, wide!("BackingFile"), &mut path) };
+    // SAFETY: as above.
+    let found = unsafe { query_value(key, wide!(td::REG_BACKING_FILE), &mut path) };
     // SAFETY: `key` was opened above and is closed once.
     let _ = unsafe { ZwClose(key) };
-    let Some((ty, len)) = found.filter(|(ty, len)| matches!(*ty, REG_SZ | REG_EXPAND_SZ) && *len >= 4)
+    let Some((_, len)) =
+        found.filter(|(ty, len)| matches!(*ty, REG_SZ | REG_EXPAND_SZ) && *len >= 4)
     else {
         say!("no BackingFile (REG_SZ) value in the service key");
         return Err(STATUS_INVALID_PARAMETER);
     };
-    let _ = ty;
     // Drop the terminator(s) from the length; the data is UTF-16LE in place at offset 12.
     let mut chars = len / 2;
     let wide_at = |i: usize| u16::from_le_bytes([path[12 + 2 * i], path[13 + 2 * i]]);
@@ -497,7 +508,11 @@ unsafe fn open_backing(registry_path: PCUNICODE_STRING) -> Result<(HANDLE, u64, 
         say!("cannot size the backing file (%#x)", status);
         // SAFETY: opened above, closed once.
         let _ = unsafe { ZwClose(file) };
-        return Err(if nt_success(status) { STATUS_END_OF_FILE } else { status });
+        return Err(if nt_success(status) {
+            STATUS_END_OF_FILE
+        } else {
+            status
+        });
     }
     let bytes = end as u64 / u64::from(SECTOR) * u64::from(SECTOR);
     Ok((
@@ -602,9 +617,11 @@ unsafe fn create_devices(
     };
     disk.bytes.store(bytes, Ordering::Relaxed);
     disk.latency_us.store(config.latency_us, Ordering::Relaxed);
-    disk.max_transfer.store(config.max_transfer, Ordering::Relaxed);
+    disk.max_transfer
+        .store(config.max_transfer, Ordering::Relaxed);
     disk.max_pages.store(config.max_pages, Ordering::Relaxed);
-    disk.alignment_mask.store(config.alignment_mask, Ordering::Relaxed);
+    disk.alignment_mask
+        .store(config.alignment_mask, Ordering::Relaxed);
 
     let mut control_device: *mut DEVICE_OBJECT = null_mut();
     let mut cname = control_name();
@@ -668,7 +685,8 @@ unsafe fn create_devices(
         unsafe { *disk.thread.get() = object };
     }
 
-    let (mut dn, mut dl, mut cn, mut cl) = (disk_name(), disk_link(), control_name(), control_link());
+    let (mut dn, mut dl, mut cn, mut cl) =
+        (disk_name(), disk_link(), control_name(), control_link());
     // SAFETY: valid names; the links are deleted at unload.
     unsafe {
         let _ = IoCreateSymbolicLink(&mut dl, &mut dn);
@@ -794,7 +812,14 @@ unsafe fn serve(disk: &Disk, irp: *mut IRP) {
         };
         let write = major == IRP_MJ_WRITE;
         let op = if write { FAULT_WRITE } else { FAULT_READ };
-        disk.count(if write { counter::WRITES } else { counter::READS }, 1);
+        disk.count(
+            if write {
+                counter::WRITES
+            } else {
+                counter::READS
+            },
+            1,
+        );
         if let Some(status) = disk.fault_for(op, offset, u64::from(length)) {
             disk.count(counter::FAULTS_HIT, 1);
             (status, 0)
@@ -810,11 +835,29 @@ unsafe fn serve(disk: &Disk, irp: *mut IRP) {
                     let status = unsafe {
                         let file = *disk.file.get();
                         if write {
-                            ZwWriteFile(file, null_mut(), None, null_mut(), &mut iosb,
-                                buffer.as_ptr().cast(), length, &mut at, null_mut())
+                            ZwWriteFile(
+                                file,
+                                null_mut(),
+                                None,
+                                null_mut(),
+                                &mut iosb,
+                                buffer.as_ptr().cast(),
+                                length,
+                                &mut at,
+                                null_mut(),
+                            )
                         } else {
-                            ZwReadFile(file, null_mut(), None, null_mut(), &mut iosb,
-                                buffer.as_ptr().cast(), length, &mut at, null_mut())
+                            ZwReadFile(
+                                file,
+                                null_mut(),
+                                None,
+                                null_mut(),
+                                &mut iosb,
+                                buffer.as_ptr().cast(),
+                                length,
+                                &mut at,
+                                null_mut(),
+                            )
                         }
                     };
                     if !nt_success(status) {
@@ -822,7 +865,11 @@ unsafe fn serve(disk: &Disk, irp: *mut IRP) {
                     } else if iosb.Information != u64::from(length) {
                         (STATUS_END_OF_FILE, iosb.Information)
                     } else {
-                        let which = if write { counter::BYTES_WRITTEN } else { counter::BYTES_READ };
+                        let which = if write {
+                            counter::BYTES_WRITTEN
+                        } else {
+                            counter::BYTES_READ
+                        };
                         disk.count(which, u64::from(length));
                         (STATUS_SUCCESS, u64::from(length))
                     }
@@ -957,7 +1004,10 @@ unsafe fn read_write(disk: &Disk, irp: *mut IRP, st: &mut IO_STACK_LOCATION) -> 
 ///
 /// # Safety
 /// `irp` is a live METHOD_BUFFERED device-control IRP; `st` its current stack location.
-unsafe fn ioctl_buffers<'a>(irp: *mut IRP, st: &IO_STACK_LOCATION) -> (u32, &'a mut [u8], usize, usize) {
+unsafe fn ioctl_buffers<'a>(
+    irp: *mut IRP,
+    st: &IO_STACK_LOCATION,
+) -> (u32, &'a mut [u8], usize, usize) {
     // SAFETY: DEVICE_CONTROL IRPs carry Parameters.DeviceIoControl.
     let p = unsafe { st.Parameters.DeviceIoControl };
     let (input, output) = (p.InputBufferLength as usize, p.OutputBufferLength as usize);
@@ -1077,7 +1127,8 @@ unsafe fn control_ioctl(disk: &Disk, irp: *mut IRP, st: &IO_STACK_LOCATION) -> (
             let Ok(value) = <[u8; 4]>::try_from(&buffer[..input]) else {
                 return (STATUS_INVALID_PARAMETER, 0);
             };
-            disk.latency_us.store(u32::from_le_bytes(value), Ordering::Relaxed);
+            disk.latency_us
+                .store(u32::from_le_bytes(value), Ordering::Relaxed);
             (STATUS_SUCCESS, 0)
         }
         IOCTL_RESET_COUNTERS => {
@@ -1103,10 +1154,14 @@ unsafe fn control_ioctl(disk: &Disk, irp: *mut IRP, st: &IO_STACK_LOCATION) -> (
             if output < COUNTERS * 8 {
                 return (STATUS_BUFFER_TOO_SMALL, 0);
             }
-            disk.counters[counter::LATENCY_US]
-                .store(u64::from(disk.latency_us.load(Ordering::Relaxed)), Ordering::Relaxed);
-            disk.counters[counter::MAX_TRANSFER]
-                .store(u64::from(disk.max_transfer.load(Ordering::Relaxed)), Ordering::Relaxed);
+            disk.counters[counter::LATENCY_US].store(
+                u64::from(disk.latency_us.load(Ordering::Relaxed)),
+                Ordering::Relaxed,
+            );
+            disk.counters[counter::MAX_TRANSFER].store(
+                u64::from(disk.max_transfer.load(Ordering::Relaxed)),
+                Ordering::Relaxed,
+            );
             disk.counters[counter::DISK_BYTES]
                 .store(disk.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
             for (i, c) in disk.counters.iter().enumerate() {
