@@ -11,6 +11,11 @@
 #
 # Wine runs drivers in a user-mode process: this proves the glue and the IRP handling end to
 # end, not kernel-mode behaviour (IRQL rules, kernel timing, real storage stacks).
+#
+# Environment: WINE_E2E_BUILD=0 (use what is built), WINE_E2E_SYS (a prebuilt wine-host
+# vcdirect.sys), WINE_E2E_VCCTL_EXE / WINE_E2E_VCCTL_LINUX (prebuilt vcctl binaries),
+# WINE_E2E_VOLUME_PATH (the device a mount creates, default \\.\VcVolume0), SYS_LINT=1 (run
+# build-sys.sh's clippy pass too). Pieces: tests-usermode/wine/README.md.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,8 +61,9 @@ SYS="${WINE_E2E_SYS:-$ROOT/target/sys/x64-wine/vcdirect.sys}"
 TESTDISK_DIR="$WINE_DIR/testdisk/target/x86_64-pc-windows-msvc/release"
 CLIENT_DIR="$WINE_DIR/e2e-client/target/x86_64-pc-windows-gnu/release"
 SHIM_DIR="$WINE_DIR/bcrypt-shim/target/x86_64-pc-windows-gnu/release"
-VCCTL_EXE="$ROOT/target/x86_64-pc-windows-gnu/release/vcctl.exe"
-VCCTL_LINUX="$ROOT/target/release/vcctl"
+# WINE_E2E_VCCTL_EXE / WINE_E2E_VCCTL_LINUX: prebuilt vcctl binaries instead of building them.
+VCCTL_EXE="${WINE_E2E_VCCTL_EXE:-$ROOT/target/x86_64-pc-windows-gnu/release/vcctl.exe}"
+VCCTL_LINUX="${WINE_E2E_VCCTL_LINUX:-$ROOT/target/release/vcctl}"
 
 mkdir -p "$OUT"
 build_start=$(date +%s)
@@ -79,13 +85,24 @@ if [ "${WINE_E2E_BUILD:-1}" != 0 ]; then
         rm -f "$SYS"
     fi
     BINDGEN_EXTRA_CLANG_ARGS="-fgnuc-version=4.2.1 -I$(clang -print-resource-dir)/include -include $ROOT/sys/mingw-compat.h"
-    b testdisk env -u RUSTFLAGS BINDGEN_EXTRA_CLANG_ARGS="$BINDGEN_EXTRA_CLANG_ARGS" \
+    # Like sys/Cargo.lock, testdisk/Cargo.lock is committed with wdk-build from crates.io; the
+    # [patch] of linux-cross.toml rewrites that entry during the build: put it back afterwards.
+    cp "$WINE_DIR/testdisk/Cargo.lock" "$OUT/testdisk-Cargo.lock"
+    testdisk_ok=0
+    env -u RUSTFLAGS BINDGEN_EXTRA_CLANG_ARGS="$BINDGEN_EXTRA_CLANG_ARGS" \
         cargo build --release --manifest-path "$WINE_DIR/testdisk/Cargo.toml" \
-        --target x86_64-pc-windows-msvc --config "$ROOT/sys/linux-cross.toml"
+        --target x86_64-pc-windows-msvc --config "$ROOT/sys/linux-cross.toml" \
+        >"$OUT/build-testdisk.log" 2>&1 && testdisk_ok=1
+    cp "$OUT/testdisk-Cargo.lock" "$WINE_DIR/testdisk/Cargo.lock"
+    [ $testdisk_ok = 1 ] || { echo "FAIL build-testdisk (see $OUT/build-testdisk.log)"; echo "0 passed, 1 failed"; exit 1; }
     b client cargo build --release --manifest-path "$WINE_DIR/e2e-client/Cargo.toml" --target x86_64-pc-windows-gnu
     b shim cargo build --release --manifest-path "$WINE_DIR/bcrypt-shim/Cargo.toml" --target x86_64-pc-windows-gnu
-    b vcctl-windows cargo build --release -p vcctl --manifest-path "$ROOT/Cargo.toml" --target x86_64-pc-windows-gnu
-    b vcctl-linux cargo build --release -p vcctl --manifest-path "$ROOT/Cargo.toml"
+    if [ -z "${WINE_E2E_VCCTL_EXE:-}" ]; then
+        b vcctl-windows cargo build --release -p vcctl --manifest-path "$ROOT/Cargo.toml" --target x86_64-pc-windows-gnu
+    fi
+    if [ -z "${WINE_E2E_VCCTL_LINUX:-}" ]; then
+        b vcctl-linux cargo build --release -p vcctl --manifest-path "$ROOT/Cargo.toml"
+    fi
 fi
 build_seconds=$(($(date +%s) - build_start))
 for f in "$TESTDISK_DIR/vctestdisk.dll" "$CLIENT_DIR/vc-e2e.exe" "$CLIENT_DIR/std-hello.exe" \
@@ -320,6 +337,9 @@ else
     result FAIL same-winedevice-process "no winedevice.exe maps both images; processes $before -> $after_disk -> $after_both"
 fi
 
+# vcctl reads the volume header through this path before it asks vcdirect to mount.
+client disk-over-volume info --device "$DISK_PATH" --expect-length "$VOLUME_BYTES"
+
 mount_supported=0
 w mount-probe 60 wine "$WIN_DIR\\vc-e2e.exe" mount-probe --device "$CONTROL_PATH"
 probe_rc=$?
@@ -433,15 +453,37 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     client ro-write expect-status --device "$VOLUME_PATH" --op write --offset 0 --length 4096 --expect 19 --name read-only-write-refused
     client ro-verify verify --device "$VOLUME_PATH" --model "$VM"
     vcctl ro-dismount dismount "$VOL"
-    # TODO(wiring): hidden-volume protection needs a volume with a hidden volume
-    # (`vcctl volume create --hidden-size`) and the second password line.
-    result SKIP hidden-volume-protection "needs a hidden-volume test volume; not written yet"
-
     # R2, R3: key erasure under load.
     gates 1 1
     vcctl r2-mount "$MOUNT_ARGS"
     client r2-r3-erase erase-under-load --device "$VOLUME_PATH" --model "$VM" --control "$CONTROL_PATH"
     vcctl r2-dismount dismount "$VOL" --force
+
+    # Hidden-volume protection: an outer volume mounted with --protect-hidden refuses a write
+    # into the hidden range (STATUS_INVALID_PARAMETER), and every later write.
+    # Last, because the test disk is restarted over another file.
+    printf 'outer password\nhidden password\n' | "$VCCTL_LINUX" volume create "$C/vctest/hidden.img" \
+        --size "$VOLUME_BYTES" --hidden-size $((2 * 1024 * 1024)) --prf sha512 --pim 1 --password-stdin \
+        >"$OUT/hidden-create.log" 2>&1
+    hidden_offset=$(grep -o '"hidden_data_offset": *[0-9]*' "$OUT/hidden-create.log" | grep -o '[0-9]*$')
+    outer_offset=$(grep -o '"data_offset": *[0-9]*' "$OUT/hidden-create.log" | head -n1 | grep -o '[0-9]*$')
+    if [ -n "$hidden_offset" ] && [ -n "$outer_offset" ]; then
+        w hv-stop-vcdirect 60 wine sc stop vcdirect
+        w hv-stop-disk 60 wine sc stop vctestdisk
+        reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\hidden.img'
+        w hv-start-disk 60 wine sc start vctestdisk
+        w hv-start-vcdirect 60 wine sc start vcdirect
+        printf 'outer password\nhidden password\n' > "$C/vctest/password.txt"
+        vcctl hv-mount "$MOUNT_ARGS --protect-hidden"
+        inside=$((hidden_offset - outer_offset))
+        client hv-write-inside expect-status --device "$VOLUME_PATH" --op write --offset "$inside" --length 4096 --expect 87 --name hidden-range-write-refused
+        client hv-write-after expect-status --device "$VOLUME_PATH" --op write --offset 0 --length 4096 --expect 87 --name later-writes-refused
+        client hv-read expect-status --device "$VOLUME_PATH" --op read --offset 0 --length 4096 --expect ok --name reads-still-served
+        vcctl hv-dismount dismount "$VOL" --force
+        printf '%s\n' "$PASSWORD" > "$C/vctest/password.txt"
+    else
+        result FAIL hidden-volume-create "see $OUT/hidden-create.log"
+    fi
 else
     for s in "r10-exclusive-and-shared-mounts: gates off legacy, read gate direct reads, write gate direct writes" \
         "r13-random-mixed-both-paths-flush-dismount-under-load-remount" \
