@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod host;
+pub mod loom_platform;
 pub mod request;
 pub mod sim;
 pub mod std_platform;

@@ -1,1 +1,290 @@
-//! abi (under construction).
+//! The IOCTL ABI shared by vcctl (builds requests, parses replies) and the driver (parses
+//! requests, builds replies), and the fuzz targets.
+//!
+//! Owns: IOCTL codes, the versioned little-endian layouts below, and their strict validation,
+//! whose errors map to a [`Status`]. Never: acts on a request (the `wdm` glue does).
+//!
+//! Every buffer starts with `version: u32` ([`ABI_VERSION`]) and `size: u32` (the buffer's
+//! exact length). Layouts are fixed; offsets are listed on each type as a `#[repr(C)]` struct
+//! with the same fields would place them. Integers are little-endian; strings are UTF-16LE,
+//! NUL-terminated inside a fixed field, padded with zeros.
+
+use alloc::vec::Vec;
+use zeroize::Zeroizing;
+
+use crate::Status;
+
+mod layout;
+#[cfg(test)]
+mod tests;
+
+pub use layout::*;
+
+/// The version every buffer carries.
+pub const ABI_VERSION: u32 = 1;
+
+/// `FILE_DEVICE_UNKNOWN`: the device type of the vcdirect control device.
+pub const FILE_DEVICE_VCDIRECT: u32 = 0x0000_0022;
+/// `METHOD_BUFFERED`.
+pub const METHOD_BUFFERED: u32 = 0;
+/// `FILE_ANY_ACCESS`.
+pub const FILE_ANY_ACCESS: u32 = 0;
+/// `FILE_READ_DATA | FILE_WRITE_DATA`: required for requests that change state.
+pub const FILE_READ_WRITE_ACCESS: u32 = 0x0001 | 0x0002;
+
+/// Windows' CTL_CODE macro.
+pub const fn ctl_code(device: u32, function: u32, method: u32, access: u32) -> u32 {
+    (device << 16) | (access << 14) | (function << 2) | method
+}
+
+/// Mount a volume: in [`MountRequest`], out [`MountReply`].
+pub const IOCTL_MOUNT: u32 = ctl_code(
+    FILE_DEVICE_VCDIRECT,
+    0x800,
+    METHOD_BUFFERED,
+    FILE_READ_WRITE_ACCESS,
+);
+/// Dismount: in [`VolumeRequest`] (with [`DISMOUNT_FORCE`]), out nothing.
+pub const IOCTL_DISMOUNT: u32 = ctl_code(
+    FILE_DEVICE_VCDIRECT,
+    0x801,
+    METHOD_BUFFERED,
+    FILE_READ_WRITE_ACCESS,
+);
+/// List mounted volumes: in [`EmptyRequest`], out [`ListReply`].
+pub const IOCTL_LIST: u32 = ctl_code(
+    FILE_DEVICE_VCDIRECT,
+    0x802,
+    METHOD_BUFFERED,
+    FILE_ANY_ACCESS,
+);
+/// Status of one volume: in [`VolumeRequest`], out [`StatusReply`].
+pub const IOCTL_STATUS: u32 = ctl_code(
+    FILE_DEVICE_VCDIRECT,
+    0x803,
+    METHOD_BUFFERED,
+    FILE_ANY_ACCESS,
+);
+/// Gates the driver holds for future mounts: in [`EmptyRequest`], out [`GatesMessage`].
+pub const IOCTL_GATES_GET: u32 = ctl_code(
+    FILE_DEVICE_VCDIRECT,
+    0x804,
+    METHOD_BUFFERED,
+    FILE_ANY_ACCESS,
+);
+/// Set the gates for future mounts: in [`GatesMessage`], out [`GatesMessage`].
+pub const IOCTL_GATES_SET: u32 = ctl_code(
+    FILE_DEVICE_VCDIRECT,
+    0x805,
+    METHOD_BUFFERED,
+    FILE_READ_WRITE_ACCESS,
+);
+/// Re-read the gates from the registry: in [`EmptyRequest`], out [`GatesMessage`].
+pub const IOCTL_GATES_RELOAD: u32 = ctl_code(
+    FILE_DEVICE_VCDIRECT,
+    0x806,
+    METHOD_BUFFERED,
+    FILE_READ_WRITE_ACCESS,
+);
+/// Erase the keys of every mounted volume: in [`EmptyRequest`], out [`EraseReply`].
+pub const IOCTL_ERASE_KEYS: u32 = ctl_code(
+    FILE_DEVICE_VCDIRECT,
+    0x807,
+    METHOD_BUFFERED,
+    FILE_READ_WRITE_ACCESS,
+);
+
+/// The device path vcctl opens.
+pub const DEVICE_PATH: &str = r"\\.\vcdirect";
+
+/// Why a buffer was refused. Every variant maps to a [`Status`] with [`AbiError::status`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AbiError {
+    /// The buffer is not the exact size of the layout.
+    WrongSize {
+        /// Bytes the layout needs.
+        expected: usize,
+        /// Bytes given.
+        got: usize,
+    },
+    /// An output buffer is too small for the reply.
+    OutputTooSmall {
+        /// Bytes the reply needs.
+        needed: usize,
+    },
+    /// The `version` field is not [`ABI_VERSION`].
+    WrongVersion(u32),
+    /// The `size` field differs from the buffer length.
+    SizeFieldMismatch(u32),
+    /// Flag bits this version does not define.
+    UnknownFlags(u32),
+    /// Flags that cannot go together (hidden + protect-hidden).
+    ConflictingFlags,
+    /// Sector size not 512, 1024, 2048 or 4096.
+    BadSectorSize(u32),
+    /// Key length other than 64 (AES-256-XTS).
+    BadKeyLength(u16),
+    /// An offset or size not aligned to the sector size.
+    Misaligned,
+    /// An empty, overflowing or out-of-volume range.
+    BadRange,
+    /// A drive letter other than 0 or 'A'..='Z'.
+    BadDriveLetter(u16),
+    /// A reserved field is not zero.
+    ReservedNotZero,
+    /// A string field has no NUL terminator inside its bound.
+    Unterminated,
+    /// The host path is empty.
+    EmptyPath,
+    /// Bytes after a string's NUL terminator are not zero.
+    PaddingNotZero,
+    /// `wine_host_driver_name` is set, but this build is not the Wine test build.
+    WineHostNotAllowed,
+    /// A gate value other than 0 or 1.
+    BadGateValue(u32),
+    /// A list with more entries than [`MAX_LIST_ENTRIES`] or a count that disagrees with size.
+    BadCount(u32),
+    /// Neither a drive letter nor a volume id names the volume, or both do.
+    BadTarget,
+    /// A string too long for its field (build side).
+    TooLong,
+}
+
+impl AbiError {
+    /// The NTSTATUS the driver completes the IOCTL with.
+    pub const fn status(self) -> Status {
+        match self {
+            // STATUS_BUFFER_TOO_SMALL: the caller may retry with a larger buffer.
+            AbiError::OutputTooSmall { .. } => Status::Host(0xC000_0023),
+            // STATUS_INFO_LENGTH_MISMATCH for inputs of the wrong length.
+            AbiError::WrongSize { .. } => Status::Host(0xC000_0004),
+            // STATUS_REVISION_MISMATCH for another ABI version.
+            AbiError::WrongVersion(_) => Status::Host(0xC000_0059),
+            _ => Status::InvalidParameter,
+        }
+    }
+}
+
+impl core::fmt::Display for AbiError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            AbiError::WrongSize { expected, got } => {
+                write!(f, "buffer is {got} bytes, layout needs {expected}")
+            }
+            AbiError::OutputTooSmall { needed } => write!(f, "output buffer needs {needed} bytes"),
+            AbiError::WrongVersion(v) => write!(f, "ABI version {v}, expected {ABI_VERSION}"),
+            AbiError::SizeFieldMismatch(s) => write!(f, "size field {s} differs from buffer"),
+            AbiError::UnknownFlags(x) => write!(f, "unknown flags {x:#x}"),
+            AbiError::ConflictingFlags => write!(f, "conflicting flags"),
+            AbiError::BadSectorSize(s) => write!(f, "bad sector size {s}"),
+            AbiError::BadKeyLength(k) => write!(f, "key length {k}, expected 64"),
+            AbiError::Misaligned => write!(f, "offset or size not sector aligned"),
+            AbiError::BadRange => write!(f, "empty, overflowing or out-of-range byte range"),
+            AbiError::BadDriveLetter(c) => write!(f, "bad drive letter {c:#x}"),
+            AbiError::ReservedNotZero => write!(f, "reserved field not zero"),
+            AbiError::Unterminated => write!(f, "string not NUL-terminated within its field"),
+            AbiError::EmptyPath => write!(f, "empty host path"),
+            AbiError::PaddingNotZero => write!(f, "bytes after a string's NUL are not zero"),
+            AbiError::WineHostNotAllowed => {
+                write!(
+                    f,
+                    "wine_host_driver_name is only accepted by the Wine test build"
+                )
+            }
+            AbiError::BadGateValue(v) => write!(f, "gate value {v}, expected 0 or 1"),
+            AbiError::BadCount(c) => write!(f, "bad entry count {c}"),
+            AbiError::BadTarget => write!(f, "name the volume by drive letter or by id"),
+            AbiError::TooLong => write!(f, "string too long for its field"),
+        }
+    }
+}
+
+/// Little-endian reader over a buffer of checked length.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn u16(&self, at: usize) -> u16 {
+        u16::from_le_bytes([self.0[at], self.0[at + 1]])
+    }
+    fn u32(&self, at: usize) -> u32 {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&self.0[at..at + 4]);
+        u32::from_le_bytes(b)
+    }
+    fn u64(&self, at: usize) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.0[at..at + 8]);
+        u64::from_le_bytes(b)
+    }
+    /// A NUL-terminated UTF-16 string in `chars` code units at `at`; zero padding required.
+    fn utf16(&self, at: usize, chars: usize) -> Result<Vec<u16>, AbiError> {
+        let units: Vec<u16> = (0..chars).map(|i| self.u16(at + 2 * i)).collect();
+        let end = units
+            .iter()
+            .position(|c| *c == 0)
+            .ok_or(AbiError::Unterminated)?;
+        if units[end..].iter().any(|c| *c != 0) {
+            return Err(AbiError::PaddingNotZero);
+        }
+        Ok(units[..end].to_vec())
+    }
+}
+
+/// Little-endian writer into a zeroed buffer.
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn new(size: usize) -> Self {
+        let mut w = Writer(alloc::vec![0u8; size]);
+        w.u32(0, ABI_VERSION);
+        w.u32(4, size as u32);
+        w
+    }
+    fn u16(&mut self, at: usize, v: u16) {
+        self.0[at..at + 2].copy_from_slice(&v.to_le_bytes());
+    }
+    fn u32(&mut self, at: usize, v: u32) {
+        self.0[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, at: usize, v: u64) {
+        self.0[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    fn utf16(&mut self, at: usize, chars: usize, s: &[u16]) -> Result<(), AbiError> {
+        // One unit is kept for the terminator; an embedded NUL would truncate silently.
+        if s.len() >= chars || s.contains(&0) {
+            return Err(AbiError::TooLong);
+        }
+        for (i, c) in s.iter().enumerate() {
+            self.u16(at + 2 * i, *c);
+        }
+        Ok(())
+    }
+}
+
+/// Checks length, version and size field; returns a reader.
+fn open_exact(buf: &[u8], expected: usize) -> Result<Reader<'_>, AbiError> {
+    if buf.len() != expected {
+        return Err(AbiError::WrongSize {
+            expected,
+            got: buf.len(),
+        });
+    }
+    let r = Reader(buf);
+    check_prefix(&r)?;
+    Ok(r)
+}
+
+fn check_prefix(r: &Reader<'_>) -> Result<(), AbiError> {
+    let version = r.u32(0);
+    if version != ABI_VERSION {
+        return Err(AbiError::WrongVersion(version));
+    }
+    let size = r.u32(4);
+    if size as usize != r.0.len() {
+        return Err(AbiError::SizeFieldMismatch(size));
+    }
+    Ok(())
+}
+
+/// Key material for AES-256-XTS, zeroized on drop.
+pub type MasterKey = Zeroizing<[u8; KEY_LENGTH]>;

@@ -15,14 +15,13 @@
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
-use zeroize::Zeroize;
 
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest, WorkQueue};
+use crate::volume::buffer::AlignedBuffer;
 use crate::volume::segment::{SegmentLimits, MAX_DIRECT_REQUEST};
 use crate::volume::{Counters, IoJob, JobKind, Volume};
 use crate::Status;
@@ -54,9 +53,10 @@ impl<P: Platform> DirectPath<P> {
     /// Starts the 8 workers, each with a 1 MiB bounce buffer allocated now (at mount).
     pub(crate) fn start(volume: &Arc<Volume<P>>) -> Result<Vec<P::Thread>, Status> {
         let mut threads = Vec::with_capacity(WORKERS);
+        let limits = volume.host.limits();
         for _ in 0..WORKERS {
             let v = Arc::clone(volume);
-            let bounce = vec![0u8; MAX_DIRECT_REQUEST as usize];
+            let bounce = AlignedBuffer::new(MAX_DIRECT_REQUEST as usize, &limits);
             threads.push(volume.env.spawn(
                 ThreadRole::DirectWorker,
                 Box::new(move || worker(&v, bounce)),
@@ -83,15 +83,13 @@ impl<P: Platform> DirectPath<P> {
     }
 }
 
-fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: Vec<u8>) {
+fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: AlignedBuffer) {
     let d = &v.direct;
     let limits = SegmentLimits::direct(&v.host.limits(), v.params.sector_size);
     loop {
         let job = match d.ready.pop() {
-            Msg::Stop => {
-                bounce.zeroize();
-                return;
-            }
+            // Dropping the bounce buffer zeroizes it.
+            Msg::Stop => return,
             Msg::Work(job) => job,
         };
         let now = d.busy.fetch_add(1, Ordering::AcqRel) + 1;
@@ -113,7 +111,15 @@ fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: Vec<u8>) {
                     Err(s) => s,
                 }
             }
-            (_, Some(b)) => transfer(v, &request, kind, offset, b, &limits, &mut bounce),
+            (_, Some(b)) => transfer(
+                v,
+                &request,
+                kind,
+                offset,
+                b,
+                &limits,
+                bounce.window(MAX_DIRECT_REQUEST as usize),
+            ),
             (_, None) => Status::InvalidUserBuffer,
         };
         let information = if status.is_success() && kind != JobKind::Flush {

@@ -17,16 +17,15 @@
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
-use zeroize::Zeroize;
 
 use crate::crypto::{Cipher, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::platform::{
-    HostDevice, IoBuf, Lock, Platform, Semaphore, ThreadRole, UpperRequest, WorkQueue,
+    HostDevice, HostLimits, IoBuf, Lock, Platform, Semaphore, ThreadRole, UpperRequest, WorkQueue,
 };
 use crate::registry::Tunables;
+use crate::volume::buffer::AlignedBuffer;
 use crate::volume::segment::SegmentLimits;
 use crate::volume::{Counters, IoJob, JobKind, Volume};
 use crate::Status;
@@ -39,8 +38,8 @@ enum Msg<T> {
 enum FragmentData<B> {
     /// A piece of the caller's buffer to read into.
     Read(B),
-    /// A fragment buffer holding encrypted data to write.
-    Write(Vec<u8>),
+    /// A fragment buffer holding encrypted data to write (taken back after the write).
+    Write(Option<AlignedBuffer>),
 }
 
 struct Fragment<B> {
@@ -78,18 +77,18 @@ pub(crate) struct LegacyQueue<P: Platform> {
     to_completion: WorkQueue<P, Msg<Fragment<<P::Request as UpperRequest>::Buf>>>,
     item_permits: P::Semaphore,
     request_permits: P::Semaphore,
-    fragment_buffers: WorkQueue<P, Vec<u8>>,
+    fragment_buffers: WorkQueue<P, AlignedBuffer>,
     items: P::Lock<Items<P::Request>>,
     fragment_size: u32,
 }
 
 impl<P: Platform> LegacyQueue<P> {
-    pub(crate) fn new(t: &Tunables) -> Self {
+    pub(crate) fn new(t: &Tunables, limits: &HostLimits) -> Self {
         let item_count = t.item_count.max(1) as usize;
         let fragment_buffers = WorkQueue::with_capacity(2);
-        // Two alternating fragment buffers, preallocated at mount.
-        fragment_buffers.push(vec![0u8; t.fragment_size as usize]);
-        fragment_buffers.push(vec![0u8; t.fragment_size as usize]);
+        // Two alternating fragment buffers, preallocated at mount (with room to align them).
+        fragment_buffers.push(AlignedBuffer::new(t.fragment_size as usize, limits));
+        fragment_buffers.push(AlignedBuffer::new(t.fragment_size as usize, limits));
         LegacyQueue {
             input: WorkQueue::with_capacity(64),
             to_io: WorkQueue::with_capacity(t.io_request_count as usize),
@@ -151,7 +150,7 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
             Msg::Stop => {
                 // Both fragment buffers are back: every admitted request finished before stop.
                 while !q.fragment_buffers.is_empty() {
-                    q.fragment_buffers.pop().zeroize();
+                    drop(q.fragment_buffers.pop());
                 }
                 q.to_io.push(Msg::Stop);
                 return;
@@ -211,17 +210,17 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 FragmentData::Read(buf.split_to(n))
             } else {
                 let mut fb = q.fragment_buffers.pop();
-                fb[..n].copy_from_slice(&buf.bytes()[pos..pos + n]);
+                fb.window(n).copy_from_slice(&buf.bytes()[pos..pos + n]);
                 let unit = unit_of(v, offset + pos as u64);
                 if v.crypto_pool
-                    .run(&v.env, &v.key, Cipher::Encrypt, &mut fb[..n], unit)
+                    .run(&v.env, &v.key, Cipher::Encrypt, fb.window(n), unit)
                     .is_err()
                 {
                     q.fragment_buffers.push(fb);
                     failure = Some(Status::DeviceBusy);
                     break;
                 }
-                FragmentData::Write(fb)
+                FragmentData::Write(Some(fb))
             };
             q.request_permits.acquire();
             q.items.with(|t| {
@@ -266,8 +265,13 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
 
 fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
     let q = &v.legacy;
+    let limits = v.host.limits();
+    let alignment_mask = limits.alignment_mask as usize;
+    // For a caller buffer the host cannot take (unaligned): the legacy path reads into its
+    // own buffer and copies, as the direct path's eligibility rule promises.
+    let mut bounce = AlignedBuffer::new(q.fragment_size as usize, &limits);
     let mut read_ahead = ReadAhead {
-        buf: vec![0u8; q.fragment_size as usize],
+        buf: AlignedBuffer::new(q.fragment_size as usize, &limits),
         valid: false,
         offset: 0,
         length: 0,
@@ -276,7 +280,7 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
     loop {
         let mut frag = match q.to_io.pop() {
             Msg::Stop => {
-                read_ahead.buf.zeroize();
+                // Dropping the buffers zeroizes them.
                 q.to_completion.push(Msg::Stop);
                 return;
             }
@@ -297,7 +301,13 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 FragmentData::Read(piece) => {
                     let n = frag.length;
                     if read_ahead.matches(v, frag.offset, n) {
-                        piece.bytes().copy_from_slice(&read_ahead.buf[..n]);
+                        piece.bytes().copy_from_slice(read_ahead.buf.window(n));
+                    } else if piece.address() & alignment_mask != 0 {
+                        let window = bounce.window(n);
+                        frag.status = read_exact(&v.host, host_offset, window);
+                        if frag.status.is_success() {
+                            piece.bytes().copy_from_slice(window);
+                        }
                     } else {
                         frag.status = read_exact(&v.host, host_offset, piece.bytes());
                     }
@@ -307,14 +317,15 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
                         && q.to_io.is_empty()
                         && !v.key.is_blocked()
                         && next + n as u64 <= v.params.data_size
-                        && n <= read_ahead.buf.len()
+                        && n <= q.fragment_size as usize
                     {
                         read_ahead.fill(v, next, n);
                     }
                 }
                 FragmentData::Write(fb) => {
                     read_ahead.valid = false;
-                    frag.status = match v.host.write(host_offset, &fb[..frag.length]) {
+                    let fb = fb.as_mut().expect("a write fragment carries its buffer");
+                    frag.status = match v.host.write(host_offset, fb.window(frag.length)) {
                         Ok(_) => Status::Success,
                         Err(s) => s,
                     };
@@ -323,7 +334,9 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
         }
         if let FragmentData::Write(fb) = &mut frag.data {
             // The fragment buffer is free again for the main thread (VeraCrypt's free event).
-            q.fragment_buffers.push(core::mem::take(fb));
+            if let Some(fb) = fb.take() {
+                q.fragment_buffers.push(fb);
+            }
         }
         q.to_completion.push(Msg::Work(frag));
     }
@@ -340,7 +353,7 @@ fn read_exact<H: HostDevice>(host: &H, offset: u64, buf: &mut [u8]) -> Status {
 /// The I/O thread's one-fragment read-ahead. Valid only while no write was granted or
 /// finished since it was read (either path), so it can never return stale data.
 struct ReadAhead {
-    buf: Vec<u8>,
+    buf: AlignedBuffer,
     valid: bool,
     offset: u64,
     length: usize,
@@ -364,7 +377,7 @@ impl ReadAhead {
             return;
         }
         let host_offset = v.params.data_offset + offset;
-        if read_exact(&v.host, host_offset, &mut self.buf[..length]).is_success() {
+        if read_exact(&v.host, host_offset, self.buf.window(length)).is_success() {
             self.valid = true;
             self.offset = offset;
             self.length = length;

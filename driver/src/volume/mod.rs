@@ -8,6 +8,7 @@
 //! Never: does host I/O or crypto itself; it hands granted requests to `queue` or `direct`,
 //! and finished ones to `completion`.
 
+pub(crate) mod buffer;
 mod counters;
 pub mod segment;
 
@@ -176,7 +177,7 @@ impl<P: Platform> Volume<P> {
                 waiting: (0..RANGE_ENTRIES).map(|_| None).collect(),
                 backlog: VecDeque::new(),
             }),
-            legacy: LegacyQueue::new(&tunables),
+            legacy: LegacyQueue::new(&tunables, &host.limits()),
             direct: DirectPath::new(),
             completer: Arc::new(Completer::new(env.clone(), tunables.max_work_items)),
             crypto_pool,

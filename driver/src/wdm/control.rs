@@ -1,25 +1,45 @@
 //! DriverEntry, Unload and the control device `\Device\vcdirect` (`\\.\vcdirect`).
 //!
-//! Owns: creating and deleting the control device and its symbolic link, the dispatch table,
-//! and the load line in the debugger log.
-//! Never: interprets IOCTLs yet: IRP_MJ_DEVICE_CONTROL completes with
-//! STATUS_INVALID_DEVICE_REQUEST until the lead wires the ABI (`abi`).
+//! Owns: creating and deleting the control device and its symbolic link, the dispatch table
+//! (volume devices are handed to `disk`), the load line and the registry notes in the debugger
+//! log, the table of mounted volumes, and the control IOCTLs of `abi` (mount, dismount, list,
+//! status, gates get/set/reload, erase keys). Unload dismounts every volume.
+//! Never: parses ABI buffers by hand (the `abi` module's strict parsers do; a malformed buffer
+//! gets the ABI's status) or makes engine decisions.
 
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write as _;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use wdk_sys::ntddk::{
     DbgPrint, IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink,
 };
 use wdk_sys::{
     DEVICE_OBJECT, DRIVER_OBJECT, FILE_DEVICE_SECURE_OPEN, FILE_DEVICE_UNKNOWN, IRP,
-    IRP_MJ_CLEANUP, IRP_MJ_CLOSE, IRP_MJ_CREATE, IRP_MJ_DEVICE_CONTROL, NTSTATUS, PCUNICODE_STRING,
+    IRP_MJ_CLEANUP, IRP_MJ_CLOSE, IRP_MJ_CREATE, IRP_MJ_DEVICE_CONTROL, IRP_MJ_FLUSH_BUFFERS,
+    IRP_MJ_READ, IRP_MJ_WRITE, NTSTATUS, PCUNICODE_STRING,
 };
 
+use super::disk::{self, nts, VolumeDevice};
+use super::host::{KernelHost, OpenParams};
 use super::irp::Irp;
+use super::platform::{ClientSecurity, KernelPlatform};
+use super::registry::read_values;
 use super::strings::{unicode, utf16};
+use super::sync::SpinLock;
 use super::{nt, pool};
-use crate::platform::UpperRequest;
+use crate::abi::{
+    self, AbiError, EmptyRequest, EraseReply, GatesMessage, ListEntry, ListReply, MountReply,
+    MountRequest, StatusReply, Target, VolumeRequest, DISMOUNT_FORCE, MOUNT_HIDDEN,
+    MOUNT_PROTECT_HIDDEN, MOUNT_READ_ONLY, MOUNT_SHARED,
+};
+use crate::platform::{Lock, UpperRequest};
+use crate::registry::{Config, Gate, Gates, Note, Tunables, ALL_VALUE_NAMES, DRIVER_GATES};
+use crate::volume::{MountParams, Volume};
 use crate::Status;
 
 /// Pool tag of every allocation of the driver ("vcDr" in pool tools).
@@ -30,6 +50,42 @@ static LINK_NAME: [u16; 20] = utf16("\\DosDevices\\vcdirect");
 
 /// The control device, for Unload.
 static CONTROL_DEVICE: AtomicPtr<DEVICE_OBJECT> = AtomicPtr::new(core::ptr::null_mut());
+/// The driver's state (from DriverEntry to Unload).
+static STATE: AtomicPtr<DriverState> = AtomicPtr::new(core::ptr::null_mut());
+
+/// What the driver keeps between DriverEntry and Unload.
+struct DriverState {
+    driver: *mut DRIVER_OBJECT,
+    control: NonNull<DEVICE_OBJECT>,
+    /// The service key path (RegistryPath), for gate reloads.
+    registry_path: Vec<u16>,
+    /// Tunables read once at DriverEntry.
+    tunables: Tunables,
+    volumes: SpinLock<Vec<Arc<VolumeDevice>>>,
+    next_id: AtomicU32,
+}
+
+fn state() -> Option<&'static DriverState> {
+    let p = STATE.load(Ordering::Acquire);
+    // SAFETY: set once in DriverEntry before any dispatch routine can run, freed in Unload
+    // after the last one returned (the I/O manager unloads only an idle driver).
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// DbgPrints one line (no `%` interpretation: the text goes through `%.*s`).
+fn log(line: &str) {
+    // SAFETY: NUL-terminated format; `%.*s` gets an int length and a pointer to that many
+    // bytes of `line`.
+    unsafe { DbgPrint(c"%.*s\n".as_ptr(), line.len() as i32, line.as_ptr()) };
+}
+
+fn log_notes(notes: impl IntoIterator<Item = Note>) {
+    for note in notes {
+        let mut line = String::new();
+        let _ = write!(line, "{note}");
+        log(&line);
+    }
+}
 
 /// Which build this image is (see sys/README.md).
 const BUILD: &core::ffi::CStr = if cfg!(feature = "wine-host") {
@@ -46,9 +102,17 @@ const BUILD: &core::ffi::CStr = if cfg!(feature = "wine-host") {
 /// `driver` is the driver object the I/O manager passed to DriverEntry.
 pub unsafe fn driver_entry(
     driver: *mut DRIVER_OBJECT,
-    _registry_path: PCUNICODE_STRING,
+    registry_path: PCUNICODE_STRING,
 ) -> NTSTATUS {
     let has_pool2 = pool::resolve();
+    // SAFETY: the I/O manager passes a valid UNICODE_STRING (Length in bytes) or NULL.
+    let registry_path: Vec<u16> = match unsafe { registry_path.as_ref() } {
+        Some(p) if !p.Buffer.is_null() => {
+            // SAFETY: `Buffer` holds `Length` bytes of UTF-16 for the duration of DriverEntry.
+            unsafe { core::slice::from_raw_parts(p.Buffer, usize::from(p.Length) / 2) }.to_vec()
+        }
+        _ => Vec::new(),
+    };
 
     let mut device_name = unicode(&DEVICE_NAME);
     let mut device: *mut DEVICE_OBJECT = core::ptr::null_mut();
@@ -78,12 +142,38 @@ pub unsafe fn driver_entry(
     }
     CONTROL_DEVICE.store(device, Ordering::Release);
 
+    // Tunables once, gates now and on each reload; each odd value logged once (R8).
+    let values = read_values(&registry_path, &ALL_VALUE_NAMES);
+    let (_, tunables, notes) = Config::load(&values);
+    let reload = DRIVER_GATES.reload(&values);
+    log_notes(notes);
+    let Some(control) = NonNull::new(device) else {
+        return nt(Status::InsufficientResources);
+    };
+    let state = Box::new(DriverState {
+        driver,
+        control,
+        registry_path,
+        tunables,
+        volumes: SpinLock::new(Vec::new()),
+        next_id: AtomicU32::new(1),
+    });
+    STATE.store(Box::into_raw(state), Ordering::Release);
+    let _ = reload;
+
     // SAFETY: we own the driver object's dispatch table during DriverEntry.
     unsafe {
         let driver = &mut *driver;
-        driver.MajorFunction[IRP_MJ_CREATE as usize] = Some(dispatch_create_close);
-        driver.MajorFunction[IRP_MJ_CLOSE as usize] = Some(dispatch_create_close);
-        driver.MajorFunction[IRP_MJ_CLEANUP as usize] = Some(dispatch_create_close);
+        for major in [
+            IRP_MJ_CREATE,
+            IRP_MJ_CLOSE,
+            IRP_MJ_CLEANUP,
+            IRP_MJ_READ,
+            IRP_MJ_WRITE,
+            IRP_MJ_FLUSH_BUFFERS,
+        ] {
+            driver.MajorFunction[major as usize] = Some(dispatch_create_close);
+        }
         driver.MajorFunction[IRP_MJ_DEVICE_CONTROL as usize] = Some(dispatch_device_control);
         driver.DriverUnload = Some(driver_unload);
     }
@@ -118,7 +208,9 @@ fn self_test(device: *mut DEVICE_OBJECT) {
     };
     // SAFETY: the control device lives until Unload, and the platform is dropped at the end of
     // this function, after every thread and work item of the test finished.
-    let platform = unsafe { super::KernelPlatform::new(device) };
+    let Ok(platform) = (unsafe { KernelPlatform::new(device, 4, None) }) else {
+        return;
+    };
     match super::selftest::run(&platform) {
         // SAFETY: NUL-terminated format with one `%u` argument.
         Ok(cpus) => unsafe {
@@ -139,6 +231,17 @@ fn self_test(device: *mut DEVICE_OBJECT) {
 }
 
 unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
+    if let Some(state) = state() {
+        let all = state.volumes.with(core::mem::take);
+        for v in all {
+            dismount_device(v);
+        }
+    }
+    let p = STATE.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if !p.is_null() {
+        // SAFETY: the Box leaked in DriverEntry; no dispatch routine runs during Unload.
+        drop(unsafe { Box::from_raw(p) });
+    }
     let mut link_name = unicode(&LINK_NAME);
     // SAFETY: the link was created in DriverEntry (Unload only runs after it succeeded).
     // Nothing to do if it fails: the link is gone or was never made.
@@ -162,21 +265,274 @@ unsafe fn owned(irp: *mut IRP) -> Option<Irp> {
     NonNull::new(irp).map(|irp| unsafe { Irp::from_raw(irp) })
 }
 
-unsafe extern "C" fn dispatch_create_close(_device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTSTATUS {
-    // SAFETY: called by the I/O manager with an IRP for our device.
-    if let Some(irp) = unsafe { owned(irp) } {
-        irp.complete(Status::Success, 0);
+unsafe extern "C" fn dispatch_create_close(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTSTATUS {
+    if disk::is_volume_device(device) {
+        // SAFETY: a volume device of ours and its IRP, as the I/O manager passed them.
+        return unsafe { disk::dispatch(device, irp) };
     }
-    nt(Status::Success)
+    // SAFETY: called by the I/O manager with an IRP for our control device.
+    let Some(irp) = (unsafe { owned(irp) }) else {
+        return nt(Status::InvalidParameter);
+    };
+    let status = match u32::from(irp.major_function()) {
+        IRP_MJ_CREATE | IRP_MJ_CLOSE | IRP_MJ_CLEANUP => Status::Success,
+        _ => Status::InvalidDeviceRequest,
+    };
+    irp.complete(status, 0);
+    nt(status)
 }
 
 unsafe extern "C" fn dispatch_device_control(
-    _device: *mut DEVICE_OBJECT,
+    device: *mut DEVICE_OBJECT,
     irp: *mut IRP,
 ) -> NTSTATUS {
-    // SAFETY: called by the I/O manager with an IRP for our device.
-    if let Some(irp) = unsafe { owned(irp) } {
-        irp.complete(Status::InvalidDeviceRequest, 0);
+    if disk::is_volume_device(device) {
+        // SAFETY: a volume device of ours and its IRP, as the I/O manager passed them.
+        return unsafe { disk::dispatch(device, irp) };
     }
-    nt(Status::InvalidDeviceRequest)
+    // SAFETY: called by the I/O manager with an IRP for our control device.
+    let Some(mut irp) = (unsafe { owned(irp) }) else {
+        return nt(Status::InvalidParameter);
+    };
+    let (status, information) = match state() {
+        Some(state) => control_ioctl(state, &mut irp),
+        None => (Status::DeviceNotReady, 0),
+    };
+    irp.complete(status, information);
+    nt(status)
+}
+
+/// What a handler returns: the reply bytes, or the status to fail with.
+type Reply = Result<Vec<u8>, Status>;
+
+fn abi_err(e: AbiError) -> Status {
+    e.status()
+}
+
+/// Runs one control IOCTL. Input is copied out of the system buffer before the reply is
+/// written over it; a reply larger than the caller's output buffer is STATUS_BUFFER_TOO_SMALL.
+///
+/// IRQL: PASSIVE_LEVEL, in the caller's thread (a top-level driver's device control).
+fn control_ioctl(state: &DriverState, irp: &mut Irp) -> (Status, usize) {
+    let (code, input_len, output_len) = irp.ioctl_parameters();
+    let known = matches!(
+        code,
+        abi::IOCTL_MOUNT
+            | abi::IOCTL_DISMOUNT
+            | abi::IOCTL_LIST
+            | abi::IOCTL_STATUS
+            | abi::IOCTL_GATES_GET
+            | abi::IOCTL_GATES_SET
+            | abi::IOCTL_GATES_RELOAD
+            | abi::IOCTL_ERASE_KEYS
+    );
+    if !known {
+        return (Status::InvalidDeviceRequest, 0);
+    }
+    let Some(buf) = irp.system_buffer() else {
+        // METHOD_BUFFERED with both lengths zero: an empty input, which no request accepts.
+        return (
+            abi_err(AbiError::WrongSize {
+                expected: EmptyRequest::SIZE,
+                got: 0,
+            }),
+            0,
+        );
+    };
+    let input = zeroize::Zeroizing::new(buf[..(input_len as usize).min(buf.len())].to_vec());
+    let output_len = (output_len as usize).min(buf.len());
+    let reply: Reply = match code {
+        abi::IOCTL_MOUNT => mount(state, &input, output_len),
+        abi::IOCTL_DISMOUNT => dismount(state, &input),
+        abi::IOCTL_LIST => list(state, &input, output_len),
+        abi::IOCTL_STATUS => status(state, &input),
+        abi::IOCTL_GATES_GET => EmptyRequest::parse(&input)
+            .map_err(abi_err)
+            .map(|_| gates_message(DRIVER_GATES.snapshot())),
+        abi::IOCTL_GATES_SET => GatesMessage::parse(&input).map_err(abi_err).map(|g| {
+            DRIVER_GATES.publish(Gates {
+                read: g.read,
+                write: g.write,
+            });
+            gates_message(DRIVER_GATES.snapshot())
+        }),
+        abi::IOCTL_GATES_RELOAD => EmptyRequest::parse(&input).map_err(abi_err).map(|_| {
+            let names = [Gate::Read.value_name(), Gate::Write.value_name()];
+            let values = read_values(&state.registry_path, &names);
+            let reload = DRIVER_GATES.reload(&values);
+            log_notes(reload.reading.notes());
+            gates_message(reload.gates)
+        }),
+        abi::IOCTL_ERASE_KEYS => EmptyRequest::parse(&input).map_err(abi_err).map(|_| {
+            let all: Vec<Arc<VolumeDevice>> = state.volumes.with(|v| v.clone());
+            for v in &all {
+                v.mounted().volume.erase_keys();
+            }
+            EraseReply {
+                volumes: all.len() as u32,
+            }
+            .build()
+        }),
+        _ => Err(Status::InvalidDeviceRequest),
+    };
+    match reply {
+        Err(status) => (status, 0),
+        Ok(bytes) if bytes.len() > output_len => (nts::BUFFER_TOO_SMALL, 0),
+        Ok(bytes) => {
+            buf[..bytes.len()].copy_from_slice(&bytes);
+            (Status::Success, bytes.len())
+        }
+    }
+}
+
+fn gates_message(g: Gates) -> Vec<u8> {
+    GatesMessage {
+        read: g.read,
+        write: g.write,
+    }
+    .build()
+}
+
+fn find(state: &DriverState, target: Target) -> Option<Arc<VolumeDevice>> {
+    state.volumes.with(|v| {
+        v.iter()
+            .find(|d| match target {
+                Target::Id(id) => d.mounted().id == id,
+                Target::Letter(c) => d.mounted().drive_letter == Some(c),
+            })
+            .cloned()
+    })
+}
+
+fn mount(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
+    let request = MountRequest::parse(input, cfg!(feature = "wine-host")).map_err(abi_err)?;
+    if output_len < MountReply::SIZE {
+        return Err(nts::BUFFER_TOO_SMALL);
+    }
+    if let Some(c) = request.drive_letter {
+        if find(state, Target::Letter(c)).is_some() {
+            return Err(Status::Host(0xC000_0035)); // STATUS_OBJECT_NAME_COLLISION
+        }
+    }
+    let read_only = request.flags & MOUNT_READ_ONLY != 0;
+    // R11: the mounting user's context, captured in the caller's thread.
+    let security = ClientSecurity::capture()?;
+    let host = KernelHost::open(&OpenParams {
+        path: &request.host_path,
+        read_only,
+        shared: request.flags & MOUNT_SHARED != 0,
+        wine_driver_name: &request.wine_host_driver_name,
+    })?;
+    let (protected_offset, protected_size) = request.protected_range;
+    let params = MountParams {
+        data_offset: request.data_offset,
+        data_size: request.data_size,
+        sector_size: request.sector_size,
+        read_only,
+        hidden: request.flags & MOUNT_HIDDEN != 0,
+        protected_range: (request.flags & MOUNT_PROTECT_HIDDEN != 0)
+            .then(|| protected_offset..protected_offset.saturating_add(protected_size)),
+        gates: DRIVER_GATES.snapshot(),
+        tunables: state.tunables,
+    };
+    // SAFETY: the control device outlives every volume (Unload dismounts them first).
+    let platform = unsafe {
+        KernelPlatform::new(
+            state.control,
+            state.tunables.max_work_items as usize,
+            Some(security),
+        )
+    }?;
+    let volume = Volume::mount(platform, host, &request.key, params)?;
+    let id = state.next_id.fetch_add(1, Ordering::AcqRel);
+    // SAFETY: `state.driver` is our driver object.
+    let device = unsafe {
+        VolumeDevice::create(
+            state.driver,
+            id,
+            request.flags,
+            request.drive_letter,
+            read_only,
+            Arc::clone(&volume),
+        )
+    };
+    let device = match device {
+        Ok(d) => d,
+        Err(status) => {
+            volume.dismount();
+            return Err(status);
+        }
+    };
+    state.volumes.with(|v| v.push(Arc::new(device)));
+    Ok(MountReply {
+        volume_id: id,
+        drive_letter: request.drive_letter,
+    }
+    .build())
+}
+
+fn dismount(state: &DriverState, input: &[u8]) -> Reply {
+    let request = VolumeRequest::parse(input).map_err(abi_err)?;
+    let force = request.flags & DISMOUNT_FORCE != 0;
+    let taken = state.volumes.with(|v| {
+        let at = v.iter().position(|d| match request.target {
+            Target::Id(id) => d.mounted().id == id,
+            Target::Letter(c) => d.mounted().drive_letter == Some(c),
+        })?;
+        if !force && v[at].mounted().open_handles.load(Ordering::Acquire) > 0 {
+            return Some(Err(Status::DeviceBusy));
+        }
+        Some(Ok(v.remove(at)))
+    });
+    match taken {
+        None => Err(nts::NOT_FOUND),
+        Some(Err(status)) => Err(status),
+        Some(Ok(device)) => {
+            dismount_device(device);
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// Dismounts a volume taken out of the table now (waits for all its I/O: R13); its device
+/// and links go with the last reference (normally this one; a concurrent status call may
+/// hold another for a moment).
+fn dismount_device(device: Arc<VolumeDevice>) {
+    device.mounted().volume.dismount();
+    drop(device);
+}
+
+fn list(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
+    EmptyRequest::parse(input).map_err(abi_err)?;
+    let entries = state.volumes.with(|v| {
+        v.iter()
+            .map(|d| ListEntry {
+                volume_id: d.mounted().id,
+                flags: d.mounted().flags,
+                drive_letter: d.mounted().drive_letter,
+            })
+            .collect::<Vec<_>>()
+    });
+    ListReply { entries }.build(output_len).map_err(abi_err)
+}
+
+fn status(state: &DriverState, input: &[u8]) -> Reply {
+    let request = VolumeRequest::parse(input).map_err(abi_err)?;
+    let device = find(state, request.target).ok_or(nts::NOT_FOUND)?;
+    let m = device.mounted();
+    let gates = m.volume.effective().gates;
+    StatusReply {
+        volume_id: m.id,
+        flags: m.flags,
+        gates: GatesMessage {
+            read: gates.read,
+            write: gates.write,
+        },
+        drive_letter: m.drive_letter,
+        backend: crate::crypto::backend().as_bytes().to_vec(),
+        counters: m.volume.counters.snapshot(),
+        data_size: m.volume.size(),
+    }
+    .build()
+    .map_err(abi_err)
 }

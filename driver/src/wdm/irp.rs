@@ -14,11 +14,13 @@ use wdk_sys::{
 };
 
 use super::nt;
-use crate::platform::{RequestKind, UpperRequest};
+use crate::platform::{IoBuf, RequestKind, UpperRequest};
 use crate::Status;
 
 /// MdlMappingNoExecute (Windows 8 and later): map data pages no-execute.
 const MDL_MAPPING_NO_EXECUTE: i32 = 0x4000_0000;
+/// SL_PENDING_RETURNED (IO_STACK_LOCATION.Control).
+const SL_PENDING_RETURNED: u8 = 0x01;
 
 /// An IRP this driver owns and has not completed yet.
 ///
@@ -26,6 +28,58 @@ const MDL_MAPPING_NO_EXECUTE: i32 = 0x4000_0000;
 /// DISPATCH_LEVEL); `complete` at IRQL <= DISPATCH_LEVEL.
 pub struct Irp {
     irp: NonNull<IRP>,
+    /// The caller's buffer is out (in an [`IrpBuf`] and its pieces) until `put_buffer`.
+    buffer_out: bool,
+}
+
+/// The caller's buffer of an [`Irp`]: a piece of the MDL's system mapping.
+///
+/// It stays valid while its IRP is not completed: the pages are locked by the I/O manager
+/// (direct I/O) and mapped until completion, and the engine gives every piece back
+/// (`put_buffer`) before it completes the request (platform contract of `IoBuf`).
+pub struct IrpBuf {
+    start: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a piece is a disjoint range of locked nonpaged memory; whoever owns the piece is the
+// only one touching those bytes, from any thread.
+unsafe impl Send for IrpBuf {}
+
+impl IoBuf for IrpBuf {
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: `start..start+len` lies inside the IRP's mapped buffer (type invariant) and
+        // no other piece overlaps it; the borrow of `self` keeps the piece from being split.
+        unsafe { core::slice::from_raw_parts_mut(self.start.as_ptr(), self.len) }
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn split_to(&mut self, at: usize) -> Self {
+        let at = at.min(self.len);
+        let head = IrpBuf {
+            start: self.start,
+            len: at,
+        };
+        // SAFETY: `at <= len`, so the new start stays inside (or one past) the same buffer.
+        let rest = unsafe { self.start.as_ptr().add(at) };
+        // `rest` is derived from a non-null pointer inside one allocation, so it is non-null.
+        self.start = NonNull::new(rest).unwrap_or(self.start);
+        self.len -= at;
+        head
+    }
+    fn unsplit(&mut self, next: Self) {
+        // Pieces come back in order and adjacent (trait contract); anything else is dropped
+        // rather than joined, so the buffer can only shrink, never cover foreign memory.
+        if self.start.as_ptr() as usize + self.len == next.start.as_ptr() as usize {
+            self.len += next.len;
+        } else if self.len == 0 {
+            *self = next;
+        }
+    }
+    fn address(&self) -> usize {
+        self.start.as_ptr() as usize
+    }
 }
 
 // SAFETY: an IRP that is owned (not completed) may be handled and completed from any thread;
@@ -39,7 +93,51 @@ impl Irp {
     /// `irp` is an IRP the I/O manager handed to this driver's dispatch routine, not yet
     /// completed, and no other `Irp` wraps it.
     pub unsafe fn from_raw(irp: NonNull<IRP>) -> Self {
-        Irp { irp }
+        Irp {
+            irp,
+            buffer_out: false,
+        }
+    }
+
+    /// IoMarkIrpPending (an inline function): the dispatch routine returns STATUS_PENDING.
+    pub fn mark_pending(&mut self) {
+        // SAFETY: as in `stack`: the current stack location of an owned IRP; setting
+        // SL_PENDING_RETURNED in its Control byte is what IoMarkIrpPending does.
+        let current = unsafe { self.raw().Tail.Overlay.__bindgen_anon_2.__bindgen_anon_1 };
+        // SAFETY: in dispatch the CurrentStackLocation arm of this union is the one in use.
+        let location = unsafe { current.CurrentStackLocation };
+        // SAFETY: the current stack location of an owned IRP is valid and ours to write.
+        unsafe { (*location).Control |= SL_PENDING_RETURNED };
+    }
+
+    /// IRP_MJ_DEVICE_CONTROL parameters: (IoControlCode, InputBufferLength, OutputBufferLength).
+    pub fn ioctl_parameters(&self) -> (u32, u32, u32) {
+        // SAFETY: read only for IRP_MJ_DEVICE_CONTROL/INTERNAL, whose DeviceIoControl arm is
+        // the one the I/O manager filled in; all other majors get zeros.
+        let p = unsafe { self.stack().Parameters.DeviceIoControl };
+        match u32::from(self.major_function()) {
+            wdk_sys::IRP_MJ_DEVICE_CONTROL => {
+                (p.IoControlCode, p.InputBufferLength, p.OutputBufferLength)
+            }
+            _ => (0, 0, 0),
+        }
+    }
+
+    /// The METHOD_BUFFERED system buffer of a device control: `max(input, output)` bytes
+    /// (input first, reply written over it), or `None` when the I/O manager gave none.
+    pub fn system_buffer(&mut self) -> Option<&mut [u8]> {
+        let (code, input, output) = self.ioctl_parameters();
+        if code & 3 != 0 {
+            return None; // not METHOD_BUFFERED
+        }
+        let len = input.max(output) as usize;
+        // SAFETY: for a METHOD_BUFFERED device control the AssociatedIrp arm holds the
+        // SystemBuffer the I/O manager allocated.
+        let buffer = unsafe { self.raw().AssociatedIrp.SystemBuffer };
+        let buffer = NonNull::new(buffer.cast::<u8>())?;
+        // SAFETY: the I/O manager allocated max(input, output) bytes of nonpaged pool there,
+        // owned by this IRP until completion; the borrow of `self` bounds the slice.
+        Some(unsafe { core::slice::from_raw_parts_mut(buffer.as_ptr(), len) })
     }
 
     fn raw(&self) -> &IRP {
@@ -96,6 +194,8 @@ impl Irp {
 }
 
 impl UpperRequest for Irp {
+    type Buf = IrpBuf;
+
     fn kind(&self) -> RequestKind {
         match u32::from(self.major_function()) {
             IRP_MJ_READ => RequestKind::Read,
@@ -128,16 +228,26 @@ impl UpperRequest for Irp {
         }
     }
 
-    fn buffer(&mut self) -> Option<&mut [u8]> {
+    fn take_buffer(&mut self) -> Option<IrpBuf> {
+        if self.buffer_out {
+            return None;
+        }
         let length = self.length();
+        // REVIEW.md R14: no MDL (or no mapping) means no buffer, never a crash.
         let (address, mdl_bytes) = self.system_address()?;
         if mdl_bytes < length {
             return None;
         }
-        // SAFETY: the mapping covers `mdl_bytes >= length` bytes of the caller's locked buffer,
-        // which stays valid and is reached only through this `Irp` until completion; the
-        // borrow of `self` keeps it from being completed while the slice lives.
-        Some(unsafe { core::slice::from_raw_parts_mut(address.as_ptr(), length as usize) })
+        self.buffer_out = true;
+        Some(IrpBuf {
+            start: address,
+            len: length as usize,
+        })
+    }
+
+    fn put_buffer(&mut self, _buf: IrpBuf) {
+        // The bytes live in the IRP's MDL; the handle only marks them as ours again.
+        self.buffer_out = false;
     }
 
     fn is_cancelled(&self) -> bool {

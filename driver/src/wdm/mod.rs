@@ -17,10 +17,13 @@
 
 mod chkstk;
 mod control;
+mod disk;
+mod host;
 mod irp;
 mod panic;
 mod platform;
 pub mod pool;
+mod registry;
 mod remove_lock;
 #[cfg(feature = "wine-host")]
 mod selftest;
@@ -30,9 +33,10 @@ mod thread;
 mod work_item;
 
 pub use control::{driver_entry, DRIVER_TAG};
+pub use host::KernelHost;
 pub use irp::Irp;
 pub use panic::on_panic;
-pub use platform::{KernelPlatform, NoHost};
+pub use platform::{ClientSecurity, KernelPlatform};
 pub use pool::KernelAllocator;
 pub use remove_lock::{RemoveLock, RemoveLockGuard};
 pub use sync::{KernelEvent, KernelSemaphore, SpinLock};

@@ -1,45 +1,57 @@
 //! The engine's `Platform` in the kernel.
 //!
 //! Owns: [`KernelPlatform`], which lends the engine the wrappers of this module.
-//! Never: does I/O. `Host` is a placeholder ([`NoHost`], no value exists) until the lead wires
-//! host devices; `Request` is the real [`Irp`].
+//! Never: does I/O itself: `Host` is [`KernelHost`], `Request` is the real [`Irp`].
 
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use core::ptr::NonNull;
 
 use wdk_sys::ntddk::KeQueryActiveProcessorCountEx;
 use wdk_sys::DEVICE_OBJECT;
 
+use super::host::KernelHost;
 use super::irp::Irp;
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
 use super::thread::SystemThread;
-use super::work_item::queue_work_item;
-use crate::platform::{HostDevice, HostIo, HostKind, HostLimits, Platform, ThreadRole};
+use super::work_item::WorkItemPool;
+use crate::platform::{Platform, ThreadRole};
 use crate::Status;
 
 /// ALL_PROCESSOR_GROUPS for KeQueryActiveProcessorCountEx.
 const ALL_PROCESSOR_GROUPS: u16 = 0xffff;
 
-/// The kernel as the engine sees it: a handle to this driver's control device (the owner of
-/// work items).
+/// The kernel as the engine sees it, for one volume: the device that owns its work items,
+/// the volume's preallocated work items, and the mounting user's security context (R11).
 #[derive(Clone)]
 pub struct KernelPlatform {
     device: NonNull<DEVICE_OBJECT>,
+    work_items: Arc<WorkItemPool>,
+    security: Option<Arc<ClientSecurity>>,
 }
 
 // SAFETY: the device object lives until Unload, after every engine object using the platform
 // was torn down; the kernel routines taking it are callable from any thread.
 unsafe impl Send for KernelPlatform {}
-// SAFETY: as above; the platform has no mutable state of its own.
+// SAFETY: as above; the platform's own state is shared through Send + Sync types.
 unsafe impl Sync for KernelPlatform {}
 
 impl KernelPlatform {
-    /// A platform whose work items belong to `device`.
+    /// A platform whose `work_items` work items belong to `device`; threads that issue host
+    /// I/O impersonate `security` when given.
     ///
     /// # Safety
     /// `device` is a device object of this driver that outlives every clone of the platform.
-    pub unsafe fn new(device: NonNull<DEVICE_OBJECT>) -> Self {
-        KernelPlatform { device }
+    pub unsafe fn new(
+        device: NonNull<DEVICE_OBJECT>,
+        work_items: usize,
+        security: Option<Arc<ClientSecurity>>,
+    ) -> Result<Self, Status> {
+        Ok(KernelPlatform {
+            device,
+            work_items: WorkItemPool::new(device.as_ptr(), work_items.max(1))?,
+            security,
+        })
     }
 }
 
@@ -49,18 +61,30 @@ impl Platform for KernelPlatform {
     type Semaphore = KernelSemaphore;
     type Thread = SystemThread;
     type Request = Irp;
-    type Host = NoHost;
+    type Host = KernelHost;
 
     fn spawn(
         &self,
-        _role: ThreadRole,
+        role: ThreadRole,
         body: Box<dyn FnOnce() + Send>,
     ) -> Result<Self::Thread, Status> {
-        SystemThread::spawn(body)
+        match (&self.security, role.issues_host_io()) {
+            (Some(security), true) => {
+                let security = Arc::clone(security);
+                SystemThread::spawn(Box::new(move || {
+                    // R11: host I/O of this thread runs as the mounting user, like
+                    // VeraCrypt's I/O thread.
+                    security.impersonate();
+                    body();
+                    ClientSecurity::revert();
+                }))
+            }
+            _ => SystemThread::spawn(body),
+        }
     }
 
     fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
-        queue_work_item(self.device.as_ptr(), item);
+        self.work_items.queue(self.device.as_ptr(), item);
     }
 
     fn cpu_count(&self) -> usize {
@@ -70,38 +94,91 @@ impl Platform for KernelPlatform {
     }
 }
 
-/// Placeholder host device: no value of it exists, so no code path can use it. The lead
-/// replaces it with the real host (IRPs to a raw device, ZwReadFile on a container).
-pub enum NoHost {}
+/// The mounting user's security context (SeCreateClientSecurity), impersonated by the
+/// threads that issue host I/O (REVIEW.md R11).
+#[cfg(not(feature = "wine-host"))]
+pub struct ClientSecurity {
+    context: Box<core::cell::UnsafeCell<wdk_sys::SECURITY_CLIENT_CONTEXT>>,
+}
 
-/// Placeholder host operation (no value exists).
-pub enum NoHostIo {}
+#[cfg(not(feature = "wine-host"))]
+// SAFETY: after capture the context is only read (SeImpersonateClientEx), from any thread.
+unsafe impl Send for ClientSecurity {}
+#[cfg(not(feature = "wine-host"))]
+// SAFETY: as above.
+unsafe impl Sync for ClientSecurity {}
 
-impl HostIo for NoHostIo {
-    fn wait(self) -> Result<usize, Status> {
-        match self {}
+#[cfg(not(feature = "wine-host"))]
+impl ClientSecurity {
+    /// Captures the calling thread's security context (the mount IOCTL's caller).
+    ///
+    /// IRQL: PASSIVE_LEVEL, in the caller's thread.
+    pub fn capture() -> Result<Arc<Self>, Status> {
+        use wdk_sys::ntddk::SeCreateClientSecurity;
+        extern "system" {
+            /// Exported by ntoskrnl (mingw's bindings only have the inline form's name).
+            fn PsGetCurrentThread() -> wdk_sys::PETHREAD;
+        }
+        let mut qos = wdk_sys::SECURITY_QUALITY_OF_SERVICE {
+            Length: core::mem::size_of::<wdk_sys::SECURITY_QUALITY_OF_SERVICE>() as u32,
+            ImpersonationLevel: wdk_sys::_SECURITY_IMPERSONATION_LEVEL::SecurityImpersonation,
+            ContextTrackingMode: 0, // SECURITY_STATIC_TRACKING
+            EffectiveOnly: 0,
+        };
+        // SAFETY: SECURITY_CLIENT_CONTEXT is a plain C struct; zero is valid before capture.
+        let context: Box<core::cell::UnsafeCell<wdk_sys::SECURITY_CLIENT_CONTEXT>> =
+            Box::new(unsafe { core::mem::zeroed() });
+        // SAFETY: no preconditions.
+        let thread = unsafe { PsGetCurrentThread() };
+        // SAFETY: `thread` is the current thread; `qos` and `context` are valid for the call.
+        let status = unsafe { SeCreateClientSecurity(thread, &mut qos, 0, context.get()) };
+        if status < 0 {
+            return Err(Status::from_ntstatus(status as u32));
+        }
+        Ok(Arc::new(ClientSecurity { context }))
+    }
+
+    /// Makes the current (system) thread impersonate the captured client.
+    pub fn impersonate(&self) {
+        // SAFETY: a context captured by `capture`; NULL thread = the current thread.
+        let _ = unsafe {
+            wdk_sys::ntddk::SeImpersonateClientEx(self.context.get(), core::ptr::null_mut())
+        };
+    }
+
+    /// Ends impersonation on the current thread.
+    pub fn revert() {
+        // SAFETY: no preconditions; a thread that does not impersonate is left as it is.
+        unsafe { wdk_sys::ntddk::PsRevertToSelf() };
     }
 }
 
-impl HostDevice for NoHost {
-    type Io<'a> = NoHostIo;
+#[cfg(not(feature = "wine-host"))]
+impl Drop for ClientSecurity {
+    fn drop(&mut self) {
+        // SeDeleteClientSecurity (a macro): drop the token reference the capture took.
+        // SAFETY: the context was captured; its ClientToken is a referenced token object.
+        let token = unsafe { (*self.context.get()).ClientToken };
+        if !token.is_null() {
+            // SAFETY: the one reference held by this context.
+            unsafe { wdk_sys::ntddk::ObfDereferenceObject(token) };
+        }
+    }
+}
 
-    fn kind(&self) -> HostKind {
-        match *self {}
+/// wine-host build: Wine's SeCreateClientSecurity and SeImpersonateClientEx are stubs that
+/// kill the process, so nothing is captured and nothing impersonated (sys/README.md).
+#[cfg(feature = "wine-host")]
+pub struct ClientSecurity;
+
+#[cfg(feature = "wine-host")]
+impl ClientSecurity {
+    /// Nothing to capture under Wine.
+    pub fn capture() -> Result<Arc<Self>, Status> {
+        Ok(Arc::new(ClientSecurity))
     }
-    fn size(&self) -> u64 {
-        match *self {}
-    }
-    fn limits(&self) -> HostLimits {
-        match *self {}
-    }
-    fn start_read<'a>(&'a self, _offset: u64, _buf: &'a mut [u8]) -> Self::Io<'a> {
-        match *self {}
-    }
-    fn start_write<'a>(&'a self, _offset: u64, _buf: &'a [u8]) -> Self::Io<'a> {
-        match *self {}
-    }
-    fn flush(&self) -> Result<(), Status> {
-        match *self {}
-    }
+    /// No impersonation under Wine.
+    pub fn impersonate(&self) {}
+    /// No impersonation under Wine.
+    pub fn revert() {}
 }

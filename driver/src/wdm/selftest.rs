@@ -22,7 +22,7 @@ pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
         let (queue, sum) = (Arc::clone(&queue), Arc::clone(&sum));
         platform
             .spawn(
-                "selftest",
+                crate::platform::ThreadRole::Completion,
                 Box::new(move || {
                     for _ in 0..3 {
                         let item = queue.pop();

@@ -88,6 +88,15 @@ unsafe impl Send for KernelEvent {}
 // SAFETY: as above.
 unsafe impl Sync for KernelEvent {}
 
+impl KernelEvent {
+    /// The KEVENT, for kernel routines that signal it (a child IRP's completion, a
+    /// device-control IRP built with IoBuildDeviceIoControlRequest). It does not move.
+    #[cfg(feature = "wine-host")]
+    pub(crate) fn as_ptr(&self) -> *mut KEVENT {
+        self.event.get()
+    }
+}
+
 impl Event for KernelEvent {
     fn new() -> Self {
         // SAFETY: KEVENT is a plain C struct; all-zero is a valid bit pattern before

@@ -1,0 +1,353 @@
+//! The client side of the vcdirect driver: builds IOCTL requests with `vcdirect::abi`, sends
+//! them to `\\.\vcdirect` with DeviceIoControl (Windows), and turns replies into JSON.
+//!
+//! Owns: what vcctl does in user mode before a mount (open the header, pick the key and the
+//! geometry, compute the hidden-volume protection range). Never: parses the ABI itself
+//! (that is `vcdirect::abi`, shared with the driver).
+
+use std::fmt;
+
+use serde_json::{json, Value};
+use vcdirect::abi::{
+    self, AbiError, GatesMessage, ListReply, MountReply, MountRequest, StatusReply, Target,
+};
+use vcdirect::volume::{CounterSnapshot, LegacyReason};
+use zeroize::Zeroizing;
+
+use crate::volume::{self, Credentials, Kind};
+use crate::VolumeError;
+
+/// Why a driver command failed. Displays as one line.
+#[derive(Debug)]
+pub enum DriverError {
+    /// Driver commands need Windows.
+    NeedsWindows,
+    /// Opening the volume header in user mode failed.
+    Volume(VolumeError),
+    /// A request could not be encoded or a reply decoded.
+    Abi(AbiError),
+    /// The control device could not be opened or the IOCTL failed.
+    Io(String),
+    /// Bad command-line value.
+    Usage(String),
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverError::NeedsWindows => write!(
+                f,
+                "this command needs Windows and the vcdirect driver (\\\\.\\vcdirect)"
+            ),
+            DriverError::Volume(e) => write!(f, "{e}"),
+            DriverError::Abi(e) => write!(f, "driver ABI: {e}"),
+            DriverError::Io(s) => write!(f, "{s}"),
+            DriverError::Usage(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl From<VolumeError> for DriverError {
+    fn from(e: VolumeError) -> Self {
+        DriverError::Volume(e)
+    }
+}
+
+impl From<AbiError> for DriverError {
+    fn from(e: AbiError) -> Self {
+        DriverError::Abi(e)
+    }
+}
+
+/// What `vcctl mount` was asked.
+pub struct MountArgs {
+    /// Host path (raw partition/drive or file).
+    pub host: String,
+    /// Credentials of the volume to mount.
+    pub creds: Credentials,
+    /// Normal (outer) or hidden volume.
+    pub kind: Kind,
+    /// Hidden volume's credentials when protecting it.
+    pub hidden_creds: Option<Credentials>,
+    /// Drive letter.
+    pub letter: Option<char>,
+    /// Read-only mount.
+    pub read_only: bool,
+    /// Shared instead of exclusive host open.
+    pub shared: bool,
+    /// Wine test build only: the test disk driver's name.
+    pub wine_host_driver_name: Option<String>,
+}
+
+/// Opens the header(s) in user mode and builds the mount request.
+pub fn mount_request(
+    args: &MountArgs,
+    file: &mut std::fs::File,
+    size: u64,
+) -> Result<Zeroizing<Vec<u8>>, DriverError> {
+    let opened = volume::open_sized(file, size, &args.creds, args.kind)?;
+    let key = opened.aes_key()?;
+    let mut flags = 0;
+    if args.read_only {
+        flags |= abi::MOUNT_READ_ONLY;
+    }
+    if args.shared {
+        flags |= abi::MOUNT_SHARED;
+    }
+    if args.kind == Kind::Hidden {
+        flags |= abi::MOUNT_HIDDEN;
+    }
+    let mut protected_range = (0, 0);
+    if let Some(hc) = &args.hidden_creds {
+        let hidden = volume::open_sized(file, size, hc, Kind::Hidden)?;
+        flags |= abi::MOUNT_PROTECT_HIDDEN;
+        // DESIGN.md §4: [hidden encrypted-area start, + hidden-volume-size field).
+        protected_range = (hidden.header.data_offset, hidden.header.hidden_volume_size);
+    }
+    let letter = match args.letter {
+        None => None,
+        Some(c) if c.is_ascii_alphabetic() => Some(c.to_ascii_uppercase()),
+        Some(c) => return Err(DriverError::Usage(format!("bad drive letter {c:?}"))),
+    };
+    let req = MountRequest {
+        flags,
+        sector_size: opened.header.sector_size,
+        data_offset: opened.header.data_offset,
+        data_size: opened.header.data_size,
+        protected_range,
+        drive_letter: letter,
+        key: Zeroizing::new(*key),
+        host_path: args.host.encode_utf16().collect(),
+        wine_host_driver_name: args
+            .wine_host_driver_name
+            .as_deref()
+            .unwrap_or("")
+            .encode_utf16()
+            .collect(),
+    };
+    Ok(req.build()?)
+}
+
+/// Parses `V`, `V:` or a volume id.
+pub fn parse_target(s: &str) -> Result<Target, DriverError> {
+    let t = s.trim_end_matches(['\\', ':']);
+    let mut chars = t.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) if c.is_ascii_alphabetic() => Ok(Target::Letter(c.to_ascii_uppercase())),
+        _ => match t.parse::<u32>() {
+            Ok(id) if id > 0 => Ok(Target::Id(id)),
+            _ => Err(DriverError::Usage(format!(
+                "{s:?} is neither a drive letter (V:) nor a volume id"
+            ))),
+        },
+    }
+}
+
+fn letter_json(c: Option<char>) -> Value {
+    c.map_or(Value::Null, |c| Value::String(format!("{c}:")))
+}
+
+fn flags_json(flags: u32) -> Value {
+    json!({
+        "read_only": flags & abi::MOUNT_READ_ONLY != 0,
+        "shared": flags & abi::MOUNT_SHARED != 0,
+        "hidden": flags & abi::MOUNT_HIDDEN != 0,
+        "protect_hidden": flags & abi::MOUNT_PROTECT_HIDDEN != 0,
+    })
+}
+
+/// JSON for a mount reply.
+pub fn mount_json(r: &MountReply) -> Value {
+    json!({ "volume_id": r.volume_id, "letter": letter_json(r.drive_letter) })
+}
+
+/// JSON for a status reply.
+pub fn status_json(s: &StatusReply) -> Value {
+    json!({
+        "volume_id": s.volume_id,
+        "letter": letter_json(s.drive_letter),
+        "flags": flags_json(s.flags),
+        "gates": { "read": s.gates.read, "write": s.gates.write },
+        "crypto_backend": String::from_utf8_lossy(&s.backend),
+        "counters": counters_json(&s.counters),
+        "data_size": s.data_size,
+    })
+}
+
+fn counters_json(c: &CounterSnapshot) -> Value {
+    let mut map = serde_json::Map::new();
+    for (name, v) in c.fields() {
+        map.insert(name.to_string(), v.into());
+    }
+    let reasons: serde_json::Map<String, Value> = LegacyReason::ALL
+        .iter()
+        .zip(c.legacy_by_reason)
+        .map(|(r, v)| (r.name().to_string(), v.into()))
+        .collect();
+    map.insert("legacy_by_reason".to_string(), reasons.into());
+    map.into()
+}
+
+/// JSON for a list reply.
+pub fn list_json(l: &ListReply) -> Value {
+    Value::Array(
+        l.entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "volume_id": e.volume_id,
+                    "letter": letter_json(e.drive_letter),
+                    "flags": flags_json(e.flags),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// JSON for gates.
+pub fn gates_json(g: &GatesMessage) -> Value {
+    json!({ "read": g.read, "write": g.write })
+}
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::{dismount, erase_keys, gates_get, gates_reload, gates_set, list, mount, status};
+
+#[cfg(not(windows))]
+mod elsewhere {
+    //! Every driver command on a system without the driver.
+    use super::{DriverError, MountArgs};
+    use serde_json::Value;
+
+    /// Mounts a volume (Windows only).
+    pub fn mount(_: &MountArgs) -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+    /// Dismounts a volume (Windows only).
+    pub fn dismount(_: &str, _: bool) -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+    /// Lists volumes (Windows only).
+    pub fn list() -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+    /// Volume status (Windows only).
+    pub fn status(_: &str) -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+    /// Gates (Windows only).
+    pub fn gates_get() -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+    /// Sets gates (Windows only).
+    pub fn gates_set(_: Option<bool>, _: Option<bool>) -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+    /// Reloads gates (Windows only).
+    pub fn gates_reload() -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+    /// Erases all keys (Windows only).
+    pub fn erase_keys() -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+}
+#[cfg(not(windows))]
+pub use elsewhere::{
+    dismount, erase_keys, gates_get, gates_reload, gates_set, list, mount, status,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_json_names_gates_backend_and_every_counter() {
+        let counters = CounterSnapshot {
+            direct_reads: 5,
+            legacy_by_reason: [2, 0, 0, 0],
+            ..Default::default()
+        };
+        let reply = StatusReply {
+            volume_id: 3,
+            flags: abi::MOUNT_READ_ONLY,
+            gates: GatesMessage {
+                read: true,
+                write: false,
+            },
+            drive_letter: Some('V'),
+            backend: b"aes-ni".to_vec(),
+            counters,
+            data_size: 1 << 20,
+        };
+        let parsed = StatusReply::parse(&reply.build().unwrap()).unwrap();
+        let j = status_json(&parsed);
+        assert_eq!(j["letter"], "V:");
+        assert_eq!(j["gates"]["read"], true);
+        assert_eq!(j["gates"]["write"], false);
+        assert_eq!(j["crypto_backend"], "aes-ni");
+        assert_eq!(j["flags"]["read_only"], true);
+        assert_eq!(j["counters"]["direct_reads"], 5);
+        assert_eq!(j["counters"]["slot_waits"], 0);
+        assert_eq!(j["counters"]["legacy_by_reason"]["gate_off"], 2);
+    }
+
+    #[test]
+    fn mount_request_carries_header_geometry_key_and_protection() {
+        use crate::create::{create, CreateSpec, Fill, VolumeSpec};
+        use crate::kdf::Prf;
+        let path = std::env::temp_dir().join(format!("vcctl-mountreq-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let spec = |pw: &[u8]| VolumeSpec {
+            password: Zeroizing::new(pw.to_vec()),
+            prf: Prf::Sha256,
+            pim: 1,
+        };
+        let layout = create(
+            &path,
+            &CreateSpec {
+                size: 1 << 20,
+                outer: spec(b"o"),
+                hidden: Some((65536, spec(b"h"))),
+                fill: Fill::Random,
+                algorithm: crate::cipher::AES,
+            },
+        )
+        .unwrap();
+        let creds = |pw: &[u8]| Credentials {
+            password: Zeroizing::new(pw.to_vec()),
+            prf: None,
+            pim: 1,
+            keyfiles: Vec::new(),
+        };
+        let args = MountArgs {
+            host: r"\?\GLOBALROOT\Device\Harddisk1\Partition2".to_string(),
+            creds: creds(b"o"),
+            kind: Kind::Normal,
+            hidden_creds: Some(creds(b"h")),
+            letter: Some('v'),
+            read_only: false,
+            shared: false,
+            wine_host_driver_name: None,
+        };
+        let mut file = std::fs::File::open(&path).unwrap();
+        let bytes = mount_request(&args, &mut file, 1 << 20).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let req = MountRequest::parse(&bytes, false).unwrap();
+        assert_eq!(req.flags, abi::MOUNT_PROTECT_HIDDEN);
+        assert_eq!((req.data_offset, req.data_size), layout.outer);
+        assert_eq!(req.protected_range, layout.hidden.unwrap());
+        assert_eq!(req.drive_letter, Some('V'));
+        assert_eq!(req.sector_size, 512);
+    }
+
+    #[test]
+    fn targets_parse_letters_and_ids() {
+        assert_eq!(parse_target("v:").unwrap(), Target::Letter('V'));
+        assert_eq!(parse_target("V:\\").unwrap(), Target::Letter('V'));
+        assert_eq!(parse_target("7").unwrap(), Target::Id(7));
+        assert!(parse_target("0").is_err());
+        assert!(parse_target("VV").is_err());
+    }
+}

@@ -1,0 +1,174 @@
+//! DeviceIoControl on `\\.\vcdirect`. The only unsafe code of vcctl.
+#![allow(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::os::windows::io::AsRawHandle;
+
+use serde_json::{json, Value};
+use vcdirect::abi::{self, EmptyRequest, EraseReply, GatesMessage, ListReply, MountReply};
+use vcdirect::abi::{StatusReply, VolumeRequest};
+use windows_sys::Win32::System::IO::DeviceIoControl;
+
+use super::{gates_json, list_json, mount_json, parse_target, status_json, DriverError, MountArgs};
+
+/// IOCTL_DISK_GET_LENGTH_INFO: the length of a raw partition or drive.
+const IOCTL_DISK_GET_LENGTH_INFO: u32 = 0x0007_405C;
+
+fn control() -> Result<File, DriverError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(abi::DEVICE_PATH)
+        .map_err(|e| {
+            DriverError::Io(format!(
+                "cannot open {}: {e} (is the driver started?)",
+                abi::DEVICE_PATH
+            ))
+        })
+}
+
+/// Sends one IOCTL; returns the bytes the driver wrote.
+fn ioctl(file: &File, code: u32, input: &[u8], out_len: usize) -> Result<Vec<u8>, DriverError> {
+    let mut out = vec![0u8; out_len];
+    let mut returned: u32 = 0;
+    let in_len =
+        u32::try_from(input.len()).map_err(|_| DriverError::Io("input too large".into()))?;
+    let out_cap =
+        u32::try_from(out.len()).map_err(|_| DriverError::Io("output too large".into()))?;
+    // SAFETY: the handle is owned by `file`, which outlives the call; the input and output
+    // pointers come from live slices whose lengths are passed alongside; the call is
+    // synchronous (no OVERLAPPED), so nothing uses the buffers after it returns.
+    let ok = unsafe {
+        DeviceIoControl(
+            file.as_raw_handle(),
+            code,
+            input.as_ptr().cast(),
+            in_len,
+            out.as_mut_ptr().cast(),
+            out_cap,
+            &mut returned,
+            std::ptr::null_mut(),
+        )
+    };
+    if ok == 0 {
+        return Err(DriverError::Io(format!(
+            "IOCTL {code:#x} failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    out.truncate(returned as usize);
+    Ok(out)
+}
+
+fn host_size(file: &File) -> Result<u64, DriverError> {
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > 0 {
+        return Ok(len);
+    }
+    // A raw partition or drive: ask the disk stack.
+    let out = ioctl(file, IOCTL_DISK_GET_LENGTH_INFO, &[], 8)?;
+    let bytes: [u8; 8] = out
+        .as_slice()
+        .try_into()
+        .map_err(|_| DriverError::Io("IOCTL_DISK_GET_LENGTH_INFO returned no length".into()))?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+/// Opens the header in user mode and asks the driver to mount.
+pub fn mount(args: &MountArgs) -> Result<Value, DriverError> {
+    let mut host = File::open(&args.host)
+        .map_err(|e| DriverError::Io(format!("cannot open {}: {e}", args.host)))?;
+    let size = host_size(&host)?;
+    let req = super::mount_request(args, &mut host, size)?;
+    drop(host);
+    let out = ioctl(&control()?, abi::IOCTL_MOUNT, &req, MountReply::SIZE)?;
+    Ok(mount_json(&MountReply::parse(&out)?))
+}
+
+/// Dismounts a volume.
+pub fn dismount(volume: &str, force: bool) -> Result<Value, DriverError> {
+    let req = VolumeRequest {
+        target: parse_target(volume)?,
+        flags: if force { abi::DISMOUNT_FORCE } else { 0 },
+    }
+    .build()?;
+    ioctl(&control()?, abi::IOCTL_DISMOUNT, &req, 0)?;
+    Ok(json!({ "dismounted": volume }))
+}
+
+/// Lists mounted volumes.
+pub fn list() -> Result<Value, DriverError> {
+    let out = ioctl(
+        &control()?,
+        abi::IOCTL_LIST,
+        &EmptyRequest::build(),
+        ListReply::MAX_SIZE,
+    )?;
+    Ok(list_json(&ListReply::parse(&out)?))
+}
+
+/// Status of one volume.
+pub fn status(volume: &str) -> Result<Value, DriverError> {
+    let req = VolumeRequest {
+        target: parse_target(volume)?,
+        flags: 0,
+    }
+    .build()?;
+    let out = ioctl(&control()?, abi::IOCTL_STATUS, &req, StatusReply::SIZE)?;
+    Ok(status_json(&StatusReply::parse(&out)?))
+}
+
+/// Gates the driver holds for future mounts.
+pub fn gates_get() -> Result<Value, DriverError> {
+    let out = ioctl(
+        &control()?,
+        abi::IOCTL_GATES_GET,
+        &EmptyRequest::build(),
+        GatesMessage::SIZE,
+    )?;
+    Ok(gates_json(&GatesMessage::parse(&out)?))
+}
+
+/// Sets the gates for future mounts (unset ones keep their value).
+pub fn gates_set(read: Option<bool>, write: Option<bool>) -> Result<Value, DriverError> {
+    let dev = control()?;
+    let now = GatesMessage::parse(&ioctl(
+        &dev,
+        abi::IOCTL_GATES_GET,
+        &EmptyRequest::build(),
+        GatesMessage::SIZE,
+    )?)?;
+    let want = GatesMessage {
+        read: read.unwrap_or(now.read),
+        write: write.unwrap_or(now.write),
+    };
+    let out = ioctl(
+        &dev,
+        abi::IOCTL_GATES_SET,
+        &want.build(),
+        GatesMessage::SIZE,
+    )?;
+    Ok(gates_json(&GatesMessage::parse(&out)?))
+}
+
+/// Makes the driver re-read the gates from the registry.
+pub fn gates_reload() -> Result<Value, DriverError> {
+    let out = ioctl(
+        &control()?,
+        abi::IOCTL_GATES_RELOAD,
+        &EmptyRequest::build(),
+        GatesMessage::SIZE,
+    )?;
+    Ok(gates_json(&GatesMessage::parse(&out)?))
+}
+
+/// Erases the keys of every mounted volume.
+pub fn erase_keys() -> Result<Value, DriverError> {
+    let out = ioctl(
+        &control()?,
+        abi::IOCTL_ERASE_KEYS,
+        &EmptyRequest::build(),
+        EraseReply::SIZE,
+    )?;
+    Ok(json!({ "volumes_erased": EraseReply::parse(&out)?.volumes }))
+}

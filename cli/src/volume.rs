@@ -1,0 +1,464 @@
+//! Opening a VeraCrypt volume: find a header that decrypts, then read its data area.
+//!
+//! Owns: where headers live (primary at 0, hidden at 65536, backups at size-131072 and
+//! size-65536), the parallel trial of PRFs (one thread per PRF, the others cancelled once one
+//! succeeds), cipher identification, and the data-area read with absolute XTS data-unit numbers.
+//! Never: writes to a volume (see `create`).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use zeroize::Zeroizing;
+
+use crate::cipher::{Algorithm, AES, ALGORITHMS};
+use crate::header::{parse_decrypted_header, Header, HeaderError, HEADER_SIZE, SALT_SIZE};
+use crate::kdf::{self, Prf};
+use crate::keyfile;
+use crate::VolumeError;
+
+/// Bytes of one header slot; a header group is two slots (normal + hidden).
+pub const HEADER_SLOT: u64 = 65_536;
+/// Bytes of a header group (primary + hidden header slots).
+pub const HEADER_GROUP: u64 = 131_072;
+
+/// Which volume of a container to open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The outer (or only) volume: header at 0.
+    Normal,
+    /// The hidden volume: header at 65536.
+    Hidden,
+}
+
+impl Kind {
+    /// `normal` or `hidden`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Normal => "normal",
+            Kind::Hidden => "hidden",
+        }
+    }
+}
+
+/// Which copy of the header opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderCopy {
+    /// The header at the start of the container.
+    Primary,
+    /// The backup header at the end.
+    Backup,
+}
+
+impl HeaderCopy {
+    /// `primary` or `backup`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeaderCopy::Primary => "primary",
+            HeaderCopy::Backup => "backup",
+        }
+    }
+}
+
+/// What opens a volume: password, PRF choice, PIM, keyfiles and which volume.
+pub struct Credentials {
+    /// The password bytes as typed (zeroized on drop).
+    pub password: Zeroizing<Vec<u8>>,
+    /// One PRF, or `None` to try all of them in parallel.
+    pub prf: Option<Prf>,
+    /// Personal iterations multiplier (0: VeraCrypt's default).
+    pub pim: u32,
+    /// Keyfiles, in order.
+    pub keyfiles: Vec<std::path::PathBuf>,
+}
+
+impl Credentials {
+    /// The password after keyfiles were mixed in.
+    pub fn effective_password(&self) -> Result<Zeroizing<Vec<u8>>, VolumeError> {
+        if self.password.len() > keyfile::MAX_PASSWORD {
+            return Err(VolumeError::PasswordTooLong(self.password.len()));
+        }
+        keyfile::apply_keyfiles(&self.password, &self.keyfiles).map_err(VolumeError::Keyfile)
+    }
+
+    fn prfs(&self) -> Vec<Prf> {
+        match self.prf {
+            Some(p) => vec![p],
+            None => Prf::ALL.to_vec(),
+        }
+    }
+}
+
+/// An opened volume: its checked header and how it was opened.
+#[derive(Debug)]
+pub struct Opened {
+    /// The decrypted header (holds the master key).
+    pub header: Header,
+    /// The PRF that derived the header key.
+    pub prf: Prf,
+    /// The encryption algorithm of the volume.
+    pub algorithm: Algorithm,
+    /// Normal or hidden.
+    pub kind: Kind,
+    /// Primary or backup header.
+    pub copy: HeaderCopy,
+}
+
+impl Opened {
+    /// The 64-byte AES-256-XTS master key, or an error naming the volume's cipher.
+    pub fn aes_key(&self) -> Result<Zeroizing<[u8; 64]>, VolumeError> {
+        if self.algorithm != AES {
+            return Err(VolumeError::UnsupportedCipher(self.algorithm.name()));
+        }
+        let mut k = Zeroizing::new([0u8; 64]);
+        k.copy_from_slice(&self.header.master_key[..64]);
+        Ok(k)
+    }
+}
+
+/// Why a header candidate did not open.
+enum Trial {
+    Opened(Box<Opened>),
+    /// Magic and CRC checks passed for no PRF/cipher.
+    NoMatch,
+    /// Some key gave the right magic but a later check failed: the header is damaged.
+    Damaged(HeaderError),
+}
+
+/// Opens `path` with `creds`: AES-256-XTS on the primary then the backup header, then the
+/// other ciphers on both (to name them).
+pub fn open(path: &Path, creds: &Credentials, kind: Kind) -> Result<Opened, VolumeError> {
+    let mut file = File::open(path).map_err(|e| VolumeError::io(path, e))?;
+    open_file(&mut file, creds, kind)
+}
+
+/// Like [`open`] on an already opened file.
+pub fn open_file(file: &mut File, creds: &Credentials, kind: Kind) -> Result<Opened, VolumeError> {
+    let size = file.metadata().map_err(VolumeError::Read)?.len();
+    open_sized(file, size, creds, kind)
+}
+
+/// Like [`open_file`] for a host whose size the caller knows (raw devices report 0).
+pub fn open_sized(
+    file: &mut File,
+    size: u64,
+    creds: &Credentials,
+    kind: Kind,
+) -> Result<Opened, VolumeError> {
+    let primary_at = match kind {
+        Kind::Normal => 0,
+        Kind::Hidden => HEADER_SLOT,
+    };
+    if size < primary_at + HEADER_SIZE as u64 {
+        return Err(VolumeError::Truncated {
+            size,
+            need: primary_at + HEADER_SIZE as u64,
+        });
+    }
+    let password = creds.effective_password()?;
+    let prfs = creds.prfs();
+    let mut damaged = None;
+    let mut candidates = vec![(HeaderCopy::Primary, primary_at)];
+    if size >= 2 * HEADER_GROUP {
+        candidates.push((HeaderCopy::Backup, size - HEADER_GROUP + primary_at));
+    }
+    let mut headers = Vec::with_capacity(candidates.len());
+    for (copy, at) in candidates {
+        let mut raw = Zeroizing::new([0u8; HEADER_SIZE]);
+        file.seek(SeekFrom::Start(at))
+            .and_then(|_| file.read_exact(&mut raw[..]))
+            .map_err(VolumeError::Read)?;
+        headers.push((copy, raw));
+    }
+    // AES-256-XTS on every header copy first (64 bytes of key per PRF), so a damaged primary
+    // header of an AES volume opens from its backup without the longer derivation; then the
+    // other ciphers, continuing each PRF's derivation where the first pass stopped.
+    let mut first_keys = Vec::with_capacity(headers.len());
+    for (copy, raw) in &headers {
+        let (trial, keys) = try_header_aes(raw, &password, &prfs, creds.pim);
+        match trial {
+            Trial::Opened(o) => return finish(*o, kind, *copy, size),
+            Trial::Damaged(e) => damaged = damaged.or(Some(e)),
+            Trial::NoMatch => {}
+        }
+        first_keys.push(keys);
+    }
+    for ((copy, raw), keys) in headers.iter().zip(&first_keys) {
+        match try_header_others(raw, &password, &prfs, creds.pim, keys) {
+            Trial::Opened(o) => return finish(*o, kind, *copy, size),
+            Trial::Damaged(e) => damaged = damaged.or(Some(e)),
+            Trial::NoMatch => {}
+        }
+    }
+    match damaged {
+        Some(e) => Err(VolumeError::DamagedHeader(e)),
+        None => Err(VolumeError::WrongPassword {
+            prfs: prfs.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
+            pim: creds.pim,
+        }),
+    }
+}
+
+fn check_fits(h: &Header, size: u64) -> Result<(), VolumeError> {
+    match h.data_offset.checked_add(h.data_size) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(VolumeError::Truncated {
+            size,
+            need: h.data_offset.saturating_add(h.data_size),
+        }),
+    }
+}
+
+fn finish(mut o: Opened, kind: Kind, copy: HeaderCopy, size: u64) -> Result<Opened, VolumeError> {
+    o.kind = kind;
+    o.copy = copy;
+    check_fits(&o.header, size)?;
+    Ok(o)
+}
+
+/// First 64 bytes of each PRF's derived key (`None` where the derivation was cancelled).
+type FirstKeys = Vec<Option<Zeroizing<[u8; 64]>>>;
+
+/// Runs `job` for every PRF index. Like VeraCrypt, PRFs run in parallel on a pool of one thread
+/// per CPU, taken in VeraCrypt's order; a job that opens the header cancels the others.
+fn parallel<T: Send>(
+    prfs: &[Prf],
+    job: impl Fn(usize, &AtomicBool) -> T + Sync,
+    opened: impl Fn(&T) -> bool + Sync,
+) -> Vec<(usize, T)> {
+    let cancel = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(prfs.len());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                let (cancel, next, job, opened) = (&cancel, &next, &job, &opened);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= prfs.len() || cancel.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let r = job(i, cancel);
+                        let done = opened(&r);
+                        mine.push((i, r));
+                        if done {
+                            cancel.store(true, Ordering::Relaxed);
+                            break;
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
+fn merge(results: impl IntoIterator<Item = Trial>) -> Trial {
+    let mut damaged = None;
+    for r in results {
+        match r {
+            Trial::Opened(o) => return Trial::Opened(o),
+            Trial::Damaged(e) => damaged = damaged.or(Some(e)),
+            Trial::NoMatch => {}
+        }
+    }
+    damaged.map_or(Trial::NoMatch, Trial::Damaged)
+}
+
+/// Pass 1: AES-256-XTS with every PRF; also returns each PRF's first 64 key bytes.
+fn try_header_aes(
+    raw: &[u8; HEADER_SIZE],
+    password: &[u8],
+    prfs: &[Prf],
+    pim: u32,
+) -> (Trial, FirstKeys) {
+    let iterations = kdf::iterations(pim);
+    let results = parallel(
+        prfs,
+        |i, cancel| {
+            let mut key = Zeroizing::new([0u8; 64]);
+            let salt = &raw[..SALT_SIZE];
+            if kdf::derive(prfs[i], password, salt, iterations, &mut key[..], cancel).is_err() {
+                return (Trial::NoMatch, None);
+            }
+            let t = try_algorithm(raw, &key[..], AES, prfs[i]);
+            (t, Some(key))
+        },
+        |(t, _)| matches!(t, Trial::Opened(_)),
+    );
+    let mut keys: FirstKeys = (0..prfs.len()).map(|_| None).collect();
+    let mut trials = Vec::new();
+    for (i, (t, k)) in results {
+        keys[i] = k;
+        trials.push(t);
+    }
+    (merge(trials), keys)
+}
+
+/// Pass 2: every other cipher and cascade, deriving the key bytes 64..192 per PRF.
+fn try_header_others(
+    raw: &[u8; HEADER_SIZE],
+    password: &[u8],
+    prfs: &[Prf],
+    pim: u32,
+    first: &FirstKeys,
+) -> Trial {
+    let iterations = kdf::iterations(pim);
+    let results = parallel(
+        prfs,
+        |i, cancel| {
+            let Some(start) = &first[i] else {
+                return Trial::NoMatch;
+            };
+            let mut key = Zeroizing::new([0u8; 192]);
+            key[..64].copy_from_slice(&start[..]);
+            let salt = &raw[..SALT_SIZE];
+            if kdf::derive_from(
+                prfs[i],
+                password,
+                salt,
+                iterations,
+                64,
+                &mut key[64..],
+                cancel,
+            )
+            .is_err()
+            {
+                return Trial::NoMatch;
+            }
+            merge(
+                ALGORITHMS
+                    .iter()
+                    .skip(1)
+                    .map(|alg| try_algorithm(raw, &key[..], *alg, prfs[i])),
+            )
+        },
+        |t| matches!(t, Trial::Opened(_)),
+    );
+    merge(results.into_iter().map(|(_, t)| t))
+}
+
+/// Decrypts the header with one algorithm and checks it.
+fn try_algorithm(raw: &[u8; HEADER_SIZE], key: &[u8], alg: Algorithm, prf: Prf) -> Trial {
+    let mut plain = Zeroizing::new(*raw);
+    alg.decrypt(key, &mut plain[SALT_SIZE..], 0);
+    match parse_decrypted_header(&plain) {
+        Ok(header) => Trial::Opened(Box::new(Opened {
+            header,
+            prf,
+            algorithm: alg,
+            kind: Kind::Normal,
+            copy: HeaderCopy::Primary,
+        })),
+        Err(HeaderError::BadMagic) => Trial::NoMatch,
+        Err(e) => Trial::Damaged(e),
+    }
+}
+
+/// Reads `length` bytes at `offset` of the data area (offset relative to the data area start)
+/// and decrypts them; XTS data-unit numbers are absolute sector indexes in the container.
+pub fn read_data(
+    file: &mut File,
+    opened: &Opened,
+    offset: u64,
+    length: u64,
+) -> Result<Vec<u8>, VolumeError> {
+    let mut out = Vec::new();
+    read_data_to(file, opened, offset, length, &mut out)?;
+    Ok(out)
+}
+
+/// Like [`read_data`], streaming to `out` in 1 MiB pieces (any length, bounded memory).
+pub fn read_data_to<W: std::io::Write>(
+    file: &mut File,
+    opened: &Opened,
+    offset: u64,
+    length: u64,
+    out: &mut W,
+) -> Result<(), VolumeError> {
+    const PIECE: u64 = 1 << 20;
+    let key = opened.aes_key()?;
+    let h = &opened.header;
+    let end = offset
+        .checked_add(length)
+        .filter(|e| *e <= h.data_size)
+        .ok_or(VolumeError::OutOfRange {
+            offset,
+            length,
+            data_size: h.data_size,
+        })?;
+    let unit = crate::cipher::UNIT as u64;
+    let cipher = vcdirect::crypto::XtsCipher::new(&key);
+    let mut buf = vec![0u8; PIECE as usize];
+    let mut at = offset;
+    while at < end {
+        let first = at / unit * unit;
+        let last = end.min(first + PIECE).div_ceil(unit) * unit;
+        let piece = &mut buf[..(last - first) as usize];
+        let host = h.data_offset + first;
+        file.seek(SeekFrom::Start(host))
+            .and_then(|_| file.read_exact(piece))
+            .map_err(VolumeError::Read)?;
+        cipher.decrypt(piece, host / unit);
+        let skip = (at - first) as usize;
+        let take = (end.min(last) - at) as usize;
+        out.write_all(&piece[skip..skip + take])
+            .map_err(VolumeError::Read)?;
+        at += take as u64;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::create::{create, CreateSpec, Fill, VolumeSpec};
+
+    #[test]
+    fn streamed_reads_across_piece_boundaries_match_whole_reads() {
+        let path = std::env::temp_dir().join(format!("vcctl-stream-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let spec = CreateSpec {
+            size: 3 << 20,
+            outer: VolumeSpec {
+                password: Zeroizing::new(b"p".to_vec()),
+                prf: Prf::Sha256,
+                pim: 1,
+            },
+            hidden: None,
+            fill: Fill::Random,
+            algorithm: AES,
+        };
+        create(&path, &spec).unwrap();
+        let creds = Credentials {
+            password: Zeroizing::new(b"p".to_vec()),
+            prf: Some(Prf::Sha256),
+            pim: 1,
+            keyfiles: Vec::new(),
+        };
+        let mut f = File::open(&path).unwrap();
+        let v = open_file(&mut f, &creds, Kind::Normal).unwrap();
+        let size = v.header.data_size;
+        let all = read_data(&mut f, &v, 0, size).unwrap();
+        assert_eq!(all.len() as u64, size);
+        for (off, len) in [
+            (1, 3 << 19),
+            ((1 << 20) - 7, 100),
+            (size - 513, 513),
+            (0, 0),
+        ] {
+            let part = read_data(&mut f, &v, off, len).unwrap();
+            assert_eq!(&part[..], &all[off as usize..(off + len) as usize]);
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+}

@@ -1,0 +1,406 @@
+use alloc::vec;
+use alloc::vec::Vec;
+
+use proptest::prelude::*;
+use zeroize::Zeroizing;
+
+use super::*;
+use crate::volume::CounterSnapshot;
+use crate::Status;
+
+fn utf16(s: &str) -> Vec<u16> {
+    s.encode_utf16().collect()
+}
+
+fn mount() -> MountRequest {
+    MountRequest {
+        flags: MOUNT_PROTECT_HIDDEN,
+        sector_size: 512,
+        data_offset: 131_072,
+        data_size: 1 << 20,
+        protected_range: (131_072 + 65_536, 65_536),
+        drive_letter: Some('V'),
+        key: Zeroizing::new([0x42; KEY_LENGTH]),
+        host_path: utf16(r"\\?\GLOBALROOT\Device\Harddisk1\Partition2"),
+        wine_host_driver_name: Vec::new(),
+    }
+}
+
+#[test]
+fn ioctl_codes_use_the_unknown_device_type_and_buffered_method() {
+    assert_eq!(IOCTL_MOUNT, 0x0022_E000);
+    assert_eq!(IOCTL_LIST, 0x0022_2008);
+    let all = [
+        IOCTL_MOUNT,
+        IOCTL_DISMOUNT,
+        IOCTL_LIST,
+        IOCTL_STATUS,
+        IOCTL_GATES_GET,
+        IOCTL_GATES_SET,
+        IOCTL_GATES_RELOAD,
+        IOCTL_ERASE_KEYS,
+    ];
+    for (i, a) in all.iter().enumerate() {
+        assert_eq!(a >> 16, FILE_DEVICE_VCDIRECT);
+        assert_eq!(a & 3, METHOD_BUFFERED);
+        assert!(all[i + 1..].iter().all(|b| b != a), "codes are distinct");
+    }
+}
+
+#[test]
+fn mount_request_round_trips_with_documented_offsets() {
+    let m = mount();
+    let bytes = m.build().unwrap();
+    assert_eq!(bytes.len(), MountRequest::SIZE);
+    assert_eq!(&bytes[0..4], &ABI_VERSION.to_le_bytes());
+    assert_eq!(&bytes[48..50], &u16::from(b'V').to_le_bytes());
+    assert_eq!(&bytes[56..120], &[0x42; 64]);
+    assert_eq!(bytes[120], b'\\');
+    assert_eq!(MountRequest::parse(&bytes, false).unwrap(), m);
+}
+
+#[test]
+fn wine_host_name_is_accepted_only_by_the_wine_build() {
+    let mut m = mount();
+    m.wine_host_driver_name = utf16("vctestdisk");
+    let bytes = m.build().unwrap();
+    assert_eq!(
+        MountRequest::parse(&bytes, false),
+        Err(AbiError::WineHostNotAllowed)
+    );
+    assert!(MountRequest::parse(&bytes, true).is_ok());
+}
+
+fn edited(edit: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+    let mut b = mount().build().unwrap().to_vec();
+    edit(&mut b);
+    b
+}
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+fn put64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+#[test]
+fn malformed_mount_requests_get_precise_errors() {
+    let size = MountRequest::SIZE;
+    let path_end = 120 + 2 * HOST_PATH_CHARS;
+    let table: Vec<(&str, Vec<u8>, AbiError)> = vec![
+        (
+            "empty",
+            Vec::new(),
+            AbiError::WrongSize {
+                expected: size,
+                got: 0,
+            },
+        ),
+        (
+            "short",
+            edited(|b| b.truncate(size - 1)),
+            AbiError::WrongSize {
+                expected: size,
+                got: size - 1,
+            },
+        ),
+        (
+            "long",
+            edited(|b| b.push(0)),
+            AbiError::WrongSize {
+                expected: size,
+                got: size + 1,
+            },
+        ),
+        (
+            "version",
+            edited(|b| put32(b, 0, 2)),
+            AbiError::WrongVersion(2),
+        ),
+        (
+            "size field",
+            edited(|b| put32(b, 4, 8)),
+            AbiError::SizeFieldMismatch(8),
+        ),
+        (
+            "unknown flag",
+            edited(|b| put32(b, 8, 1 << 9)),
+            AbiError::UnknownFlags(1 << 9),
+        ),
+        (
+            "hidden+protect",
+            edited(|b| put32(b, 8, MOUNT_HIDDEN | MOUNT_PROTECT_HIDDEN)),
+            AbiError::ConflictingFlags,
+        ),
+        (
+            "sector 520",
+            edited(|b| put32(b, 12, 520)),
+            AbiError::BadSectorSize(520),
+        ),
+        (
+            "sector 0",
+            edited(|b| put32(b, 12, 0)),
+            AbiError::BadSectorSize(0),
+        ),
+        ("key 32", edited(|b| b[50] = 32), AbiError::BadKeyLength(32)),
+        ("reserved", edited(|b| b[52] = 1), AbiError::ReservedNotZero),
+        (
+            "offset",
+            edited(|b| put64(b, 16, 131_073)),
+            AbiError::Misaligned,
+        ),
+        ("size", edited(|b| put64(b, 24, 100)), AbiError::Misaligned),
+        ("zero size", edited(|b| put64(b, 24, 0)), AbiError::BadRange),
+        (
+            "overflow",
+            edited(|b| put64(b, 16, u64::MAX - 511)),
+            AbiError::BadRange,
+        ),
+        (
+            "protected outside",
+            edited(|b| put64(b, 32, 1 << 30)),
+            AbiError::BadRange,
+        ),
+        (
+            "protected empty",
+            edited(|b| put64(b, 40, 0)),
+            AbiError::BadRange,
+        ),
+        (
+            "range without flag",
+            edited(|b| put32(b, 8, 0)),
+            AbiError::BadRange,
+        ),
+        (
+            "letter",
+            edited(|b| b[48] = b'v'),
+            AbiError::BadDriveLetter(u16::from(b'v')),
+        ),
+        (
+            "unterminated path",
+            edited(|b| b[120..path_end].fill(b'A')),
+            AbiError::Unterminated,
+        ),
+        (
+            "empty path",
+            edited(|b| b[120..path_end].fill(0)),
+            AbiError::EmptyPath,
+        ),
+        (
+            "path padding",
+            edited(|b| b[path_end - 2] = b'x'),
+            AbiError::PaddingNotZero,
+        ),
+        (
+            "unterminated wine name",
+            edited(|b| b[path_end..].fill(b'A')),
+            AbiError::Unterminated,
+        ),
+    ];
+    for (name, buf, want) in table {
+        assert_eq!(MountRequest::parse(&buf, false), Err(want), "{name}");
+        assert_ne!(want.status(), Status::Success);
+    }
+}
+
+#[test]
+fn status_counters_follow_the_snapshot_field_order() {
+    let c = CounterSnapshot {
+        direct_reads: 11,
+        failed: 22,
+        legacy_by_reason: [0, 0, 0, 33],
+        ..Default::default()
+    };
+    let s = StatusReply {
+        volume_id: 1,
+        flags: 0,
+        gates: GatesMessage {
+            read: true,
+            write: true,
+        },
+        drive_letter: Some('V'),
+        backend: b"aes-ni".to_vec(),
+        counters: c,
+        data_size: 4096,
+    }
+    .build()
+    .unwrap();
+    assert_eq!(s.len(), 200);
+    assert_eq!(&s[40..48], &11u64.to_le_bytes());
+    assert_eq!(&s[152..160], &22u64.to_le_bytes());
+    assert_eq!(&s[184..192], &33u64.to_le_bytes());
+    assert_eq!(&s[192..200], &4096u64.to_le_bytes());
+    assert_eq!(&s[16..20], &3u32.to_le_bytes());
+}
+
+#[test]
+fn errors_map_to_statuses() {
+    assert_eq!(AbiError::Misaligned.status(), Status::InvalidParameter);
+    assert_eq!(
+        AbiError::WineHostNotAllowed.status(),
+        Status::InvalidParameter
+    );
+    assert_eq!(
+        AbiError::OutputTooSmall { needed: 16 }.status().ntstatus(),
+        0xC000_0023
+    );
+    assert_eq!(
+        AbiError::WrongSize {
+            expected: 8,
+            got: 0
+        }
+        .status()
+        .ntstatus(),
+        0xC000_0004
+    );
+}
+
+#[test]
+fn builders_refuse_what_parsers_would() {
+    let mut m = mount();
+    m.host_path = vec![u16::from(b'a'); HOST_PATH_CHARS];
+    assert_eq!(m.build().map(|_| ()), Err(AbiError::TooLong));
+    let mut m = mount();
+    m.data_offset = 3;
+    assert_eq!(m.build().map(|_| ()), Err(AbiError::Misaligned));
+    let v = VolumeRequest {
+        target: Target::Letter('1'),
+        flags: 0,
+    };
+    assert_eq!(v.build(), Err(AbiError::BadDriveLetter(u16::from(b'1'))));
+    let v = VolumeRequest {
+        target: Target::Id(0),
+        flags: 0,
+    };
+    assert_eq!(v.build(), Err(AbiError::BadTarget));
+}
+
+#[test]
+fn small_messages_reject_malformed_buffers() {
+    let mut v = VolumeRequest {
+        target: Target::Id(3),
+        flags: DISMOUNT_FORCE,
+    }
+    .build()
+    .unwrap();
+    v[12] = b'V';
+    assert_eq!(VolumeRequest::parse(&v), Err(AbiError::BadTarget));
+    let mut g = GatesMessage {
+        read: true,
+        write: false,
+    }
+    .build();
+    g[8] = 2;
+    assert_eq!(GatesMessage::parse(&g), Err(AbiError::BadGateValue(2)));
+    assert_eq!(
+        EmptyRequest::parse(&EmptyRequest::build()),
+        Ok(EmptyRequest)
+    );
+    assert!(EmptyRequest::parse(&[0u8; 8]).is_err());
+    let list = ListReply {
+        entries: vec![ListEntry {
+            volume_id: 1,
+            flags: 0,
+            drive_letter: None,
+        }],
+    };
+    assert_eq!(list.build(16), Err(AbiError::OutputTooSmall { needed: 32 }));
+    let mut l = list.build(ListReply::MAX_SIZE).unwrap();
+    l[8] = 2;
+    assert_eq!(ListReply::parse(&l), Err(AbiError::BadCount(2)));
+    let mut s = StatusReply {
+        volume_id: 1,
+        flags: 0,
+        gates: GatesMessage::default(),
+        drive_letter: None,
+        backend: b"aes-ni".to_vec(),
+        counters: CounterSnapshot::default(),
+        data_size: 512,
+    }
+    .build()
+    .unwrap();
+    s[24..40].fill(b'a');
+    assert_eq!(StatusReply::parse(&s), Err(AbiError::Unterminated));
+}
+
+fn letter() -> impl Strategy<Value = Option<char>> {
+    prop::option::of(prop::char::range('A', 'Z'))
+}
+
+proptest! {
+    #[test]
+    fn mount_round_trips(
+        flags in 0u32..16,
+        shift in 0u32..4,
+        units in 1u64..1_000_000,
+        start in 0u64..1_000_000,
+        prot in (0u64..1000, 1u64..1000),
+        key in any::<[u8; 32]>(),
+        path in "[a-zA-Z0-9\\\\:?. ]{1,300}",
+        letter in letter(),
+    ) {
+        let ss = 512u32 << shift;
+        let flags = if flags & MOUNT_HIDDEN != 0 { flags & !MOUNT_PROTECT_HIDDEN } else { flags };
+        let data_offset = start * u64::from(ss);
+        let data_size = (units + 2000) * u64::from(ss);
+        let protected_range = if flags & MOUNT_PROTECT_HIDDEN != 0 {
+            (data_offset + prot.0 * u64::from(ss), prot.1 * u64::from(ss))
+        } else {
+            (0, 0)
+        };
+        let mut k = [0u8; KEY_LENGTH];
+        k[..32].copy_from_slice(&key);
+        k[32..].copy_from_slice(&key);
+        let m = MountRequest {
+            flags, sector_size: ss, data_offset, data_size, protected_range,
+            drive_letter: letter, key: Zeroizing::new(k), host_path: utf16(&path),
+            wine_host_driver_name: Vec::new(),
+        };
+        let bytes = m.build().unwrap();
+        prop_assert_eq!(MountRequest::parse(&bytes, false).unwrap(), m);
+    }
+
+    #[test]
+    fn status_and_list_round_trip(
+        id in 1u32.., flags in any::<u32>(), r in any::<bool>(), w in any::<bool>(),
+        letter in letter(), c in any::<[u64; 19]>(), size in any::<u64>(),
+        n in 0usize..=MAX_LIST_ENTRIES,
+    ) {
+        let s = StatusReply {
+            volume_id: id, flags, gates: GatesMessage { read: r, write: w }, drive_letter: letter,
+            backend: b"armv8-aes".to_vec(),
+            counters: CounterSnapshot {
+                direct_reads: c[0], direct_writes: c[1], direct_bytes: c[2],
+                direct_segments: c[3], direct_flushes: c[4], legacy_reads: c[5],
+                legacy_writes: c[6], legacy_bytes: c[7], legacy_fragments: c[8],
+                immediate_flushes: c[9], slot_waits: c[10], direct_in_flight_max: c[11],
+                range_waits: c[12], rejected: c[13], failed: c[14],
+                legacy_by_reason: [c[15], c[16], c[17], c[18]],
+            },
+            data_size: size,
+        };
+        prop_assert_eq!(StatusReply::parse(&s.build().unwrap()).unwrap(), s);
+        let l = ListReply {
+            entries: (0..n).map(|i| ListEntry { volume_id: i as u32 + 1, flags, drive_letter: letter }).collect(),
+        };
+        prop_assert_eq!(ListReply::parse(&l.build(ListReply::MAX_SIZE).unwrap()).unwrap(), l);
+        let g = GatesMessage { read: r, write: w };
+        prop_assert_eq!(GatesMessage::parse(&g.build()).unwrap(), g);
+        let v = VolumeRequest { target: Target::Id(id), flags: u32::from(w) };
+        prop_assert_eq!(VolumeRequest::parse(&v.build().unwrap()).unwrap(), v);
+        let mr = MountReply { volume_id: id, drive_letter: letter };
+        prop_assert_eq!(MountReply::parse(&mr.build()).unwrap(), mr);
+    }
+
+    #[test]
+    fn parsers_never_panic_on_arbitrary_bytes(buf in prop::collection::vec(any::<u8>(), 0..1400)) {
+        let _ = MountRequest::parse(&buf, true);
+        let _ = VolumeRequest::parse(&buf);
+        let _ = StatusReply::parse(&buf);
+        let _ = ListReply::parse(&buf);
+        let _ = GatesMessage::parse(&buf);
+        let _ = EraseReply::parse(&buf);
+        let _ = MountReply::parse(&buf);
+    }
+}

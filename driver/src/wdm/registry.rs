@@ -1,0 +1,88 @@
+//! The service key through ZwOpenKey/ZwQueryValueKey: the engine's `RegistrySource`.
+//!
+//! Owns: reading the named values as raw (type, bytes) pairs into a `ValueMap`.
+//! Never: interprets them (`registry` parses, clamps and words the notes).
+
+use alloc::vec::Vec;
+
+use wdk_sys::ntddk::{ZwClose, ZwOpenKey, ZwQueryValueKey};
+use wdk_sys::{
+    _KEY_VALUE_INFORMATION_CLASS::KeyValuePartialInformation, HANDLE, KEY_READ, OBJECT_ATTRIBUTES,
+    OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE, UNICODE_STRING,
+};
+
+use crate::registry::ValueMap;
+
+/// Largest value data read (a DWORD needs 4; longer values are read so they can be refused
+/// with their real length, up to this bound).
+const MAX_DATA: usize = 64;
+/// KEY_VALUE_PARTIAL_INFORMATION header: TitleIndex, Type, DataLength.
+const HEADER: usize = 12;
+
+/// Reads `names` from the key at `path` (the RegistryPath given to DriverEntry). A missing
+/// key or value is simply absent from the map.
+///
+/// IRQL: PASSIVE_LEVEL.
+pub fn read_values(path: &[u16], names: &[&str]) -> ValueMap {
+    let mut map = ValueMap::new();
+    let mut path: Vec<u16> = path.to_vec();
+    let Ok(bytes) = u16::try_from(path.len() * 2) else {
+        return map;
+    };
+    let mut key_name = UNICODE_STRING {
+        Length: bytes,
+        MaximumLength: bytes,
+        Buffer: path.as_mut_ptr(),
+    };
+    let mut attributes = OBJECT_ATTRIBUTES {
+        Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+        RootDirectory: core::ptr::null_mut(),
+        ObjectName: &mut key_name,
+        Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
+        SecurityDescriptor: core::ptr::null_mut(),
+        SecurityQualityOfService: core::ptr::null_mut(),
+    };
+    let mut key: HANDLE = core::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call; `key_name` describes `path`.
+    let status = unsafe { ZwOpenKey(&mut key, KEY_READ, &mut attributes) };
+    if status < 0 {
+        return map;
+    }
+    for name in names {
+        let mut wide: Vec<u16> = name.encode_utf16().collect();
+        let wbytes = (wide.len() * 2) as u16;
+        let mut value_name = UNICODE_STRING {
+            Length: wbytes,
+            MaximumLength: wbytes,
+            Buffer: wide.as_mut_ptr(),
+        };
+        // u32 elements keep the header's fields aligned.
+        let mut info = [0u32; (HEADER + MAX_DATA) / 4];
+        let mut result = 0u32;
+        // SAFETY: `info` is writable for its whole size; `value_name` describes `wide`.
+        let status = unsafe {
+            ZwQueryValueKey(
+                key,
+                &mut value_name,
+                KeyValuePartialInformation,
+                info.as_mut_ptr().cast(),
+                core::mem::size_of_val(&info) as u32,
+                &mut result,
+            )
+        };
+        if status < 0 {
+            continue; // missing, or longer than MAX_DATA: treated as missing
+        }
+        let value_type = info[1];
+        let length = (info[2] as usize).min(MAX_DATA);
+        let data: Vec<u8> = info[3..]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .take(length)
+            .collect();
+        map.set(name, value_type, &data);
+    }
+    // SAFETY: our kernel handle, closed once.
+    let _ = unsafe { ZwClose(key) };
+    map
+}
