@@ -14,8 +14,8 @@
 #
 # Environment: WINE_E2E_BUILD=0 (use what is built), WINE_E2E_SYS (a prebuilt wine-host
 # vcdirect.sys), WINE_E2E_VCCTL_EXE / WINE_E2E_VCCTL_LINUX (prebuilt vcctl binaries),
-# WINE_E2E_VOLUME_PATH (the device a mount creates, default \\.\VcVolume0), SYS_LINT=1 (run
-# build-sys.sh's clippy pass too). Pieces: tests-usermode/wine/README.md.
+# WINE_E2E_VOLUME_PATH (fixes the volume device path; default \\.\VcVolume<id from the mount
+# reply>), SYS_LINT=1 (run build-sys.sh's clippy pass too). Pieces: tests-usermode/wine/README.md.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,8 +25,8 @@ export WINEPREFIX="$OUT/prefix" WINEARCH=win64 WINEDLLOVERRIDES="mscoree,mshtml=
 GROUP="vcdirect-e2e"
 PASSWORD="vcdirect e2e password"
 VOLUME_BYTES=$((8 * 1024 * 1024))
-# The device a mount creates and the ABI's control device (see driver/src/abi once merged).
-VOLUME_PATH="${WINE_E2E_VOLUME_PATH:-\\\\.\\VcVolume0}"
+# The device a mount creates (\\.\VcVolume<id>, id from the mount reply) and the control device.
+VOLUME_PATH="${WINE_E2E_VOLUME_PATH:-\\\\.\\VcVolume1}"
 CONTROL_PATH='\\.\vcdirect'
 DISK_PATH='\\.\VcTestDisk0'
 WIN_DIR='C:\vctest'
@@ -361,7 +361,11 @@ vcctl() { # log-name, args... (password from the file on stdin)
     local rc=$? id
     # A mount reply names the volume; later status/dismount commands use it.
     id=$(grep -ao '"volume_id": *[0-9]*' "$LAST_LOG" | head -n1 | grep -o '[0-9]*$')
-    [ -z "$id" ] || VOL="$id"
+    if [ -n "$id" ]; then
+        VOL="$id"
+        # vcdirect names the disk device of volume N \Device\VcVolume<N> (driver/src/wdm/disk.rs).
+        [ -n "${WINE_E2E_VOLUME_PATH:-}" ] || VOLUME_PATH="\\\\.\\VcVolume$id"
+    fi
     return $rc
 }
 VOL=0
