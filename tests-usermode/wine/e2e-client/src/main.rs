@@ -283,11 +283,35 @@ fn run(command: &str, o: &Opts, report: &mut Report) -> Result<u8, String> {
                 return Ok(3);
             }
         }
+        "std-read" => std_read(&device_path, o, report)?,
         "malformed-mount" => malformed_mount(o, report)?,
         "erase-under-load" => erase_under_load(&device_path, o, report)?,
         _ => return Err(format!("unknown command {command}\n{USAGE}")),
     }
     Ok(0)
+}
+
+/// Reads 512 bytes at --offset through std's synchronous `File`, the way vcctl reads a
+/// header: by seeking then reading, and by a positional read (`seek_read`, an OVERLAPPED
+/// offset). Under Wine the seek needs a Unix fd, which a driver-served device has none of.
+fn std_read(path: &str, o: &Opts, report: &mut Report) -> Result<(), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::windows::fs::FileExt;
+    let offset = o.num("offset", 0)?;
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open {path}: {e}"))?;
+    let mut buf = vec![0u8; 512];
+    let seek = f
+        .seek(SeekFrom::Start(offset))
+        .and_then(|_| f.read_exact(&mut buf));
+    // Not a check: Wine cannot seek on a driver-served device (ERROR_BAD_DEV_TYPE), Windows can.
+    println!("note: std seek then read: {seek:?}");
+    let positional = f.seek_read(&mut buf, offset);
+    report.check(
+        positional.is_ok(),
+        "std-seek_read",
+        format!("{positional:?}"),
+    );
+    Ok(())
 }
 
 fn disk_counters() -> Result<Vec<u64>, String> {

@@ -575,6 +575,17 @@ pub unsafe extern "system" fn DriverEntry(
         config.max_transfer,
         config.max_pages
     );
+    // What a driver that looks this one up by name sees (vcdirect's Wine build checks both).
+    // SAFETY: our driver object, set up by create_devices.
+    let (ty, first) = unsafe { ((*driver).Type, (*driver).DeviceObject) };
+    // SAFETY: `first` is our device (or null, which the comparison handles without reading).
+    let first_is_disk =
+        !first.is_null() && unsafe { *((*first).DeviceExtension as *const u32) } == TAG_DISK;
+    say!(
+        "driver object Type %d, first device is the disk: %d",
+        i32::from(ty),
+        i32::from(first_is_disk)
+    );
     STATUS_SUCCESS
 }
 
@@ -588,6 +599,37 @@ unsafe fn create_devices(
     bytes: u64,
     config: &Config,
 ) -> NTSTATUS {
+    // The control device first: IoCreateDevice puts each new device at the head of the
+    // driver's list, and vcdirect's Wine build takes `\Driver\vctestdisk`'s first device as
+    // its host, which must be the disk.
+    let mut control_device: *mut DEVICE_OBJECT = null_mut();
+    let mut cname = control_name();
+    // SAFETY: valid driver object and name; the extension is sized for a Control.
+    let status = unsafe {
+        IoCreateDevice(
+            driver,
+            size_of::<Control>() as u32,
+            &mut cname,
+            FILE_DEVICE_UNKNOWN,
+            0,
+            0,
+            &mut control_device,
+        )
+    };
+    if !nt_success(status) {
+        return status;
+    }
+    // SAFETY: the control extension is ours and sized for a Control; `disk` is set below,
+    // before any link makes the device reachable.
+    let control = unsafe {
+        let ext = (*control_device).DeviceExtension as *mut Control;
+        ext.write(Control {
+            tag: TAG_CONTROL,
+            disk: null_mut(),
+        });
+        ext
+    };
+
     let mut disk_device: *mut DEVICE_OBJECT = null_mut();
     let mut name = disk_name();
     // SAFETY: valid driver object and name; the extension is sized for a Disk.
@@ -603,6 +645,8 @@ unsafe fn create_devices(
         )
     };
     if !nt_success(status) {
+        // SAFETY: created above, no links or threads yet.
+        unsafe { IoDeleteDevice(control_device) };
         return status;
     }
     // SAFETY: the new device's extension is ours, nonpaged, sized for a Disk; all zeros is a
@@ -623,33 +667,8 @@ unsafe fn create_devices(
     disk.alignment_mask
         .store(config.alignment_mask, Ordering::Relaxed);
 
-    let mut control_device: *mut DEVICE_OBJECT = null_mut();
-    let mut cname = control_name();
-    // SAFETY: as above, for the control device.
-    let status = unsafe {
-        IoCreateDevice(
-            driver,
-            size_of::<Control>() as u32,
-            &mut cname,
-            FILE_DEVICE_UNKNOWN,
-            0,
-            0,
-            &mut control_device,
-        )
-    };
-    if !nt_success(status) {
-        // SAFETY: created above, no links or threads yet.
-        unsafe { IoDeleteDevice(disk_device) };
-        return status;
-    }
-    // SAFETY: the control extension is ours and sized for a Control.
-    unsafe {
-        let ext = (*control_device).DeviceExtension as *mut Control;
-        ext.write(Control {
-            tag: TAG_CONTROL,
-            disk,
-        });
-    }
+    // SAFETY: the control extension written above; nothing reaches it yet.
+    unsafe { (*control).disk = disk };
 
     let mut thread: HANDLE = null_mut();
     // SAFETY: the worker gets the disk extension, which outlives it (unload joins it before
