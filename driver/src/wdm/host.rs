@@ -29,6 +29,8 @@ use wdk_sys::{
 use super::remove_lock::{RemoveLock, RemoveLockGuard};
 use super::sync::KernelEvent;
 use crate::platform::{Event, HostDevice, HostIo, HostKind, HostLimits};
+#[cfg(feature = "wine-host")]
+use crate::volume::segment::SegmentLimits;
 use crate::Status;
 
 /// STATUS_MORE_PROCESSING_REQUIRED: the completion routine keeps the IRP for its owner.
@@ -354,6 +356,42 @@ impl HostDevice for KernelHost {
     #[cfg(not(feature = "wine-host"))]
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
         product::transfer(self.handle, false, offset, buf.as_mut_ptr(), buf.len())
+    }
+    /// Wine: no disk class driver sits between us and the test disk to split a large
+    /// synchronous transfer by the adapter's limits, as Windows' disk stack does for the
+    /// legacy queue's ZwReadFile; split it here with the engine's segmentation.
+    #[cfg(feature = "wine-host")]
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+        let limits = SegmentLimits::direct(&self.limits, self.limits.sector_size);
+        let mut done = 0;
+        while done < buf.len() {
+            let n = limits.next_len(buf.len() - done, buf[done..].as_ptr() as usize);
+            let got = self
+                .start_read(offset + done as u64, &mut buf[done..done + n])
+                .wait()?;
+            done += got;
+            if got < n {
+                break;
+            }
+        }
+        Ok(done)
+    }
+    /// Wine: see `read`.
+    #[cfg(feature = "wine-host")]
+    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+        let limits = SegmentLimits::direct(&self.limits, self.limits.sector_size);
+        let mut done = 0;
+        while done < buf.len() {
+            let n = limits.next_len(buf.len() - done, buf[done..].as_ptr() as usize);
+            let got = self
+                .start_write(offset + done as u64, &buf[done..done + n])
+                .wait()?;
+            done += got;
+            if got < n {
+                break;
+            }
+        }
+        Ok(done)
     }
     #[cfg(not(feature = "wine-host"))]
     fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
@@ -747,8 +785,10 @@ mod wine {
         // SAFETY: a referenced object, alive until we dereference it.
         let driver_ref = unsafe { &*driver };
         let (kind, device) = (driver_ref.Type, driver_ref.DeviceObject);
+        // Wine 8.0 leaves a driver object's Type at 0; the name under \Driver\ already says
+        // what it is, so 0 is accepted here (this module is the Wine build only).
         let device = match NonNull::new(device) {
-            Some(d) if kind == IO_TYPE_DRIVER => d,
+            Some(d) if kind == IO_TYPE_DRIVER || kind == 0 => d,
             _ => {
                 // SAFETY: the reference just taken.
                 unsafe { ObfDereferenceObject(object) };
