@@ -3,6 +3,7 @@
 //! deterministic simulator, and the tools (`vcbench`, `vcsim`).
 
 pub mod bench;
+mod condvar_sync;
 pub mod host;
 pub mod loom_platform;
 pub mod request;

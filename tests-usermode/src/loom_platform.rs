@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 
 use loom::sync::{Condvar, Mutex, MutexGuard};
 
-use vcdirect::platform::{self, HostDevice, HostIo, HostKind, HostLimits, Platform, ThreadRole};
+use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, Platform, ThreadRole};
 use vcdirect::Status;
 
 use crate::request::TestRequest;
@@ -23,83 +23,14 @@ use crate::request::TestRequest;
 /// Name of the threads that run work items (the OS's shared worker threads).
 pub const SYSTEM_WORKER: &str = "system-worker";
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `platform::Lock` over loom's mutex.
-pub struct LoomLock<T>(Mutex<T>);
-
-impl<T: Send> platform::Lock<T> for LoomLock<T> {
-    fn new(value: T) -> Self {
-        LoomLock(Mutex::new(value))
-    }
-    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut lock(&self.0))
-    }
-}
-
-/// A notification event.
-pub struct LoomEvent {
-    set: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl platform::Event for LoomEvent {
-    fn new() -> Self {
-        LoomEvent {
-            set: Mutex::new(false),
-            cv: Condvar::new(),
-        }
-    }
-    fn set(&self) {
-        *lock(&self.set) = true;
-        self.cv.notify_all();
-    }
-    fn wait(&self) {
-        let mut g = lock(&self.set);
-        while !*g {
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// A counting semaphore.
-pub struct LoomSemaphore {
-    permits: Mutex<usize>,
-    cv: Condvar,
-}
-
-impl platform::Semaphore for LoomSemaphore {
-    fn new(initial: usize) -> Self {
-        LoomSemaphore {
-            permits: Mutex::new(initial),
-            cv: Condvar::new(),
-        }
-    }
-    fn release(&self) {
-        *lock(&self.permits) += 1;
-        self.cv.notify_one();
-    }
-    fn acquire(&self) {
-        let mut g = lock(&self.permits);
-        while *g == 0 {
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-        *g -= 1;
-    }
-}
-
-/// A joinable loom thread.
-pub struct LoomThread(loom::thread::JoinHandle<()>);
-
-impl platform::Thread for LoomThread {
-    fn join(self) {
-        if let Err(panic) = self.0.join() {
-            std::panic::resume_unwind(panic);
-        }
-    }
-}
+crate::condvar_sync::condvar_primitives!(
+    "loom",
+    LoomLock,
+    LoomEvent,
+    LoomSemaphore,
+    LoomThread,
+    loom::thread::JoinHandle<()>
+);
 
 /// Where [`Platform::queue_work_item`] runs an item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,88 +5,19 @@ use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use vcdirect::platform::{self, HostDevice, Piece, Platform, ThreadRole};
+use vcdirect::platform::{HostDevice, Piece, Platform, ThreadRole};
 use vcdirect::Status;
 
 use crate::request::TestRequest;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `platform::Lock` over `std::sync::Mutex`.
-pub struct StdLock<T>(Mutex<T>);
-
-impl<T: Send> platform::Lock<T> for StdLock<T> {
-    fn new(value: T) -> Self {
-        StdLock(Mutex::new(value))
-    }
-    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut lock(&self.0))
-    }
-}
-
-/// A notification event.
-pub struct StdEvent {
-    set: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl platform::Event for StdEvent {
-    fn new() -> Self {
-        StdEvent {
-            set: Mutex::new(false),
-            cv: Condvar::new(),
-        }
-    }
-    fn set(&self) {
-        *lock(&self.set) = true;
-        self.cv.notify_all();
-    }
-    fn wait(&self) {
-        let mut g = lock(&self.set);
-        while !*g {
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// A counting semaphore.
-pub struct StdSemaphore {
-    permits: Mutex<usize>,
-    cv: Condvar,
-}
-
-impl platform::Semaphore for StdSemaphore {
-    fn new(initial: usize) -> Self {
-        StdSemaphore {
-            permits: Mutex::new(initial),
-            cv: Condvar::new(),
-        }
-    }
-    fn release(&self) {
-        *lock(&self.permits) += 1;
-        self.cv.notify_one();
-    }
-    fn acquire(&self) {
-        let mut g = lock(&self.permits);
-        while *g == 0 {
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-        *g -= 1;
-    }
-}
-
-/// A joinable std thread.
-pub struct StdThread(std::thread::JoinHandle<()>);
-
-impl platform::Thread for StdThread {
-    fn join(self) {
-        if let Err(panic) = self.0.join() {
-            std::panic::resume_unwind(panic);
-        }
-    }
-}
+crate::condvar_sync::condvar_primitives!(
+    "std",
+    StdLock,
+    StdEvent,
+    StdSemaphore,
+    StdThread,
+    std::thread::JoinHandle<()>
+);
 
 type WorkItem = Box<dyn FnOnce() + Send>;
 

@@ -362,46 +362,43 @@ impl HostDevice for KernelHost {
     /// legacy queue's ZwReadFile; split it here with the engine's segmentation.
     #[cfg(feature = "wine-host")]
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
-        let limits = SegmentLimits::direct(&self.limits, self.limits.sector_size);
-        let mut done = 0;
-        while done < buf.len() {
-            let n = limits.next_len(buf.len() - done, buf[done..].as_ptr() as usize);
-            let got = self
-                .start_read(offset + done as u64, &mut buf[done..done + n])
-                .wait()?;
-            done += got;
-            if got < n {
-                break;
-            }
-        }
-        Ok(done)
+        let address = buf.as_ptr() as usize;
+        self.in_segments(buf.len(), address, |at, n| {
+            self.start_read(offset + at as u64, &mut buf[at..at + n])
+                .wait()
+        })
     }
     /// Wine: see `read`.
     #[cfg(feature = "wine-host")]
     fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+        self.in_segments(buf.len(), buf.as_ptr() as usize, |at, n| {
+            self.start_write(offset + at as u64, &buf[at..at + n])
+                .wait()
+        })
+    }
+}
+
+#[cfg(feature = "wine-host")]
+impl KernelHost {
+    /// Runs `transfer(position, length)` over `len` bytes at `address`, one host segment at a
+    /// time; stops at the first error or short transfer. Returns the bytes moved.
+    fn in_segments(
+        &self,
+        len: usize,
+        address: usize,
+        mut transfer: impl FnMut(usize, usize) -> Result<usize, Status>,
+    ) -> Result<usize, Status> {
         let limits = SegmentLimits::direct(&self.limits, self.limits.sector_size);
         let mut done = 0;
-        while done < buf.len() {
-            let n = limits.next_len(buf.len() - done, buf[done..].as_ptr() as usize);
-            let got = self
-                .start_write(offset + done as u64, &buf[done..done + n])
-                .wait()?;
+        while done < len {
+            let n = limits.next_len(len - done, address + done);
+            let got = transfer(done, n)?;
             done += got;
             if got < n {
                 break;
             }
         }
         Ok(done)
-    }
-    #[cfg(not(feature = "wine-host"))]
-    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
-        product::transfer(
-            self.handle,
-            true,
-            offset,
-            buf.as_ptr().cast_mut(),
-            buf.len(),
-        )
     }
 }
 

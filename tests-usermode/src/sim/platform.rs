@@ -3,89 +3,20 @@
 
 use shuttle::sync::{Condvar, Mutex, MutexGuard};
 
-use vcdirect::platform::{self, Platform, ThreadRole};
+use vcdirect::platform::{Platform, ThreadRole};
 use vcdirect::Status;
 
 use super::host::SimHost;
 use crate::request::TestRequest;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `platform::Lock` over shuttle's mutex.
-pub struct SimLock<T>(Mutex<T>);
-
-impl<T: Send> platform::Lock<T> for SimLock<T> {
-    fn new(value: T) -> Self {
-        SimLock(Mutex::new(value))
-    }
-    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut lock(&self.0))
-    }
-}
-
-/// A notification event.
-pub struct SimEvent {
-    set: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl platform::Event for SimEvent {
-    fn new() -> Self {
-        SimEvent {
-            set: Mutex::new(false),
-            cv: Condvar::new(),
-        }
-    }
-    fn set(&self) {
-        *lock(&self.set) = true;
-        self.cv.notify_all();
-    }
-    fn wait(&self) {
-        let mut g = lock(&self.set);
-        while !*g {
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// A counting semaphore.
-pub struct SimSemaphore {
-    permits: Mutex<usize>,
-    cv: Condvar,
-}
-
-impl platform::Semaphore for SimSemaphore {
-    fn new(initial: usize) -> Self {
-        SimSemaphore {
-            permits: Mutex::new(initial),
-            cv: Condvar::new(),
-        }
-    }
-    fn release(&self) {
-        *lock(&self.permits) += 1;
-        self.cv.notify_one();
-    }
-    fn acquire(&self) {
-        let mut g = lock(&self.permits);
-        while *g == 0 {
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-        *g -= 1;
-    }
-}
-
-/// A joinable simulated thread.
-pub struct SimThread(shuttle::thread::JoinHandle<()>);
-
-impl platform::Thread for SimThread {
-    fn join(self) {
-        if let Err(panic) = self.0.join() {
-            std::panic::resume_unwind(panic);
-        }
-    }
-}
+crate::condvar_sync::condvar_primitives!(
+    "shuttle",
+    SimLock,
+    SimEvent,
+    SimSemaphore,
+    SimThread,
+    shuttle::thread::JoinHandle<()>
+);
 
 /// The simulator's platform. Work items each get their own simulated system thread, so a
 /// blocked upper completion never holds up another (the bound is the completion stage's).

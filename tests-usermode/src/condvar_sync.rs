@@ -1,0 +1,89 @@
+//! The engine's `Lock`, `Event`, `Semaphore` and `Thread` over a std-shaped `Mutex` + `Condvar`
+//! family: one implementation, instantiated by each user-mode platform (std, shuttle, loom)
+//! over its own primitives. The invoking module imports `Mutex`, `MutexGuard` and `Condvar`;
+//! the macro's bodies name them unqualified, so they resolve there.
+
+/// Defines `$lock`, `$event`, `$semaphore` and `$thread` (over join handle `$join`).
+macro_rules! condvar_primitives {
+    ($what:literal, $lock:ident, $event:ident, $semaphore:ident, $thread:ident, $join:ty) => {
+        fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+            m.lock().unwrap_or_else(|e| e.into_inner())
+        }
+
+        #[doc = concat!("`platform::Lock` over ", $what, "'s mutex.")]
+        pub struct $lock<T>(Mutex<T>);
+
+        impl<T: Send> vcdirect::platform::Lock<T> for $lock<T> {
+            fn new(value: T) -> Self {
+                $lock(Mutex::new(value))
+            }
+            fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+                f(&mut lock(&self.0))
+            }
+        }
+
+        #[doc = concat!("A notification event over ", $what, "'s mutex and condition variable.")]
+        pub struct $event {
+            set: Mutex<bool>,
+            cv: Condvar,
+        }
+
+        impl vcdirect::platform::Event for $event {
+            fn new() -> Self {
+                $event {
+                    set: Mutex::new(false),
+                    cv: Condvar::new(),
+                }
+            }
+            fn set(&self) {
+                *lock(&self.set) = true;
+                self.cv.notify_all();
+            }
+            fn wait(&self) {
+                let mut g = lock(&self.set);
+                while !*g {
+                    g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+                }
+            }
+        }
+
+        #[doc = concat!("A counting semaphore over ", $what, "'s mutex and condition variable.")]
+        pub struct $semaphore {
+            permits: Mutex<usize>,
+            cv: Condvar,
+        }
+
+        impl vcdirect::platform::Semaphore for $semaphore {
+            fn new(initial: usize) -> Self {
+                $semaphore {
+                    permits: Mutex::new(initial),
+                    cv: Condvar::new(),
+                }
+            }
+            fn release(&self) {
+                *lock(&self.permits) += 1;
+                self.cv.notify_one();
+            }
+            fn acquire(&self) {
+                let mut g = lock(&self.permits);
+                while *g == 0 {
+                    g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+                }
+                *g -= 1;
+            }
+        }
+
+        #[doc = concat!("A joinable ", $what, " thread.")]
+        pub struct $thread($join);
+
+        impl vcdirect::platform::Thread for $thread {
+            fn join(self) {
+                if let Err(panic) = self.0.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use condvar_primitives;
