@@ -76,7 +76,7 @@ impl<P: Platform> DirectPath<P> {
     }
 
     /// Ends the workers after everything queued before.
-    pub(crate) fn stop(&self, _volume: &Volume<P>) {
+    pub(crate) fn stop(&self) {
         for _ in 0..self.workers.load(Ordering::Relaxed) {
             self.ready.push(Msg::Stop);
         }

@@ -100,12 +100,14 @@ pub(crate) enum JobKind {
     Flush,
 }
 
-struct Ordering_<R: UpperRequest> {
+struct Admission<R: UpperRequest> {
     lock: RangeLock,
     /// Jobs registered but not granted yet, by ticket index.
     waiting: Vec<Option<IoJob<R>>>,
     /// Jobs that found the range pool full, in arrival order.
     backlog: VecDeque<(IoJob<R>, Access)>,
+    /// Tickets a release just granted (capacity fixed at mount: no allocation per request).
+    granted: Vec<Ticket>,
 }
 
 /// A mounted volume.
@@ -115,7 +117,7 @@ pub struct Volume<P: Platform> {
     pub(crate) key: VolumeKey<P>,
     pub(crate) params: MountParams,
     effective: Effective,
-    order: P::Lock<Ordering_<P::Request>>,
+    order: P::Lock<Admission<P::Request>>,
     pub(crate) legacy: LegacyQueue<P>,
     pub(crate) direct: DirectPath<P>,
     pub(crate) completer: Arc<Completer<P>>,
@@ -172,10 +174,11 @@ impl<P: Platform> Volume<P> {
         let crypto_pool = CryptoPool::new(env.cpu_count(), tunables.free_cpu_count as usize);
         let volume = Arc::new(Volume {
             key: VolumeKey::new(master_key),
-            order: P::Lock::new(Ordering_ {
+            order: P::Lock::new(Admission {
                 lock: RangeLock::with_capacity(RANGE_ENTRIES),
                 waiting: (0..RANGE_ENTRIES).map(|_| None).collect(),
                 backlog: VecDeque::new(),
+                granted: Vec::with_capacity(RANGE_ENTRIES),
             }),
             legacy: LegacyQueue::new(&tunables, &host.limits()),
             direct: DirectPath::new(),
@@ -342,7 +345,7 @@ impl<P: Platform> Volume<P> {
 
     /// Registers `job`; returns it when granted at once, otherwise parks it.
     fn register(
-        o: &mut Ordering_<P::Request>,
+        o: &mut Admission<P::Request>,
         mut job: IoJob<P::Request>,
         access: Access,
     ) -> Option<IoJob<P::Request>> {
@@ -462,27 +465,27 @@ impl<P: Platform> Volume<P> {
         if !status.is_success() {
             Counters::add(&self.counters.failed, 1);
         }
-        let mut granted: Vec<Ticket> = Vec::new();
-        let mut ready: Vec<IoJob<P::Request>> = Vec::new();
+        // Whoever the release unblocks is handed to its path right here: `start` only pushes
+        // onto a path's queue (its own short lock, never taken before this one), so nothing
+        // is collected or allocated per request.
         self.order.with(|o| {
-            o.lock.release(ticket, &mut granted);
-            for t in granted.drain(..) {
+            o.lock.release(ticket, &mut o.granted);
+            for i in 0..o.granted.len() {
+                let t = o.granted[i];
                 if let Some(job) = o.waiting[t.index()].take() {
-                    ready.push(job);
+                    self.start(job);
                 }
             }
+            o.granted.clear();
             while !o.lock.is_full() {
                 let Some((job, access)) = o.backlog.pop_front() else {
                     break;
                 };
                 if let Some(job) = Self::register(o, job, access) {
-                    ready.push(job);
+                    self.start(job);
                 }
             }
         });
-        for job in ready {
-            self.start(job);
-        }
         self.completer.push(Finished {
             request,
             status,
@@ -519,13 +522,13 @@ impl<P: Platform> Volume<P> {
             // child operations are still in flight.
             self.admitted.close();
             self.legacy.stop();
-            self.direct.stop(self);
+            self.direct.stop();
             self.key.erase();
             return;
         }
         self.admitted.close_and_wait();
         self.legacy.stop();
-        self.direct.stop(self);
+        self.direct.stop();
         let threads = self.threads.with(core::mem::take);
         // The completion thread is the first; stop it after the paths' threads returned.
         let mut threads = threads.into_iter();
