@@ -1,6 +1,6 @@
 //! Seeded workloads and the checks that run after each.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use rand::rngs::StdRng;
@@ -151,7 +151,6 @@ struct Ctx {
     one_flush: Mutex<()>,
     next_id: AtomicU32,
     r1_violations: StdMutex<Vec<String>>,
-    dismounted: AtomicBool,
     reentrant: bool,
     read_only: bool,
 }
@@ -303,7 +302,6 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
         one_flush: Mutex::new(()),
         next_id: AtomicU32::new(1),
         r1_violations: StdMutex::new(Vec::new()),
-        dismounted: AtomicBool::new(false),
         reentrant: f.reentrant,
         read_only: cfg.read_only,
     });
@@ -336,7 +334,6 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
                         ctx.volume.erase_keys();
                     }
                     if dismount_early {
-                        ctx.dismounted.store(true, Ordering::SeqCst);
                         ctx.volume.dismount();
                         let v = &ctx.volume;
                         if v.host().outstanding() != 0 {
