@@ -249,7 +249,7 @@ fn r14_requests_without_a_usable_buffer_fail_cleanly_and_the_volume_keeps_servin
             assert_eq!((s, n), (Status::Success, len as usize));
             assert!(back == data);
         }
-        assert_eq!(vol.in_flight(), 0);
+        wait_until_idle(&vol);
         vol.dismount();
     }
 }
