@@ -164,11 +164,13 @@ fn r3_erase_racing_in_flight_io_never_returns_wrong_plaintext() {
         put_plain(&host.mem, DATA_OFFSET, 0, &truth);
         let vol = mount(host.clone(), p);
         let erased = Arc::new(AtomicBool::new(false));
+        let succeeded = Arc::new(AtomicU64::new(0));
         let submitters: Vec<_> = (0..6u64)
             .map(|t| {
                 let vol = Arc::clone(&vol);
                 let truth = Arc::clone(&truth);
                 let erased = Arc::clone(&erased);
+                let succeeded = Arc::clone(&succeeded);
                 std::thread::spawn(move || {
                     let mut rng = StdRng::seed_from_u64(300 + t);
                     let (mut ok, mut busy, mut after) = (0u64, 0u64, 0u32);
@@ -193,6 +195,7 @@ fn r3_erase_racing_in_flight_io_never_returns_wrong_plaintext() {
                             match c.status {
                                 Status::Success => {
                                     ok += 1;
+                                    succeeded.fetch_add(1, Ordering::SeqCst);
                                     assert_eq!(c.information, len);
                                     if !w {
                                         let b = c.buf.unwrap();
@@ -214,7 +217,10 @@ fn r3_erase_racing_in_flight_io_never_returns_wrong_plaintext() {
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(150));
+        // Erase in the middle of the traffic: after every submitter is well under way.
+        wait_for("48 requests succeeded before the erase", || {
+            succeeded.load(Ordering::SeqCst) >= 48
+        });
         vol.erase_keys();
         assert!(vol.key().is_erased());
         erased.store(true, Ordering::SeqCst);
@@ -294,7 +300,12 @@ fn dismount_under_load(gates: Gates) {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(150));
+    // Dismount in the middle of the traffic, once both paths have served requests.
+    wait_for("traffic on both paths before the dismount", || {
+        let c = vol.counters.snapshot();
+        let direct_ok = gates != BOTH_ON || c.direct_reads + c.direct_writes > 0;
+        completed.load(Ordering::SeqCst) >= 48 && direct_ok && c.legacy_reads + c.legacy_writes > 0
+    });
     vol.dismount();
     assert_eq!(
         host.in_flight(),

@@ -47,8 +47,13 @@ fn reintroduced_r1_and_r2_bugs_are_visible_to_the_checks() {
     let weak = Arc::downgrade(&vol);
     host.set_hook(true, move || {
         let v = weak.upgrade().expect("volume");
-        // Let the main thread encrypt the second fragment first.
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Let the main thread start encrypting the second fragment first (one key use per
+        // fragment): the erase below then waits for that encryption, and only the I/O
+        // thread's own check could still stop the fragment. A sleep is not enough on a
+        // loaded machine.
+        wait_for("the second fragment's encryption started", || {
+            v.key().uses() >= 2
+        });
         let e = Arc::clone(&v);
         std::thread::spawn(move || e.erase_keys());
         while !v.key().is_blocked() {

@@ -297,19 +297,21 @@ pub fn wait(rx: &mpsc::Receiver<Completion>) -> Completion {
         .expect("request did not complete in time")
 }
 
+/// Waits until `ready` holds (fails the test with `what` after [`WAIT`]). For tests that need
+/// some traffic to have happened before they act: a fixed sleep is too short on a loaded machine.
+pub fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < WAIT, "not reached after {WAIT:?}: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Waits until the volume holds no admitted request (fails the test after [`WAIT`]). The upper
 /// completion runs before the request leaves the volume's rundown (so dismount waits for the
 /// completion routine), so right after a completion arrives the count may still be 1 briefly.
 pub fn wait_until_idle(vol: &Vol) {
-    let start = std::time::Instant::now();
-    while vol.in_flight() != 0 {
-        assert!(
-            start.elapsed() < WAIT,
-            "{} requests still in flight after {WAIT:?}",
-            vol.in_flight()
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_for("no request in flight", || vol.in_flight() == 0);
 }
 
 pub fn submit_read(vol: &Vol, offset: u64, len: u32) -> mpsc::Receiver<Completion> {
