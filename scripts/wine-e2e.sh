@@ -121,6 +121,14 @@ w() { # log-name, timeout-seconds, command... ; the log is $OUT/<n>-<log-name>.l
     shift 2
     timeout "$secs" "$@" >"$LAST_LOG" 2>&1
 }
+await_log() { # file, pattern, seconds: waits until the driver's output holds the line
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -aq "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
 cleanup() { timeout 30 wineserver -k >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 # vc-e2e under Wine; its PASS/FAIL lines are counted as results.
@@ -238,8 +246,7 @@ restart_prefix
 before=$(winedevices)
 WINEDEBUG=warn+debugstr w sc-start-testdisk 120 wine sc start vctestdisk
 DISK_START_LOG="$LAST_LOG"
-sleep 1
-if grep -aq "vctestdisk: loaded (4194304 bytes, latency 1000 us, max transfer 65536" "$DISK_START_LOG"; then
+if await_log "$DISK_START_LOG" "vctestdisk: loaded (4194304 bytes, latency 1000 us, max transfer 65536" 30; then
     result PASS testdisk-loads "$(grep -ao 'vctestdisk: loaded[^)]*)' "$DISK_START_LOG" | head -n1)"
 else
     result FAIL testdisk-loads "see $DISK_START_LOG"
@@ -270,8 +277,7 @@ w latency-set 60 wine "$WIN_DIR\\vc-e2e.exe" disk-latency --us 50000
 client testdisk-latency latency --device "$DISK_PATH" --min-ms 50
 w latency-reset 60 wine "$WIN_DIR\\vc-e2e.exe" disk-latency --us 1000
 w sc-stop-testdisk 120 wine sc stop vctestdisk
-sleep 2
-if grep -aq "vctestdisk: unloaded" "$DISK_START_LOG"; then
+if await_log "$DISK_START_LOG" "vctestdisk: unloaded" 30; then
     result PASS testdisk-unloads "Unload joined the worker and deleted the devices"
 else
     result FAIL testdisk-unloads "no unload line in $DISK_START_LOG"
@@ -317,7 +323,7 @@ WINEDEBUG=warn+debugstr w sc-start-both 120 wine sc start vctestdisk
 BOTH_LOG="$LAST_LOG"
 after_disk=$(winedevices)
 w sc-start-vcdirect 120 wine sc start vcdirect
-sleep 1
+await_log "$BOTH_LOG" "vcdirect: loaded (wine-host build" 30
 after_both=$(winedevices)
 if grep -aq "vcdirect: loaded (wine-host build" "$BOTH_LOG"; then
     result PASS vcdirect-loads "$(grep -ao 'vcdirect: loaded[^\\]*' "$BOTH_LOG" | head -n1 | tr -d '\r')"

@@ -29,6 +29,14 @@ w() { # log-name, timeout-seconds, command...
     shift 2
     timeout "$secs" "$@" >"$log" 2>&1
 }
+await_log() { # file, pattern, seconds: waits until the driver's output holds the line (quietly gives up)
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -aq "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
 cleanup() { timeout 30 wineserver -k >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
@@ -46,10 +54,10 @@ WINEDEBUG=-all w sc-create 120 wine sc create vcdirect type= kernel start= deman
 timeout 30 wineserver -k >/dev/null 2>&1 || true
 timeout 10 wineserver -p 120 >/dev/null 2>&1
 WINEDEBUG=warn+debugstr w sc-start 120 wine sc start vcdirect
-sleep 2
+await_log "$OUT/sc-start.log" "vcdirect: self-test passed" 30 || true
 WINEDEBUG=-all w probe 120 wine "$PROBE"
 WINEDEBUG=-all w sc-stop 120 wine sc stop vcdirect
-sleep 2
+await_log "$OUT/sc-start.log" "vcdirect: unloaded" 30 || true
 cleanup
 elapsed=$(($(date +%s) - start))
 
