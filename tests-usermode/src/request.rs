@@ -1,6 +1,6 @@
 //! The upper request of the user-mode hosts: an owned buffer and a completion callback.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -70,13 +70,56 @@ pub struct Completion {
 
 type Callback = Box<dyn FnOnce(Completion) + Send>;
 
+/// The issuer's side of a request's cancellation, as `IoCancelIrp` sees an IRP: a cancel flag
+/// (`Irp->Cancel`) and the engine's hook (`Irp->CancelRoutine`), exchanged atomically.
+#[derive(Clone, Debug)]
+pub struct CancelHandle(Arc<CancelState>);
+
+#[derive(Debug)]
+struct CancelState {
+    key: usize,
+    cancelled: AtomicBool,
+    armed: AtomicBool,
+}
+
+/// Keys of test requests: unique in the process, like the address of an outstanding IRP.
+static NEXT_KEY: AtomicUsize = AtomicUsize::new(1);
+
+impl CancelHandle {
+    fn new() -> Self {
+        CancelHandle(Arc::new(CancelState {
+            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+            cancelled: AtomicBool::new(false),
+            armed: AtomicBool::new(false),
+        }))
+    }
+
+    /// Cancels the request as `IoCancelIrp` does: sets its cancel flag, then, if the engine's
+    /// hook was armed, takes it and runs `routine` with the request's key (the cancel routine,
+    /// which calls `Volume::cancel`). True when the routine ran.
+    pub fn cancel(&self, routine: impl FnOnce(usize)) -> bool {
+        self.0.cancelled.store(true, Ordering::SeqCst);
+        if self.0.armed.swap(false, Ordering::SeqCst) {
+            routine(self.0.key);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The request's key.
+    pub fn key(&self) -> usize {
+        self.0.key
+    }
+}
+
 /// A request as an upper driver would send it.
 pub struct TestRequest {
     kind: RequestKind,
     offset: i64,
     length: u32,
     buf: Option<Buf>,
-    cancelled: Arc<AtomicBool>,
+    cancel: CancelHandle,
     done: Option<Callback>,
 }
 
@@ -94,7 +137,7 @@ impl TestRequest {
             offset,
             length,
             buf,
-            cancelled: Arc::new(AtomicBool::new(false)),
+            cancel: CancelHandle::new(),
             done: Some(Box::new(done)),
         }
     }
@@ -126,9 +169,9 @@ impl TestRequest {
         Self::new(RequestKind::Flush, 0, 0, None, done)
     }
 
-    /// A handle that cancels the request when set.
-    pub fn cancel_handle(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.cancelled)
+    /// The handle that cancels the request.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
     }
 }
 
@@ -151,7 +194,20 @@ impl UpperRequest for TestRequest {
         self.buf = Some(buf);
     }
     fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+        self.cancel.0.cancelled.load(Ordering::SeqCst)
+    }
+    fn cancel_key(&self) -> usize {
+        self.cancel.0.key
+    }
+    fn arm_cancel(&mut self) -> bool {
+        let c = &self.cancel.0;
+        c.armed.store(true, Ordering::SeqCst);
+        // Cancelled before the hook was in place: take it back unless the canceller already
+        // took it (then its routine runs and settles the request with the engine).
+        !(c.cancelled.load(Ordering::SeqCst) && c.armed.swap(false, Ordering::SeqCst))
+    }
+    fn disarm_cancel(&mut self) -> bool {
+        self.cancel.0.armed.swap(false, Ordering::SeqCst)
     }
     fn complete(mut self, status: Status, information: usize) {
         let done = self.done.take().expect("completed once");

@@ -3,6 +3,8 @@
 //!
 //! Owns: the per-volume FIFO of granted direct requests, the 8 workers (one request each, so
 //! the 8 workers are the 8 slots) and their preallocated write bounce buffers.
+//! A queued job can be cancelled (its cancel routine takes it out of the FIFO: STATUS_CANCELLED,
+//! nothing issued); a worker claims a job before it starts it (`Volume::claim`).
 //! Never: decides eligibility or ordering (`volume` and `barrier` did, once, at dispatch:
 //! a request never changes path because of load, REVIEW.md R12), or completes requests
 //! (`completion` does).
@@ -31,6 +33,8 @@ pub const WORKERS: usize = 8;
 
 enum Msg<R: UpperRequest> {
     Work(IoJob<R>),
+    /// Where a cancel routine took a queued job out (workers skip it).
+    Taken,
     Stop,
 }
 
@@ -75,6 +79,18 @@ impl<P: Platform> DirectPath<P> {
         self.ready.push(Msg::Work(job));
     }
 
+    /// Takes the queued job with `key` out of the FIFO (its cancel routine fired).
+    pub(crate) fn take_queued(&self, key: usize) -> Option<IoJob<P::Request>> {
+        let picked = self.ready.take_first(
+            |m| matches!(m, Msg::Work(job) if job.request.cancel_key() == key),
+            Msg::Taken,
+        )?;
+        match picked {
+            Msg::Work(job) => Some(job),
+            Msg::Taken | Msg::Stop => None,
+        }
+    }
+
     /// Ends the workers after everything queued before.
     pub(crate) fn stop(&self) {
         for _ in 0..self.workers.load(Ordering::Relaxed) {
@@ -90,7 +106,12 @@ fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: AlignedBuffer) {
         let job = match d.ready.pop() {
             // Dropping the bounce buffer zeroizes it.
             Msg::Stop => return,
+            Msg::Taken => continue,
             Msg::Work(job) => job,
+        };
+        // The issuer's cancel may have won: then the job is settled and this worker moves on.
+        let Some(job) = v.claim(job) else {
+            continue;
         };
         let now = d.busy.fetch_add(1, Ordering::AcqRel) + 1;
         Counters::raise_max(&v.counters.direct_in_flight_max, now);

@@ -55,6 +55,18 @@ pub trait UpperRequest: Send + 'static {
     fn put_buffer(&mut self, buf: Self::Buf);
     /// True once the request was cancelled by its issuer.
     fn is_cancelled(&self) -> bool;
+    /// Identifies the request while it is outstanding (the IRP's address in the kernel): the
+    /// key the issuer's cancel hands to `Volume::cancel`.
+    fn cancel_key(&self) -> usize;
+    /// The engine has queued the request: from now on the issuer's cancel reaches
+    /// `Volume::cancel(cancel_key)` (in the kernel: the IRP's cancel routine is set). False
+    /// when the request was cancelled already and the hook was taken back at once; the engine
+    /// then completes it with STATUS_CANCELLED, nothing issued.
+    fn arm_cancel(&mut self) -> bool;
+    /// A path takes the request off its queue to work on it: the issuer's cancel no longer
+    /// reaches the engine. False when the hook has fired already (the cancel routine runs or
+    /// ran): its call to `Volume::cancel` then settles the request with the engine.
+    fn disarm_cancel(&mut self) -> bool;
     /// Completes the request with `status` and `information` (bytes transferred).
     fn complete(self, status: Status, information: usize);
 }

@@ -33,6 +33,16 @@ impl<P: Platform, T: Send> WorkQueue<P, T> {
             .expect("a semaphore permit always matches a queued item")
     }
 
+    /// Takes out the oldest queued item `pick` selects and leaves `tombstone` in its place, so
+    /// that every consumer's wake-up still finds an item (consumers skip tombstones). For the
+    /// cancel routine of a queued request.
+    pub fn take_first(&self, mut pick: impl FnMut(&T) -> bool, tombstone: T) -> Option<T> {
+        self.items.with(|q| {
+            let slot = q.iter_mut().find(|item| pick(item))?;
+            Some(core::mem::replace(slot, tombstone))
+        })
+    }
+
     /// Number of queued items.
     pub fn len(&self) -> usize {
         self.items.with(|q| q.len())

@@ -35,6 +35,13 @@ enum Msg<T> {
     Stop,
 }
 
+/// What the main thread takes: a granted request, a hole a cancel routine left, or stop.
+enum Input<R: UpperRequest> {
+    Work(IoJob<R>),
+    Taken,
+    Stop,
+}
+
 enum FragmentData<B> {
     /// A piece of the caller's buffer to read into.
     Read(B),
@@ -72,7 +79,7 @@ struct Items<R: UpperRequest> {
 
 /// The legacy queue of one volume.
 pub(crate) struct LegacyQueue<P: Platform> {
-    input: WorkQueue<P, Msg<IoJob<P::Request>>>,
+    input: WorkQueue<P, Input<P::Request>>,
     to_io: WorkQueue<P, Msg<Fragment<<P::Request as UpperRequest>::Buf>>>,
     to_completion: WorkQueue<P, Msg<Fragment<<P::Request as UpperRequest>::Buf>>>,
     item_permits: P::Semaphore,
@@ -129,12 +136,25 @@ impl<P: Platform> LegacyQueue<P> {
 
     /// Queues a granted request for the main thread.
     pub(crate) fn submit(&self, job: IoJob<P::Request>) {
-        self.input.push(Msg::Work(job));
+        self.input.push(Input::Work(job));
     }
 
     /// Ends the three threads after everything queued before.
     pub(crate) fn stop(&self) {
-        self.input.push(Msg::Stop);
+        self.input.push(Input::Stop);
+    }
+
+    /// Takes the queued job with `key` out of the main thread's queue (its cancel routine
+    /// fired).
+    pub(crate) fn take_queued(&self, key: usize) -> Option<IoJob<P::Request>> {
+        let picked = self.input.take_first(
+            |m| matches!(m, Input::Work(job) if job.request.cancel_key() == key),
+            Input::Taken,
+        )?;
+        match picked {
+            Input::Work(job) => Some(job),
+            Input::Taken | Input::Stop => None,
+        }
     }
 }
 
@@ -146,8 +166,11 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
     let q = &v.legacy;
     let limits = SegmentLimits::fragments(q.fragment_size, v.params.sector_size);
     loop {
+        // An item first, then the request: a request waiting for one of the 8 items stays in
+        // the queue, where its cancel routine can still take it out.
+        q.item_permits.acquire();
         let job = match q.input.pop() {
-            Msg::Stop => {
+            Input::Stop => {
                 // Both fragment buffers are back: every admitted request finished before stop.
                 while !q.fragment_buffers.is_empty() {
                     drop(q.fragment_buffers.pop());
@@ -155,9 +178,16 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 q.to_io.push(Msg::Stop);
                 return;
             }
-            Msg::Work(job) => job,
+            Input::Taken => {
+                q.item_permits.release();
+                continue;
+            }
+            Input::Work(job) => job,
         };
-        q.item_permits.acquire();
+        let Some(job) = v.claim(job) else {
+            q.item_permits.release();
+            continue;
+        };
         let IoJob {
             request,
             buf,

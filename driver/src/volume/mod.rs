@@ -9,6 +9,7 @@
 //! and finished ones to `completion`.
 
 pub(crate) mod buffer;
+mod cancel;
 mod counters;
 pub mod segment;
 
@@ -118,6 +119,8 @@ pub struct Volume<P: Platform> {
     pub(crate) params: MountParams,
     effective: Effective,
     order: P::Lock<Admission<P::Request>>,
+    /// Cancelled requests between their cancel routine and the path that took them.
+    cancels: P::Lock<cancel::CancelBook<P::Request>>,
     pub(crate) legacy: LegacyQueue<P>,
     pub(crate) direct: DirectPath<P>,
     pub(crate) completer: Arc<Completer<P>>,
@@ -180,6 +183,7 @@ impl<P: Platform> Volume<P> {
                 backlog: VecDeque::new(),
                 granted: Vec::with_capacity(RANGE_ENTRIES),
             }),
+            cancels: P::Lock::new(cancel::CancelBook::new()),
             legacy: LegacyQueue::new(&tunables, &host.limits()),
             direct: DirectPath::new(),
             completer: Arc::new(Completer::new(env.clone(), tunables.max_work_items)),
@@ -302,6 +306,17 @@ impl<P: Platform> Volume<P> {
                 request.put_buffer(b);
             }
             request.complete(Status::DeviceNotReady, 0);
+            return;
+        }
+        // Queued from here on: the issuer's cancel now reaches `cancel` (the IRP's cancel
+        // routine is set). Already cancelled: complete at once, nothing issued.
+        if !request.arm_cancel() {
+            Counters::add(&self.counters.failed, 1);
+            if let Some(b) = buf {
+                request.put_buffer(b);
+            }
+            request.complete(Status::Cancelled, 0);
+            self.admitted.exit();
             return;
         }
         let path = match (kind, &buf) {

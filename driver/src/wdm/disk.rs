@@ -13,8 +13,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use wdk_sys::ntddk::{
     IoAcquireRemoveLockEx, IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice,
-    IoDeleteSymbolicLink, IoInitializeRemoveLockEx, IoReleaseRemoveLockAndWaitEx,
-    IoReleaseRemoveLockEx,
+    IoDeleteSymbolicLink, IoInitializeRemoveLockEx, IoReleaseCancelSpinLock,
+    IoReleaseRemoveLockAndWaitEx, IoReleaseRemoveLockEx,
 };
 use wdk_sys::{
     DEVICE_OBJECT, DO_DEVICE_INITIALIZING, DO_DIRECT_IO, DRIVER_OBJECT, FILE_DEVICE_DISK,
@@ -348,6 +348,8 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
     let status = match u32::from(request.major_function()) {
         IRP_MJ_READ | IRP_MJ_WRITE | IRP_MJ_FLUSH_BUFFERS => {
             request.mark_pending();
+            // While the engine queues it, IoCancelIrp reaches `cancel_queued`.
+            request.set_cancel_routine(cancel_queued);
             // The engine completes it exactly once (a read or write without MDL reaches it as
             // a request without buffer and fails cleanly: R14).
             mounted.volume.dispatch(request);
@@ -381,6 +383,41 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
     };
     release(ext, irp.cast());
     status
+}
+
+/// The cancel routine of a read, write or flush IRP while the engine queues it (DRIVER_CANCEL):
+/// a request still waiting completes with STATUS_CANCELLED, nothing issued (`Volume::cancel`).
+///
+/// IRQL: called at DISPATCH_LEVEL with the cancel spin lock held; runs the engine at the
+/// IRQL of IoCancelIrp's caller (<= DISPATCH_LEVEL), where it only takes spin locks.
+///
+/// # Safety
+/// Called by IoCancelIrp for an IRP whose routine `Irp::arm_cancel` installed on one of our
+/// volume devices.
+unsafe extern "C" fn cancel_queued(device: *mut DEVICE_OBJECT, irp: *mut IRP) {
+    // SAFETY: IoCancelIrp passes the IRP it is cancelling; the engine still owns it.
+    let irql = unsafe { (*irp).CancelIrql };
+    // SAFETY: IoCancelIrp holds the cancel spin lock and stored the IRQL to return to in the
+    // IRP; a cancel routine releases it first.
+    unsafe { IoReleaseCancelSpinLock(irql) };
+    let Some(ext) = extension(device) else {
+        return;
+    };
+    // The engine still owns the IRP (its routine was installed and never taken back), so the
+    // volume is mounted and dismount waits for the request: the remove lock is not released
+    // for deletion yet. Holding it for this call keeps the volume while the engine completes
+    // the IRP (possibly on another thread) and dismount proceeds.
+    let tag = cancel_queued as *mut core::ffi::c_void;
+    if !acquire(ext, tag) {
+        return; // unreachable: no request of a volume outlives its dismount
+    }
+    // SAFETY: as in `dispatch`: `volume` is the live reference `create` set while we hold
+    // the remove lock.
+    let mounted = unsafe { (*ext).volume };
+    // SAFETY: as above: a live `MountedVolume` for as long as we hold the lock.
+    let mounted = unsafe { &*mounted };
+    mounted.volume.cancel(irp as usize);
+    release(ext, tag);
 }
 
 /// A reply writer over the METHOD_BUFFERED system buffer, bounded by the output length.

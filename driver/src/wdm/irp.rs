@@ -1,10 +1,13 @@
 //! Upper requests: an owned IRP seen through the engine's `UpperRequest`.
 //!
-//! Owns: reading the current IO_STACK_LOCATION, mapping the MDL to a system address, and
-//! completing the IRP exactly once (completing consumes the [`Irp`]).
-//! Never: pends, queues or cancels (the lead's dispatch code and the engine decide that).
+//! Owns: reading the current IO_STACK_LOCATION, mapping the MDL to a system address, the
+//! atomic exchange of the IRP's cancel routine (`IoSetCancelRoutine`, an inline function
+//! written out), and completing the IRP exactly once (completing consumes the [`Irp`]).
+//! Never: pends, queues or decides what a cancel does (the dispatch code and the engine do).
 
+use core::ffi::c_void;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 use wdk_sys::ntddk::{IofCompleteRequest, MmMapLockedPagesSpecifyCache};
 use wdk_sys::{
@@ -30,7 +33,15 @@ pub struct Irp {
     irp: NonNull<IRP>,
     /// The caller's buffer is out (in an [`IrpBuf`] and its pieces) until `put_buffer`.
     buffer_out: bool,
+    /// What the engine's `arm_cancel` installs as the IRP's cancel routine (none: the IRP is
+    /// not cancellable while queued).
+    on_cancel: Option<CancelRoutine>,
+    /// `arm_cancel` installed `on_cancel` (and no `disarm_cancel` followed yet).
+    armed: bool,
 }
+
+/// A DRIVER_CANCEL routine.
+pub type CancelRoutine = unsafe extern "C" fn(*mut wdk_sys::DEVICE_OBJECT, *mut IRP);
 
 /// The caller's buffer of an [`Irp`]: a piece of the MDL's system mapping.
 ///
@@ -96,7 +107,35 @@ impl Irp {
         Irp {
             irp,
             buffer_out: false,
+            on_cancel: None,
+            armed: false,
         }
+    }
+
+    /// The cancel routine `arm_cancel` will install while the engine queues the IRP.
+    pub fn set_cancel_routine(&mut self, routine: CancelRoutine) {
+        self.on_cancel = Some(routine);
+    }
+
+    /// The IRP's CancelRoutine field as the atomic it is (IoCancelIrp exchanges it
+    /// concurrently, under the cancel spin lock, which does not order our exchanges).
+    fn cancel_routine_slot(&self) -> &AtomicPtr<c_void> {
+        // SAFETY: the IRP is owned and not completed (type invariant); taking a field's
+        // address reads and writes nothing.
+        let field = unsafe { &raw mut (*self.irp.as_ptr()).CancelRoutine };
+        // SAFETY: the field lives as long as `self`; it is a pointer-sized, pointer-aligned
+        // function pointer (an Option<fn> has the pointer's layout) that the I/O manager and
+        // this driver only access atomically (IoSetCancelRoutine is InterlockedExchangePointer).
+        unsafe { AtomicPtr::from_ptr(field.cast::<*mut c_void>()) }
+    }
+
+    /// IoSetCancelRoutine: installs `routine` (or none); returns whether one was installed.
+    fn exchange_cancel_routine(&self, routine: Option<CancelRoutine>) -> bool {
+        let new = routine.map_or(core::ptr::null_mut(), |r| r as *mut c_void);
+        !self
+            .cancel_routine_slot()
+            .swap(new, Ordering::SeqCst)
+            .is_null()
     }
 
     /// IoMarkIrpPending (an inline function): the dispatch routine returns STATUS_PENDING.
@@ -251,13 +290,46 @@ impl UpperRequest for Irp {
     }
 
     fn is_cancelled(&self) -> bool {
-        let cancel = &self.raw().Cancel;
-        // SAFETY: `cancel` points into the owned IRP; the I/O manager may set it concurrently
-        // (a single byte), hence the volatile read.
-        unsafe { core::ptr::read_volatile(cancel) != 0 }
+        // SAFETY: the IRP is owned and not completed (type invariant); taking a field's
+        // address reads and writes nothing.
+        let field = unsafe { &raw mut (*self.irp.as_ptr()).Cancel };
+        // SAFETY: `Cancel` is a byte of the owned IRP (valid for as long as `self`) that
+        // IoCancelIrp may set concurrently: read it as the atomic byte it is used as.
+        let cancel = unsafe { AtomicU8::from_ptr(field) };
+        cancel.load(Ordering::SeqCst) != 0
+    }
+
+    fn cancel_key(&self) -> usize {
+        self.irp.as_ptr() as usize
+    }
+
+    fn arm_cancel(&mut self) -> bool {
+        let Some(routine) = self.on_cancel else {
+            return true;
+        };
+        self.exchange_cancel_routine(Some(routine));
+        self.armed = true;
+        // Cancelled before the routine was in place (IoCancelIrp saw none): take it back. If
+        // IoCancelIrp took it first, the routine runs and settles the request with the engine.
+        if self.is_cancelled() && self.exchange_cancel_routine(None) {
+            self.armed = false;
+            return false;
+        }
+        true
+    }
+
+    fn disarm_cancel(&mut self) -> bool {
+        if !core::mem::replace(&mut self.armed, false) {
+            return true;
+        }
+        self.exchange_cancel_routine(None)
     }
 
     fn complete(self, status: Status, information: usize) {
+        debug_assert!(
+            self.cancel_routine_slot().load(Ordering::SeqCst).is_null(),
+            "an IRP is completed with its cancel routine still set"
+        );
         let irp = self.irp.as_ptr();
         // SAFETY: owned, not yet completed IRP: we may write its status block.
         let io_status = unsafe { &mut (*irp).IoStatus };

@@ -6,7 +6,7 @@
 use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use vcdirect::crypto::XtsCipher;
@@ -115,6 +115,9 @@ pub struct ProbeInner {
     in_flight_max: AtomicUsize,
     /// Runs once, right after the first operation of the chosen direction moved its data.
     hook: Mutex<Option<(bool, Hook)>>,
+    /// While true, every operation that starts blocks (after it is recorded) until released.
+    held: Mutex<bool>,
+    released: Condvar,
 }
 
 /// A host device that records every operation, counts operations in flight (started and not
@@ -137,7 +140,22 @@ impl ProbeHost {
             in_flight: AtomicUsize::new(0),
             in_flight_max: AtomicUsize::new(0),
             hook: Mutex::new(None),
+            held: Mutex::new(false),
+            released: Condvar::new(),
         }))
+    }
+
+    /// From now on every operation that starts blocks (counted in flight) until [`release`].
+    ///
+    /// [`release`]: ProbeHost::release
+    pub fn hold(&self) {
+        *self.held.lock().unwrap() = true;
+    }
+
+    /// Lets the held operations and every later one go.
+    pub fn release(&self) {
+        *self.held.lock().unwrap() = false;
+        self.released.notify_all();
     }
 
     /// Every operation so far, in issue order.
@@ -167,6 +185,10 @@ impl ProbeHost {
         self.ops.lock().unwrap().push(op);
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.in_flight_max.fetch_max(now, Ordering::SeqCst);
+        let mut held = self.held.lock().unwrap();
+        while *held {
+            held = self.released.wait(held).unwrap();
+        }
     }
 
     fn after(&self, write: bool) {

@@ -1,0 +1,112 @@
+//! Cancelling queued requests: the engine's half of a cancel routine.
+//!
+//! Owns: the hand-shake between the issuer's cancel (an IRP's cancel routine, which calls
+//! [`Volume::cancel`]) and the path thread that takes the request off its queue
+//! ([`Volume::claim`]). Exactly one of them completes a cancelled request, nothing is issued
+//! for it, and its range is released like any other request's.
+//! Never: stops a request that a path has taken (that one checks `is_cancelled` before every
+//! segment or fragment, REVIEW.md R2).
+//!
+//! The protocol, with `arm`/`disarm` the request's atomic exchange of its cancel hook (in the
+//! kernel: `IoSetCancelRoutine`):
+//! - dispatch arms the hook once the request is admitted;
+//! - the cancel routine runs only if it won the hook: it takes the job out of a path's FIFO
+//!   if it is there (leaving a tombstone), else looks for it among the jobs whose taker lost the
+//!   race (`parked`), else leaves its key in `fired` for the taker to find;
+//! - a taker disarms right after popping the job; if it lost the hook, it finds the key in
+//!   `fired` (the routine came first: the taker completes) or parks the job (the routine will
+//!   find it). The book's lock orders the two, so no job is completed twice or never.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use super::{IoJob, Volume};
+use crate::platform::{Lock, Platform, UpperRequest};
+use crate::Status;
+
+/// Jobs and keys in the middle of the hand-shake.
+pub(crate) struct CancelBook<R: UpperRequest> {
+    /// Jobs whose taker lost the hook before their cancel routine looked: it will.
+    parked: Vec<IoJob<R>>,
+    /// Keys whose cancel routine found no job: its taker will.
+    fired: Vec<usize>,
+}
+
+impl<R: UpperRequest> CancelBook<R> {
+    pub(crate) fn new() -> Self {
+        CancelBook {
+            parked: Vec::with_capacity(8),
+            fired: Vec::with_capacity(8),
+        }
+    }
+}
+
+impl<P: Platform> Volume<P> {
+    /// The issuer cancelled the request with `key` after its hook fired (in the kernel: the
+    /// cancel routine of a queued IRP, at IRQL <= DISPATCH_LEVEL). A request still waiting in
+    /// a path's FIFO completes now with STATUS_CANCELLED, nothing issued; one waiting for an
+    /// overlapping earlier request completes the same way as soon as its range is granted.
+    /// Never blocks.
+    pub fn cancel(self: &Arc<Self>, key: usize) {
+        if let Some(job) = self
+            .direct
+            .take_queued(key)
+            .or_else(|| self.legacy.take_queued(key))
+        {
+            self.finish_cancelled(job);
+            return;
+        }
+        let parked = self.cancels.with(|book| {
+            match book
+                .parked
+                .iter()
+                .position(|j| j.request.cancel_key() == key)
+            {
+                Some(i) => Some(book.parked.swap_remove(i)),
+                None => {
+                    book.fired.push(key);
+                    None
+                }
+            }
+        });
+        if let Some(job) = parked {
+            self.finish_cancelled(job);
+        }
+    }
+
+    /// A path popped `job` and wants to work on it. `None` when the issuer's cancel won: the
+    /// job is then completed (here or by the cancel routine) and the path moves on.
+    pub(crate) fn claim(self: &Arc<Self>, mut job: IoJob<P::Request>) -> Option<IoJob<P::Request>> {
+        if job.request.disarm_cancel() {
+            return Some(job);
+        }
+        let key = job.request.cancel_key();
+        let ours = self
+            .cancels
+            .with(|book| match book.fired.iter().position(|k| *k == key) {
+                Some(i) => {
+                    book.fired.swap_remove(i);
+                    Some(job)
+                }
+                None => {
+                    book.parked.push(job);
+                    None
+                }
+            });
+        if let Some(job) = ours {
+            self.finish_cancelled(job);
+        }
+        None
+    }
+
+    fn finish_cancelled(self: &Arc<Self>, job: IoJob<P::Request>) {
+        let IoJob {
+            request,
+            buf,
+            kind,
+            ticket,
+            ..
+        } = job;
+        self.finish(request, buf, ticket, kind, Status::Cancelled, 0);
+    }
+}
