@@ -302,7 +302,7 @@ fi
 # 3. Both drivers in one process, the test disk over the volume.
 if [ $have_sys = 0 ]; then
     for s in vcdirect-loads same-winedevice-process r10-exclusive-and-shared-mounts r13-random-mixed-dismount-remount \
-        r6-r8-malformed-gates hidden-volume-protection read-only-mount r2-r3-key-erasure-under-load abi-malformed-mount-buffers; do
+        r6-r8-malformed-gates hidden-volume-protection read-only-mount r2-r3-key-erasure-under-load cancel-queued-reads abi-malformed-mount-buffers; do
         result SKIP "$s" "no vcdirect.sys (build failed)"
     done
     result SKIP r11-impersonation "Wine's SeCreateClientSecurity/SeImpersonateClientEx are stubs: cannot be checked under Wine"
@@ -490,6 +490,20 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         vcctl r2-dismount dismount "$VOL" --force
     fi
 
+    # Cancel: on a slow disk (50 ms per operation), CancelIoEx on 32 reads: those still queued
+    # in the driver end with ERROR_OPERATION_ABORTED through its cancel routine, the others
+    # with the model's data, on both paths.
+    for g in "1 1" "0 0"; do
+        set -- $g
+        gates "$1" "$2"
+        t="cancel-queued-gates-$1$2"
+        mount_volume "$t" "" || continue
+        w "$t-latency" 60 wine "$WIN_DIR\\vc-e2e.exe" disk-latency --us 50000
+        client "$t" cancel-queued --device "$VOLUME_PATH" --model "$VM" --count 32
+        w "$t-latency-reset" 60 wine "$WIN_DIR\\vc-e2e.exe" disk-latency --us 1000
+        vcctl "$t-dismount" dismount "$VOL"
+    done
+
     # Hidden-volume protection: an outer volume mounted with --protect-hidden refuses a write
     # into the hidden range (STATUS_INVALID_PARAMETER), and every later write.
     # Last, because the test disk is restarted over another file.
@@ -522,7 +536,7 @@ else
         "r13-random-mixed-both-paths-flush-dismount-under-load-remount" \
         "r6-r8-malformed-gates-and-reload-only-later-mounts" \
         "hidden-volume-protection" "read-only-mount" \
-        "r2-r3-key-erasure-under-load"; do
+        "r2-r3-key-erasure-under-load" "cancel-queued-reads-both-paths"; do
         result SKIP "$s" "$NEEDS"
     done
 fi

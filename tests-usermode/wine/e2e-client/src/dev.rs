@@ -16,7 +16,9 @@ use windows_sys::Win32::Storage::FileSystem::{
     FILE_SHARE_WRITE, OPEN_EXISTING,
 };
 use windows_sys::Win32::System::Threading::CreateEventW;
-use windows_sys::Win32::System::IO::{DeviceIoControl, GetOverlappedResult, OVERLAPPED};
+use windows_sys::Win32::System::IO::{
+    CancelIoEx, DeviceIoControl, GetOverlappedResult, OVERLAPPED,
+};
 
 pub const ERROR_INVALID_FUNCTION: u32 = 1;
 const IOCTL_DISK_GET_LENGTH_INFO: u32 = 0x0007_405C;
@@ -135,6 +137,9 @@ struct InFlight {
     event: HANDLE,
 }
 
+/// A finished operation: its data (read or written) or its error.
+pub type Finished = (Op, Result<AlignedBuf, Win32>);
+
 /// A device opened for overlapped I/O.
 pub struct Device {
     handle: HANDLE,
@@ -223,7 +228,7 @@ impl Device {
     }
 
     /// Waits for `f` to complete: the data (read or written) or the error.
-    fn finish(&self, f: InFlight) -> (Op, Result<AlignedBuf, Win32>) {
+    fn finish(&self, f: InFlight) -> Finished {
         let mut n = 0u32;
         // SAFETY: `f.ov` is the OVERLAPPED of an operation started on this handle; waiting
         // (bWait = TRUE) returns only when it has completed.
@@ -291,6 +296,25 @@ impl Device {
             reap(f, &mut out)?;
         }
         Ok(out)
+    }
+
+    /// Starts every op of `ops` at once, then cancels all of this handle's I/O (CancelIoEx
+    /// with no OVERLAPPED) and waits for each: its data or its error, in submission order.
+    pub fn start_all_then_cancel(&self, ops: Vec<Op>) -> Result<Vec<Finished>, String> {
+        let mut flight = Vec::with_capacity(ops.len());
+        for op in ops {
+            match self.start(op) {
+                Ok(f) => flight.push(f),
+                Err((op, e)) => return Err(format!("at {}: {e} (at submission)", op.offset)),
+            }
+        }
+        // SAFETY: our handle; a NULL OVERLAPPED cancels every request it has in flight.
+        let ok = unsafe { CancelIoEx(self.handle, null_mut()) };
+        if ok == 0 {
+            // ERROR_NOT_FOUND: everything had completed already.
+            println!("CancelIoEx: {}", last_error());
+        }
+        Ok(flight.into_iter().map(|f| self.finish(f)).collect())
     }
 
     /// One operation, waited for.

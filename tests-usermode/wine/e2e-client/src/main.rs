@@ -98,7 +98,8 @@ const USAGE: &str = "usage: vc-e2e <command> [--option value]...
   check-counter --name NAME [--min X] [--max Y]
   mount-probe   [--device \\\\.\\vcdirect]          (exit 3 when the mount IOCTL is not supported)
   malformed-mount [--device \\\\.\\vcdirect]
-  erase-under-load --device D --model M [--control \\\\.\\vcdirect] [--seconds 2]";
+  erase-under-load --device D --model M [--control \\\\.\\vcdirect] [--seconds 2]
+  cancel-queued --device D --model M [--count 32]   (reads, then CancelIoEx on all of them)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -286,6 +287,7 @@ fn run(command: &str, o: &Opts, report: &mut Report) -> Result<u8, String> {
         "std-read" => std_read(&device_path, o, report)?,
         "malformed-mount" => malformed_mount(o, report)?,
         "erase-under-load" => erase_under_load(&device_path, o, report)?,
+        "cancel-queued" => cancel_queued(&device_path, o, report)?,
         _ => return Err(format!("unknown command {command}\n{USAGE}")),
     }
     Ok(0)
@@ -652,6 +654,62 @@ fn erase_under_load(path: &str, o: &Opts, report: &mut Report) -> Result<(), Str
         after.is_err(),
         "erase-later-reads-fail",
         format!("{:?}", after.map(|v| v.len())),
+    );
+    Ok(())
+}
+
+/// Starts `--count` 64 KiB reads at once on a slow disk, then cancels them all (CancelIoEx):
+/// the ones still queued in the driver end with ERROR_OPERATION_ABORTED (its cancel routine),
+/// the ones a worker had taken finish with the model's data, and the volume keeps serving.
+fn cancel_queued(path: &str, o: &Opts, report: &mut Report) -> Result<(), String> {
+    const ERROR_OPERATION_ABORTED: u32 = 995;
+    const LEN: usize = 64 * 1024;
+    let model = Model::load(&o.str("model", "model.bin"))?;
+    let count = o.num("count", 32)? as usize;
+    let span = model.bytes.len() / (2 * LEN);
+    let ops = (0..count)
+        .map(|i| dev::Op::read(((i % span) * 2 * LEN) as u64, LEN))
+        .collect();
+    let d = Device::open(path)?;
+    let start = Instant::now();
+    let results = d.start_all_then_cancel(ops)?;
+    let took = start.elapsed();
+    let (mut ok, mut aborted, mut other, mut mismatch) = (0, 0, Vec::new(), None);
+    for (op, r) in &results {
+        match r {
+            Ok(buf) => {
+                ok += 1;
+                if mismatch.is_none() {
+                    mismatch = model.diff(op.offset as usize, buf.as_slice());
+                }
+            }
+            Err(dev::Win32(ERROR_OPERATION_ABORTED)) => aborted += 1,
+            Err(e) => other.push(format!("{} at {}", e, op.offset)),
+        }
+    }
+    report.check(
+        aborted > 0,
+        "cancel-queued-aborted",
+        format!("{aborted} of {count} reads ended with ERROR_OPERATION_ABORTED, {ok} completed, all in {took:?}"),
+    );
+    report.check(
+        other.is_empty() && mismatch.is_none(),
+        "cancel-queued-others-intact",
+        match (other.first(), &mismatch) {
+            (Some(e), _) => format!("{} other errors, first {e}", other.len()),
+            (None, Some(m)) => m.clone(),
+            (None, None) => format!("{ok} completed reads equal the model"),
+        },
+    );
+    let after = d.one(dev::Op::read(0, 4096));
+    let serves = match &after {
+        Ok(data) => model.diff(0, data).is_none(),
+        Err(_) => false,
+    };
+    report.check(
+        serves,
+        "cancel-queued-volume-serves",
+        format!("a later read: {:?}", after.map(|v| v.len())),
     );
     Ok(())
 }
