@@ -111,6 +111,7 @@ fn queued_cancel(gates: Gates) {
         assert!(c.buf.unwrap().as_slice() == &truth[at..at + LEN as usize]);
     }
     wait_until_idle(&vol);
+    assert_eq!(vol.open_cancel_handshakes(), 0);
     assert!(
         host.mem.snapshot() == medium_before,
         "the cancelled write never reached the medium"
@@ -167,6 +168,7 @@ fn request_waiting_for_an_overlap_completes_cancelled_when_granted() {
         let c = wait(&rx);
         assert_eq!((c.status, c.information), (Status::Cancelled, 0), "{gates}");
         wait_until_idle(&vol);
+        assert_eq!(vol.open_cancel_handshakes(), 0);
         assert_eq!(
             host.ops().len(),
             ops_before,
@@ -194,6 +196,7 @@ fn request_cancelled_before_dispatch_completes_at_once() {
     assert_eq!(wait_pair(&rx), (Status::Cancelled, 0, me));
     assert!(host.ops().is_empty());
     wait_until_idle(&vol);
+    assert_eq!(vol.open_cancel_handshakes(), 0);
     vol.dismount();
 }
 
@@ -222,6 +225,7 @@ fn cancel_after_a_worker_took_the_request_does_not_run_the_routine() {
             "{gates}"
         );
         wait_until_idle(&vol);
+        assert_eq!(vol.open_cancel_handshakes(), 0);
         vol.dismount();
     }
 }
@@ -281,6 +285,7 @@ fn cancels_racing_with_workers_complete_each_request_once() {
         }
         assert!(cancelled > 0, "no cancel took effect ({gates})");
         wait_until_idle(&vol);
+        assert_eq!(vol.open_cancel_handshakes(), 0);
         assert!(
             get_plain(&host.mem, DATA_OFFSET, 0, SIZE as usize) == truth,
             "medium corrupted ({gates})"

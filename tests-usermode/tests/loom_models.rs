@@ -666,6 +666,11 @@ fn cancel_model(expected: Arc<Vec<u8>>) {
         );
     }
     assert_eq!(volume.in_flight(), 0);
+    assert_eq!(
+        volume.open_cancel_handshakes(),
+        0,
+        "a cancel hand-shake left open"
+    );
 }
 
 #[test]

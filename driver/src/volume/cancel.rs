@@ -16,6 +16,12 @@
 //! - a taker disarms right after popping the job; if it lost the hook, it finds the key in
 //!   `fired` (the routine came first: the taker completes) or parks the job (the routine will
 //!   find it). The book's lock orders the two, so no job is completed twice or never.
+//!
+//! Why a taker that lost the hook does not simply complete the job itself (the cancel flag is
+//! set, so it would end STATUS_CANCELLED anyway): the cancel routine may still be looking for
+//! the key, and once the request is completed its key (the IRP's address) can belong to a new
+//! request that the routine would then cancel by mistake. So the request is completed only
+//! after its routine's search ended: found in a FIFO, or recorded in `fired`.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -72,6 +78,14 @@ impl<P: Platform> Volume<P> {
         if let Some(job) = parked {
             self.finish_cancelled(job);
         }
+    }
+
+    /// Cancel hand-shakes still open (jobs parked for their routine, keys fired for their
+    /// taker). Zero whenever no request is outstanding: a non-zero value after dismount is a
+    /// broken hand-shake.
+    pub fn open_cancel_handshakes(&self) -> usize {
+        self.cancels
+            .with(|book| book.parked.len() + book.fired.len())
     }
 
     /// A path popped `job` and wants to work on it. `None` when the issuer's cancel won: the

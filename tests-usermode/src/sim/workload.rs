@@ -141,7 +141,16 @@ struct LogEntry {
     id: u32,
     /// For a malformed request: the status it must get.
     expected: Option<Status>,
+    /// Its cancel routine ran (it was still queued): it must end cancelled, nothing issued.
+    routine_ran: bool,
     outcome: Option<Outcome>,
+}
+
+impl LogEntry {
+    /// A failed write that cannot have put any of its sectors on the medium.
+    fn wrote_nothing(&self, o: &Outcome) -> bool {
+        NOTHING_WRITTEN.contains(&o.status) || self.routine_ran
+    }
 }
 
 struct Ctx {
@@ -364,6 +373,12 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
             host.outstanding()
         ));
     }
+    if volume.open_cancel_handshakes() != 0 {
+        violations.push(format!(
+            "cancel: {} hand-shakes left open after dismount (a job parked for a routine that never came, or a key its taker never saw)",
+            volume.open_cancel_handshakes()
+        ));
+    }
     violations.extend(ctx.r1_violations.lock().unwrap().iter().cloned());
     violations.extend(host.violations());
     if volume.key().late_users() != 0 {
@@ -547,6 +562,7 @@ fn submit(
             sectors,
             id,
             expected,
+            routine_ran: false,
             outcome: None,
         });
     }
@@ -597,7 +613,9 @@ fn submit(
     if cancel {
         shuttle::thread::yield_now();
         let volume = Arc::clone(&ctx.volume);
-        cancel_handle.cancel(|key| volume.cancel(key));
+        if cancel_handle.cancel(|key| volume.cancel(key)) {
+            ctx.log.lock().unwrap()[index].routine_ran = true;
+        }
     }
     done
 }
@@ -631,6 +649,12 @@ fn check_log(log: &[LogEntry], allowed: &[Status], violations: &mut Vec<String>)
                 e.kind, o.status
             ));
         }
+        if e.routine_ran && (o.status, o.information) != (Status::Cancelled, 0) {
+            violations.push(format!(
+                "request {i} ({:?}) was cancelled while queued but ended {:?} with {} bytes",
+                e.kind, o.status, o.information
+            ));
+        }
         let range = e.first_sector as usize..(e.first_sector + e.sectors) as usize;
         match e.kind {
             OpKind::Flush => {}
@@ -642,7 +666,7 @@ fn check_log(log: &[LogEntry], allowed: &[Status], violations: &mut Vec<String>)
                     for s in range {
                         model[s] = vec![e.id];
                     }
-                } else if !NOTHING_WRITTEN.contains(&o.status) {
+                } else if !e.wrote_nothing(o) {
                     for s in range {
                         if !model[s].contains(&e.id) {
                             model[s].push(e.id);
@@ -692,7 +716,7 @@ fn check_medium(log: &[LogEntry], medium: &[u8], cipher: &XtsCipher, violations:
             for s in range {
                 model[s] = vec![e.id];
             }
-        } else if !NOTHING_WRITTEN.contains(&o.status) {
+        } else if !e.wrote_nothing(o) {
             for s in range {
                 model[s].push(e.id);
             }
