@@ -29,15 +29,8 @@ w() { # log-name, timeout-seconds, command...
     shift 2
     timeout "$secs" "$@" >"$log" 2>&1
 }
-await_log() { # file, pattern, seconds: waits until the driver's output holds the line (quietly gives up)
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        grep -aq "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-cleanup() { timeout 30 wineserver -k >/dev/null 2>&1 || true; }
+# await_log, cleanup
+. "$ROOT/scripts/wine-common.sh"
 trap cleanup EXIT
 
 rm -rf "$OUT"
