@@ -15,7 +15,9 @@ pub enum Status {
     InvalidDeviceRequest,
     /// STATUS_MEDIA_WRITE_PROTECTED: a write to a read-only volume.
     MediaWriteProtected,
-    /// STATUS_CANCELLED: cancelled before any host I/O was issued for it.
+    /// STATUS_CANCELLED: cancelled while queued (nothing issued), or seen cancelled between two
+    /// segments of a direct request (the segments before it were transferred, as with any
+    /// failed multi-segment request).
     Cancelled,
     /// STATUS_DEVICE_NOT_READY: the volume is being dismounted.
     DeviceNotReady,
