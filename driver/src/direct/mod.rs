@@ -48,7 +48,7 @@ pub(crate) struct DirectPath<P: Platform> {
 impl<P: Platform> DirectPath<P> {
     pub(crate) fn new() -> Self {
         DirectPath {
-            ready: WorkQueue::with_capacity(64),
+            ready: WorkQueue::with_capacity(crate::volume::RANGE_ENTRIES),
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
         }

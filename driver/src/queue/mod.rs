@@ -97,7 +97,7 @@ impl<P: Platform> LegacyQueue<P> {
         fragment_buffers.push(AlignedBuffer::new(t.fragment_size as usize, limits));
         fragment_buffers.push(AlignedBuffer::new(t.fragment_size as usize, limits));
         LegacyQueue {
-            input: WorkQueue::with_capacity(64),
+            input: WorkQueue::with_capacity(crate::volume::RANGE_ENTRIES),
             to_io: WorkQueue::with_capacity(t.io_request_count as usize),
             to_completion: WorkQueue::with_capacity(t.io_request_count as usize),
             item_permits: P::Semaphore::new(item_count),

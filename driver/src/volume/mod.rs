@@ -36,8 +36,10 @@ use crate::Status;
 use segment::MAX_DIRECT_REQUEST;
 
 /// Range-lock entries per volume: the legacy queue's requests, the direct slots and their
-/// waiters. Beyond this, requests wait in an arrival-ordered backlog.
-const RANGE_ENTRIES: usize = 256;
+/// waiters. Beyond this, requests wait in an arrival-ordered backlog. The per-volume queues
+/// (path FIFOs, completion queue, backlog) are allocated at mount for this many requests, so
+/// up to twice this many outstanding requests never allocate; beyond that a queue grows.
+pub(crate) const RANGE_ENTRIES: usize = 256;
 
 /// What the mount request says about the volume.
 #[derive(Clone, Debug)]
@@ -180,7 +182,7 @@ impl<P: Platform> Volume<P> {
             order: P::Lock::new(Admission {
                 lock: RangeLock::with_capacity(RANGE_ENTRIES),
                 waiting: (0..RANGE_ENTRIES).map(|_| None).collect(),
-                backlog: VecDeque::new(),
+                backlog: VecDeque::with_capacity(RANGE_ENTRIES),
                 granted: Vec::with_capacity(RANGE_ENTRIES),
             }),
             cancels: P::Lock::new(cancel::CancelBook::new()),
