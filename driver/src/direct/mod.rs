@@ -22,8 +22,9 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
-use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest, WorkQueue};
+use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest};
 use crate::volume::buffer::AlignedBuffer;
+use crate::volume::job_queue::{JobQueue, Next};
 use crate::volume::segment::{SegmentLimits, MAX_DIRECT_REQUEST};
 use crate::volume::{Counters, IoJob, JobKind, Volume};
 use crate::Status;
@@ -31,16 +32,10 @@ use crate::Status;
 /// Workers (and so requests in flight) per volume.
 pub const WORKERS: usize = 8;
 
-enum Msg<R: UpperRequest> {
-    Work(IoJob<R>),
-    /// Where a cancel routine took a queued job out (workers skip it).
-    Taken,
-    Stop,
-}
-
 /// The direct path of one volume.
 pub(crate) struct DirectPath<P: Platform> {
-    ready: WorkQueue<P, Msg<P::Request>>,
+    /// Granted jobs waiting for a worker (where a cancel routine finds them).
+    pub(crate) ready: JobQueue<P>,
     busy: AtomicU64,
     workers: AtomicU64,
 }
@@ -48,7 +43,7 @@ pub(crate) struct DirectPath<P: Platform> {
 impl<P: Platform> DirectPath<P> {
     pub(crate) fn new() -> Self {
         DirectPath {
-            ready: WorkQueue::with_capacity(crate::volume::RANGE_ENTRIES),
+            ready: JobQueue::new(),
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
         }
@@ -76,25 +71,13 @@ impl<P: Platform> DirectPath<P> {
         if self.busy.load(Ordering::Acquire) + queued >= WORKERS as u64 {
             Counters::add(&volume.counters.slot_waits, 1);
         }
-        self.ready.push(Msg::Work(job));
-    }
-
-    /// Takes the queued job with `key` out of the FIFO (its cancel routine fired).
-    pub(crate) fn take_queued(&self, key: usize) -> Option<IoJob<P::Request>> {
-        let picked = self.ready.take_first(
-            |m| matches!(m, Msg::Work(job) if job.request.cancel_key() == key),
-            Msg::Taken,
-        )?;
-        match picked {
-            Msg::Work(job) => Some(job),
-            Msg::Taken | Msg::Stop => None,
-        }
+        self.ready.push(job);
     }
 
     /// Ends the workers after everything queued before.
     pub(crate) fn stop(&self) {
         for _ in 0..self.workers.load(Ordering::Relaxed) {
-            self.ready.push(Msg::Stop);
+            self.ready.stop();
         }
     }
 }
@@ -103,15 +86,10 @@ fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: AlignedBuffer) {
     let d = &v.direct;
     let limits = SegmentLimits::direct(&v.host.limits(), v.params.sector_size);
     loop {
-        let job = match d.ready.pop() {
+        let job = match d.ready.next(v) {
             // Dropping the bounce buffer zeroizes it.
-            Msg::Stop => return,
-            Msg::Taken => continue,
-            Msg::Work(job) => job,
-        };
-        // The issuer's cancel may have won: then the job is settled and this worker moves on.
-        let Some(job) = v.claim(job) else {
-            continue;
+            Next::Stop => return,
+            Next::Job(job) => job,
         };
         let now = d.busy.fetch_add(1, Ordering::AcqRel) + 1;
         Counters::raise_max(&v.counters.direct_in_flight_max, now);

@@ -26,19 +26,13 @@ use crate::platform::{
 };
 use crate::registry::Tunables;
 use crate::volume::buffer::AlignedBuffer;
+use crate::volume::job_queue::{JobQueue, Next};
 use crate::volume::segment::SegmentLimits;
 use crate::volume::{Counters, IoJob, JobKind, Volume};
 use crate::Status;
 
 enum Msg<T> {
     Work(T),
-    Stop,
-}
-
-/// What the main thread takes: a granted request, a hole a cancel routine left, or stop.
-enum Input<R: UpperRequest> {
-    Work(IoJob<R>),
-    Taken,
     Stop,
 }
 
@@ -79,7 +73,8 @@ struct Items<R: UpperRequest> {
 
 /// The legacy queue of one volume.
 pub(crate) struct LegacyQueue<P: Platform> {
-    input: WorkQueue<P, Input<P::Request>>,
+    /// Granted requests waiting for the main thread (where a cancel routine finds them).
+    pub(crate) input: JobQueue<P>,
     to_io: WorkQueue<P, Msg<Fragment<<P::Request as UpperRequest>::Buf>>>,
     to_completion: WorkQueue<P, Msg<Fragment<<P::Request as UpperRequest>::Buf>>>,
     item_permits: P::Semaphore,
@@ -97,7 +92,7 @@ impl<P: Platform> LegacyQueue<P> {
         fragment_buffers.push(AlignedBuffer::new(t.fragment_size as usize, limits));
         fragment_buffers.push(AlignedBuffer::new(t.fragment_size as usize, limits));
         LegacyQueue {
-            input: WorkQueue::with_capacity(crate::volume::RANGE_ENTRIES),
+            input: JobQueue::new(),
             to_io: WorkQueue::with_capacity(t.io_request_count as usize),
             to_completion: WorkQueue::with_capacity(t.io_request_count as usize),
             item_permits: P::Semaphore::new(item_count),
@@ -136,25 +131,12 @@ impl<P: Platform> LegacyQueue<P> {
 
     /// Queues a granted request for the main thread.
     pub(crate) fn submit(&self, job: IoJob<P::Request>) {
-        self.input.push(Input::Work(job));
+        self.input.push(job);
     }
 
     /// Ends the three threads after everything queued before.
     pub(crate) fn stop(&self) {
-        self.input.push(Input::Stop);
-    }
-
-    /// Takes the queued job with `key` out of the main thread's queue (its cancel routine
-    /// fired).
-    pub(crate) fn take_queued(&self, key: usize) -> Option<IoJob<P::Request>> {
-        let picked = self.input.take_first(
-            |m| matches!(m, Input::Work(job) if job.request.cancel_key() == key),
-            Input::Taken,
-        )?;
-        match picked {
-            Input::Work(job) => Some(job),
-            Input::Taken | Input::Stop => None,
-        }
+        self.input.stop();
     }
 }
 
@@ -169,8 +151,8 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
         // An item first, then the request: a request waiting for one of the 8 items stays in
         // the queue, where its cancel routine can still take it out.
         q.item_permits.acquire();
-        let job = match q.input.pop() {
-            Input::Stop => {
+        let job = match q.input.next(v) {
+            Next::Stop => {
                 // Both fragment buffers are back: every admitted request finished before stop.
                 while !q.fragment_buffers.is_empty() {
                     drop(q.fragment_buffers.pop());
@@ -178,15 +160,7 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 q.to_io.push(Msg::Stop);
                 return;
             }
-            Input::Taken => {
-                q.item_permits.release();
-                continue;
-            }
-            Input::Work(job) => job,
-        };
-        let Some(job) = v.claim(job) else {
-            q.item_permits.release();
-            continue;
+            Next::Job(job) => job,
         };
         let IoJob {
             request,

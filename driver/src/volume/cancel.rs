@@ -56,8 +56,9 @@ impl<P: Platform> Volume<P> {
     pub fn cancel(self: &Arc<Self>, key: usize) {
         if let Some(job) = self
             .direct
+            .ready
             .take_queued(key)
-            .or_else(|| self.legacy.take_queued(key))
+            .or_else(|| self.legacy.input.take_queued(key))
         {
             self.finish_cancelled(job);
             return;
@@ -88,7 +89,7 @@ impl<P: Platform> Volume<P> {
             .with(|book| book.parked.len() + book.fired.len())
     }
 
-    /// A path popped `job` and wants to work on it. `None` when the issuer's cancel won: the
+    /// A path popped `job` and wants to work on it (`JobQueue::next`). `None` when the issuer's cancel won: the
     /// job is then completed (here or by the cancel routine) and the path moves on.
     pub(crate) fn claim(self: &Arc<Self>, mut job: IoJob<P::Request>) -> Option<IoJob<P::Request>> {
         if job.request.disarm_cancel() {

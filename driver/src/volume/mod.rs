@@ -11,6 +11,7 @@
 pub(crate) mod buffer;
 mod cancel;
 mod counters;
+pub(crate) mod job_queue;
 pub mod segment;
 
 pub use counters::{CounterSnapshot, Counters, LegacyReason};
