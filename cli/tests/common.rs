@@ -77,3 +77,10 @@ pub fn fails(out: Output) -> String {
 pub fn json(bytes: &[u8]) -> serde_json::Value {
     serde_json::from_slice(bytes).expect("inspect prints JSON")
 }
+
+/// The volumes VeraCrypt wrote for these tests (in the repository: tests/data/veracrypt-written).
+pub fn written(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/veracrypt-written")
+        .join(name)
+}
