@@ -62,7 +62,7 @@ impl<P: Platform> Completer<P> {
         let permits = P::Semaphore::new(max_work_items.max(1) as usize);
         Completer {
             env,
-            queue: WorkQueue::with_capacity(crate::volume::RANGE_ENTRIES),
+            queue: WorkQueue::with_capacity(crate::io::RANGE_ENTRIES),
             permits,
             active: Rundown::new(),
             completed: AtomicU64::new(0),

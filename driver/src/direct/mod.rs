@@ -22,11 +22,11 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
+use crate::io::{
+    AlignedBuffer, Counters, IoJob, JobKind, JobQueue, Next, SegmentLimits, MAX_DIRECT_REQUEST,
+};
 use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest};
-use crate::volume::buffer::AlignedBuffer;
-use crate::volume::job_queue::{JobQueue, Next};
-use crate::volume::segment::{SegmentLimits, MAX_DIRECT_REQUEST};
-use crate::volume::{Counters, IoJob, JobKind, Volume};
+use crate::volume::Volume;
 use crate::Status;
 
 /// Workers (and so requests in flight) per volume.

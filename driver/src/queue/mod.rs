@@ -21,14 +21,12 @@ use alloc::vec::Vec;
 
 use crate::crypto::{Cipher, DATA_UNIT};
 use crate::faults::{self, Fault};
+use crate::io::{AlignedBuffer, Counters, IoJob, JobKind, JobQueue, Next, SegmentLimits};
 use crate::platform::{
     HostDevice, HostLimits, IoBuf, Lock, Platform, Semaphore, ThreadRole, UpperRequest, WorkQueue,
 };
 use crate::registry::Tunables;
-use crate::volume::buffer::AlignedBuffer;
-use crate::volume::job_queue::{JobQueue, Next};
-use crate::volume::segment::SegmentLimits;
-use crate::volume::{Counters, IoJob, JobKind, Volume};
+use crate::volume::Volume;
 use crate::Status;
 
 enum Msg<T> {

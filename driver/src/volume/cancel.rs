@@ -26,7 +26,8 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use super::{IoJob, Volume};
+use super::Volume;
+use crate::io::IoJob;
 use crate::platform::{Lock, Platform, UpperRequest};
 use crate::Status;
 

@@ -8,13 +8,10 @@
 //! Never: does host I/O or crypto itself; it hands granted requests to `queue` or `direct`,
 //! and finished ones to `completion`.
 
-pub(crate) mod buffer;
 mod cancel;
-mod counters;
-pub(crate) mod job_queue;
-pub mod segment;
 
-pub use counters::{CounterSnapshot, Counters, LegacyReason};
+/// The counters a volume shows (defined with what both paths share, in `io`).
+pub use crate::io::{CounterSnapshot, Counters, LegacyReason};
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -27,6 +24,7 @@ use crate::completion::{Completer, Finished};
 use crate::crypto::{CryptoPool, VolumeKey, DATA_UNIT};
 use crate::direct::DirectPath;
 use crate::faults::{self, Fault};
+use crate::io::{IoJob, JobKind, Path, MAX_DIRECT_REQUEST, RANGE_ENTRIES};
 use crate::platform::{
     HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, Rundown, Thread, ThreadRole,
     UpperRequest,
@@ -34,13 +32,6 @@ use crate::platform::{
 use crate::queue::LegacyQueue;
 use crate::registry::{direct_read_configured, direct_write_configured, Gates, Tunables};
 use crate::Status;
-use segment::MAX_DIRECT_REQUEST;
-
-/// Range-lock entries per volume: the legacy queue's requests, the direct slots and their
-/// waiters. Beyond this, requests wait in an arrival-ordered backlog. The per-volume queues
-/// (path FIFOs, completion queue, backlog) are allocated at mount for this many requests, so
-/// up to twice this many outstanding requests never allocate; beyond that a queue grows.
-pub(crate) const RANGE_ENTRIES: usize = 256;
 
 /// What the mount request says about the volume.
 #[derive(Clone, Debug)]
@@ -63,15 +54,6 @@ pub struct MountParams {
     pub tunables: Tunables,
 }
 
-/// Which path serves a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Path {
-    /// VeraCrypt's encrypted I/O queue.
-    Legacy,
-    /// The bounded direct path.
-    Direct,
-}
-
 /// The effective configuration of a mounted volume (what `vcctl status` shows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Effective {
@@ -81,27 +63,6 @@ pub struct Effective {
     pub direct_read: bool,
     /// Writes can take the direct path (R7: only when they really can).
     pub direct_write: bool,
-}
-
-/// A granted or waiting request, with everything needed after it finishes captured up front.
-pub(crate) struct IoJob<R: UpperRequest> {
-    pub(crate) request: R,
-    /// The caller's buffer (none for a flush).
-    pub(crate) buf: Option<R::Buf>,
-    pub(crate) kind: JobKind,
-    /// Byte offset within the volume.
-    pub(crate) offset: u64,
-    pub(crate) length: u32,
-    pub(crate) ticket: Ticket,
-    pub(crate) path: Path,
-}
-
-/// What a job does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum JobKind {
-    Read,
-    Write,
-    Flush,
 }
 
 struct Admission<R: UpperRequest> {

@@ -8,8 +8,9 @@
 
 use alloc::sync::Arc;
 
-use super::{IoJob, Volume, RANGE_ENTRIES};
+use super::{IoJob, RANGE_ENTRIES};
 use crate::platform::{Platform, UpperRequest, WorkQueue};
+use crate::volume::Volume;
 
 enum Slot<R: UpperRequest> {
     Job(IoJob<R>),
