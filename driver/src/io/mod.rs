@@ -14,12 +14,14 @@
 //! volume implements.
 
 mod buffer;
+mod context;
 mod counters;
 mod job;
 mod job_queue;
 mod segment;
 
 pub(crate) use buffer::AlignedBuffer;
+pub(crate) use context::{Finisher, Geometry, PathContext, WriteGeneration};
 pub use counters::{CounterSnapshot, Counters, LegacyReason};
 pub use job::Path;
 pub(crate) use job::{IoJob, JobKind};
