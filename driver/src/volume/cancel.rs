@@ -2,8 +2,9 @@
 //!
 //! Owns: the hand-shake between the issuer's cancel (an IRP's cancel routine, which calls
 //! [`Volume::cancel`]) and the path thread that takes the request off its queue
-//! ([`Finisher::claim`], which the volume implements with [`Volume::claim_taken`]). Exactly one of them completes a cancelled request, nothing is issued
-//! for it, and its range is released like any other request's.
+//! ([`Finisher::claim`], which the volume implements with [`Volume::claim_taken`]). Exactly
+//! one of them completes a cancelled request, nothing is issued for it, and its range is
+//! released like any other request's.
 //! Never: stops a request that a path has taken (that one checks `is_cancelled` before every
 //! segment or fragment, REVIEW.md R2).
 //!
