@@ -123,12 +123,12 @@ fn worker<P: Platform, F: Finisher<P>>(
                     Err(s) => s,
                 }
             }
-            (_, Some(b)) => transfer(
+            (_, Some(buf)) => transfer(
                 context,
                 &request,
                 kind,
                 offset,
-                b,
+                buf,
                 &limits,
                 bounce.window(MAX_DIRECT_REQUEST as usize),
             ),

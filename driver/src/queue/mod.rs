@@ -309,7 +309,7 @@ fn io_thread<P: Platform>(queue: &LegacyQueue<P>) {
         };
         let item_status = queue
             .items
-            .with(|items| items.slots[frag.item].as_ref().map(|i| i.status));
+            .with(|items| items.slots[frag.item].as_ref().map(|item| item.status));
         let host_offset = context.geometry.data_offset + frag.offset;
         if let Some(s) = item_status.filter(|s| !s.is_success()) {
             // An earlier fragment of this request failed: issue nothing more for it.
@@ -445,7 +445,7 @@ fn completion_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finish
             }
             if let FragmentData::Read(piece) = frag.data {
                 match item.assembled.as_mut() {
-                    Some(a) => a.unsplit(piece),
+                    Some(assembled) => assembled.unsplit(piece),
                     None => item.assembled = Some(piece),
                 }
             }
@@ -478,12 +478,12 @@ fn finish_item<P: Platform, F: Finisher<P>>(
         ..
     } = item;
     let buf = match (assembled, tail) {
-        (Some(mut a), Some(t)) => {
-            a.unsplit(t);
-            a
+        (Some(mut assembled), Some(tail)) => {
+            assembled.unsplit(tail);
+            assembled
         }
-        (Some(a), None) => a,
-        (None, Some(t)) => t,
+        (Some(assembled), None) => assembled,
+        (None, Some(tail)) => tail,
         (None, None) => unreachable!("an item always keeps its buffer"),
     };
     let information = if status.is_success() {

@@ -69,7 +69,7 @@ impl<P: Platform> Volume<P> {
             match book
                 .parked
                 .iter()
-                .position(|j| j.request.cancel_key() == key)
+                .position(|job| job.request.cancel_key() == key)
             {
                 Some(i) => Some(book.parked.swap_remove(i)),
                 None => {
