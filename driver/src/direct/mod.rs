@@ -4,11 +4,11 @@
 //! Owns: the per-volume FIFO of granted direct requests, the 8 workers (one request each, so
 //! the 8 workers are the 8 slots) and their preallocated write bounce buffers.
 //! A queued job can be cancelled (its cancel routine takes it out of the FIFO: STATUS_CANCELLED,
-//! nothing issued); a worker claims a job before it starts it ([`Finisher::claim`]).
+//! nothing issued); a worker claims a job before it starts it (`Finisher::claim`).
 //! Never: decides eligibility or ordering (`volume` and `barrier` did, once, at dispatch:
 //! a request never changes path because of load, REVIEW.md R12), or completes requests
 //! (`completion` does).
-//! Hands to: the [`Finisher`] it was started with, each job once it is done.
+//! Hands to: the `Finisher` it was started with, each job once it is done.
 //!
 //! Reads go straight into the caller's buffer and are decrypted in place per segment; writes
 //! are encrypted per segment into the worker's own buffer (never into the caller's) and

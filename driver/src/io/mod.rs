@@ -3,14 +3,14 @@
 //! and the per-volume capacities, plus the narrow context a path works with and the trait
 //! through which it gives a job back.
 //!
-//! Owns: [`IoJob`] and [`JobKind`], [`JobQueue`] (including the hole a cancel routine leaves),
-//! [`AlignedBuffer`], [`SegmentLimits`], [`Counters`] and their [`CounterSnapshot`],
-//! [`RANGE_ENTRIES`], and [`PathContext`] (host, key, platform, geometry, counters, encryption
+//! Owns: `IoJob` and `JobKind`, `JobQueue` (including the hole a cancel routine leaves),
+//! `AlignedBuffer`, [`SegmentLimits`], [`Counters`] and their [`CounterSnapshot`],
+//! `RANGE_ENTRIES`, and `PathContext` (host, key, platform, geometry, counters, encryption
 //! pool, write generation).
 //! Never: imports `volume`, `queue`, `direct` or `completion`; decides a request's path or its
 //! ordering; completes a request.
-//! Hands to: nothing by itself. `volume` builds a [`PathContext`] and hands it, with granted
-//! jobs, to `queue` and `direct`; they give each job back through [`Finisher`], which the
+//! Hands to: nothing by itself. `volume` builds a `PathContext` and hands it, with granted
+//! jobs, to `queue` and `direct`; they give each job back through `Finisher`, which the
 //! volume implements.
 
 mod buffer;

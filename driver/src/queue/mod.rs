@@ -10,7 +10,7 @@
 //! a single data unit runs inline.
 //! Never: completes upper requests itself (`completion` does, from work items) or decides
 //! ordering (`barrier` granted the request before it arrives here).
-//! Hands to: the [`Finisher`] it was started with, each request once its last fragment is done.
+//! Hands to: the `Finisher` it was started with, each request once its last fragment is done.
 //!
 //! Reads go straight into the caller's buffer and are decrypted there, as VeraCrypt does:
 //! each fragment owns its piece of the caller's buffer (an [`IoBuf`] split), so the I/O thread

@@ -7,7 +7,7 @@
 //! R13: close admission, serve what was admitted, wait for every child request, erase keys).
 //! Never: does host I/O or crypto itself.
 //! Hands to: `queue` or `direct`, granted requests (each path gets the volume's
-//! [`PathContext`] and gives every job back through [`Finisher`], which the volume implements);
+//! `PathContext` and gives every job back through `Finisher`, which the volume implements);
 //! `completion`, finished ones.
 
 mod cancel;
