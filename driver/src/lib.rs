@@ -17,6 +17,7 @@ pub mod completion;
 pub mod crypto;
 pub mod direct;
 pub mod faults;
+pub mod io;
 pub mod platform;
 pub mod queue;
 pub mod registry;

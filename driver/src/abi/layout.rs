@@ -4,7 +4,7 @@ use alloc::vec::Vec;
 use zeroize::Zeroizing;
 
 use super::{open_exact, AbiError, MasterKey, Reader, Writer};
-use crate::volume::CounterSnapshot;
+use crate::io::CounterSnapshot;
 
 /// Key bytes for AES-256-XTS: primary key 0..32, tweak key 32..64.
 pub const KEY_LENGTH: usize = 64;

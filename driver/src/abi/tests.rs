@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use zeroize::Zeroizing;
 
 use super::*;
-use crate::volume::CounterSnapshot;
+use crate::io::CounterSnapshot;
 use crate::Status;
 
 fn utf16(s: &str) -> Vec<u16> {

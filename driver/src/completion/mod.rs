@@ -40,15 +40,16 @@ pub struct Finished<R: UpperRequest> {
     pub information: usize,
 }
 
-enum Job<R: UpperRequest> {
+/// What the completion thread is sent.
+enum CompletionMsg<R: UpperRequest> {
     Complete(Finished<R>),
     Stop,
 }
 
 /// The completion stage of one volume.
 pub struct Completer<P: Platform> {
-    env: P,
-    queue: WorkQueue<P, Job<P::Request>>,
+    platform: P,
+    queue: WorkQueue<P, CompletionMsg<P::Request>>,
     /// One permit per work item that may be active.
     permits: P::Semaphore,
     /// Active work items; stop waits until none is.
@@ -58,11 +59,11 @@ pub struct Completer<P: Platform> {
 
 impl<P: Platform> Completer<P> {
     /// A stage that allows `max_work_items` active work items.
-    pub fn new(env: P, max_work_items: u32) -> Self {
+    pub fn new(platform: P, max_work_items: u32) -> Self {
         let permits = P::Semaphore::new(max_work_items.max(1) as usize);
         Completer {
-            env,
-            queue: WorkQueue::with_capacity(crate::volume::RANGE_ENTRIES),
+            platform,
+            queue: WorkQueue::with_capacity(crate::io::RANGE_ENTRIES),
             permits,
             active: Rundown::new(),
             completed: AtomicU64::new(0),
@@ -79,7 +80,7 @@ impl<P: Platform> Completer<P> {
                 .complete(finished.status, finished.information);
             return;
         }
-        self.queue.push(Job::Complete(finished));
+        self.queue.push(CompletionMsg::Complete(finished));
     }
 
     /// Requests completed so far.
@@ -91,17 +92,19 @@ impl<P: Platform> Completer<P> {
     pub fn run(self: &Arc<Self>) {
         loop {
             match self.queue.pop() {
-                Job::Stop => return,
-                Job::Complete(f) => {
+                CompletionMsg::Stop => return,
+                CompletionMsg::Complete(finished) => {
                     self.permits.acquire();
                     let entered = self.active.enter();
                     debug_assert!(entered, "work items are queued only before stop");
-                    let me = Arc::clone(self);
-                    self.env.queue_work_item(Box::new(move || {
-                        me.completed.fetch_add(1, Ordering::Relaxed);
-                        f.request.complete(f.status, f.information);
-                        me.active.exit();
-                        me.permits.release();
+                    let stage = Arc::clone(self);
+                    self.platform.queue_work_item(Box::new(move || {
+                        stage.completed.fetch_add(1, Ordering::Relaxed);
+                        finished
+                            .request
+                            .complete(finished.status, finished.information);
+                        stage.active.exit();
+                        stage.permits.release();
                     }));
                 }
             }
@@ -111,7 +114,7 @@ impl<P: Platform> Completer<P> {
     /// Ends the completion thread after everything pushed before was handed on, then waits
     /// until no work item is active. Call once, after the last push, then join the thread.
     pub fn stop(&self) {
-        self.queue.push(Job::Stop);
+        self.queue.push(CompletionMsg::Stop);
     }
 
     /// Blocks until every queued work item has returned (after the thread was joined).

@@ -50,7 +50,7 @@ impl CryptoPool {
     /// the key is blocked.
     pub fn run<P: Platform>(
         &self,
-        env: &P,
+        platform: &P,
         key: &VolumeKey<P>,
         dir: Cipher,
         buf: &mut [u8],
@@ -59,7 +59,7 @@ impl CryptoPool {
         let guard = key.acquire()?;
         let units = buf.len() / DATA_UNIT;
         let pieces_wanted = self.threads.min(units);
-        env.crypto_scope(|| {
+        platform.crypto_scope(|| {
             if pieces_wanted <= 1 {
                 apply(guard.cipher(), dir, buf, first_unit);
                 return;
@@ -74,7 +74,7 @@ impl CryptoPool {
                 })
                 .collect();
             let cipher = guard.shared();
-            env.run_pieces(&mut pieces, &|piece: &mut Piece<'_>| {
+            platform.run_pieces(&mut pieces, &|piece: &mut Piece<'_>| {
                 apply(cipher, dir, piece.data, piece.first_unit)
             });
         });

@@ -4,10 +4,11 @@
 //! Owns: the per-volume FIFO of granted direct requests, the 8 workers (one request each, so
 //! the 8 workers are the 8 slots) and their preallocated write bounce buffers.
 //! A queued job can be cancelled (its cancel routine takes it out of the FIFO: STATUS_CANCELLED,
-//! nothing issued); a worker claims a job before it starts it (`Volume::claim`).
+//! nothing issued); a worker claims a job before it starts it (`Finisher::claim`).
 //! Never: decides eligibility or ordering (`volume` and `barrier` did, once, at dispatch:
 //! a request never changes path because of load, REVIEW.md R12), or completes requests
 //! (`completion` does).
+//! Hands to: the `Finisher` it was started with, each job once it is done.
 //!
 //! Reads go straight into the caller's buffer and are decrypted in place per segment; writes
 //! are encrypted per segment into the worker's own buffer (never into the caller's) and
@@ -22,11 +23,11 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
+use crate::io::{
+    AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, SegmentLimits,
+    MAX_DIRECT_REQUEST,
+};
 use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest};
-use crate::volume::buffer::AlignedBuffer;
-use crate::volume::job_queue::{JobQueue, Next};
-use crate::volume::segment::{SegmentLimits, MAX_DIRECT_REQUEST};
-use crate::volume::{Counters, IoJob, JobKind, Volume};
 use crate::Status;
 
 /// Workers (and so requests in flight) per volume.
@@ -34,6 +35,7 @@ pub const WORKERS: usize = 8;
 
 /// The direct path of one volume.
 pub(crate) struct DirectPath<P: Platform> {
+    context: Arc<PathContext<P>>,
     /// Granted jobs waiting for a worker (where a cancel routine finds them).
     pub(crate) ready: JobQueue<P>,
     busy: AtomicU64,
@@ -41,35 +43,41 @@ pub(crate) struct DirectPath<P: Platform> {
 }
 
 impl<P: Platform> DirectPath<P> {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(context: Arc<PathContext<P>>) -> Self {
         DirectPath {
+            context,
             ready: JobQueue::new(),
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
         }
     }
 
-    /// Starts the 8 workers, each with a 1 MiB bounce buffer allocated now (at mount).
-    pub(crate) fn start(volume: &Arc<Volume<P>>) -> Result<Vec<P::Thread>, Status> {
+    /// Starts the 8 workers, each with a 1 MiB bounce buffer allocated now (at mount). They
+    /// give every job back to `finisher`.
+    pub(crate) fn start<F: Finisher<P>>(
+        self: &Arc<Self>,
+        finisher: &Arc<F>,
+    ) -> Result<Vec<P::Thread>, Status> {
         let mut threads = Vec::with_capacity(WORKERS);
-        let limits = volume.host.limits();
+        let limits = self.context.host.limits();
         for _ in 0..WORKERS {
-            let v = Arc::clone(volume);
+            let direct = Arc::clone(self);
+            let finisher = Arc::clone(finisher);
             let bounce = AlignedBuffer::new(MAX_DIRECT_REQUEST as usize, &limits);
-            threads.push(volume.env.spawn(
+            threads.push(self.context.platform.spawn(
                 ThreadRole::DirectWorker,
-                Box::new(move || worker(&v, bounce)),
+                Box::new(move || worker(&direct, &*finisher, bounce)),
             )?);
-            volume.direct.workers.fetch_add(1, Ordering::Relaxed);
+            self.workers.fetch_add(1, Ordering::Relaxed);
         }
         Ok(threads)
     }
 
     /// Admits a granted request: a free worker takes it, or it waits in FIFO order for one.
-    pub(crate) fn submit(&self, volume: &Volume<P>, job: IoJob<P::Request>) {
+    pub(crate) fn submit(&self, job: IoJob<P::Request>) {
         let queued = self.ready.len() as u64;
         if self.busy.load(Ordering::Acquire) + queued >= WORKERS as u64 {
-            Counters::add(&volume.counters.slot_waits, 1);
+            Counters::add(&self.context.counters.slot_waits, 1);
         }
         self.ready.push(job);
     }
@@ -82,17 +90,22 @@ impl<P: Platform> DirectPath<P> {
     }
 }
 
-fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: AlignedBuffer) {
-    let d = &v.direct;
-    let limits = SegmentLimits::direct(&v.host.limits(), v.params.sector_size);
+fn worker<P: Platform, F: Finisher<P>>(
+    direct: &DirectPath<P>,
+    finisher: &F,
+    mut bounce: AlignedBuffer,
+) {
+    let context = &*direct.context;
+    let counters = &*context.counters;
+    let limits = SegmentLimits::direct(&context.host.limits(), context.geometry.sector_size);
     loop {
-        let job = match d.ready.next(v) {
+        let job = match direct.ready.next(finisher) {
             // Dropping the bounce buffer zeroizes it.
             Next::Stop => return,
             Next::Job(job) => job,
         };
-        let now = d.busy.fetch_add(1, Ordering::AcqRel) + 1;
-        Counters::raise_max(&v.counters.direct_in_flight_max, now);
+        let now = direct.busy.fetch_add(1, Ordering::AcqRel) + 1;
+        Counters::raise_max(&counters.direct_in_flight_max, now);
         let IoJob {
             request,
             mut buf,
@@ -104,42 +117,42 @@ fn worker<P: Platform>(v: &Arc<Volume<P>>, mut bounce: AlignedBuffer) {
         } = job;
         let status = match (kind, buf.as_mut()) {
             (JobKind::Flush, _) => {
-                Counters::add(&v.counters.direct_flushes, 1);
-                match v.host.flush() {
+                Counters::add(&counters.direct_flushes, 1);
+                match context.host.flush() {
                     Ok(()) => Status::Success,
                     Err(s) => s,
                 }
             }
-            (_, Some(b)) => transfer(
-                v,
+            (_, Some(buf)) => transfer(
+                context,
                 &request,
                 kind,
                 offset,
-                b,
+                buf,
                 &limits,
                 bounce.window(MAX_DIRECT_REQUEST as usize),
             ),
             (_, None) => Status::InvalidUserBuffer,
         };
         let information = if status.is_success() && kind != JobKind::Flush {
-            Counters::add(&v.counters.direct_bytes, u64::from(length));
+            Counters::add(&counters.direct_bytes, u64::from(length));
             length as usize
         } else {
             0
         };
         match kind {
-            JobKind::Read => Counters::add(&v.counters.direct_reads, 1),
-            JobKind::Write => Counters::add(&v.counters.direct_writes, 1),
+            JobKind::Read => Counters::add(&counters.direct_reads, 1),
+            JobKind::Write => Counters::add(&counters.direct_writes, 1),
             JobKind::Flush => {}
         }
-        d.busy.fetch_sub(1, Ordering::AcqRel);
-        v.finish(request, buf, ticket, kind, status, information);
+        direct.busy.fetch_sub(1, Ordering::AcqRel);
+        finisher.finish(request, buf, ticket, kind, status, information);
     }
 }
 
 /// Moves one read or write, segment by segment.
 fn transfer<P: Platform>(
-    v: &Volume<P>,
+    context: &PathContext<P>,
     request: &P::Request,
     kind: JobKind,
     offset: u64,
@@ -157,7 +170,7 @@ fn transfer<P: Platform>(
             return Status::Cancelled;
         }
         // REVIEW.md R2: no new segment once the key block is set.
-        if v.key.is_blocked() && !(faults::is_on(Fault::R2CheckBlockOnce) && pos > 0) {
+        if context.key.is_blocked() && !(faults::is_on(Fault::R2CheckBlockOnce) && pos > 0) {
             return Status::DeviceBusy;
         }
         let n = match kind {
@@ -165,19 +178,25 @@ fn transfer<P: Platform>(
             // The bounce buffer is page aligned: its page offset is 0.
             _ => limits.next_len(total - pos, 0),
         };
-        let host_offset = v.params.data_offset + offset + pos as u64;
+        let host_offset = context.geometry.data_offset + offset + pos as u64;
         let unit = host_offset / DATA_UNIT as u64;
         let segment = &mut data[pos..pos + n];
-        Counters::add(&v.counters.direct_segments, 1);
+        Counters::add(&context.counters.direct_segments, 1);
         if kind == JobKind::Read {
-            match v.host.start_read(host_offset, segment).wait() {
+            match context.host.start_read(host_offset, segment).wait() {
                 Ok(got) if got == n => {}
                 Ok(_) => return Status::EndOfFile,
                 Err(s) => return s,
             }
             // REVIEW.md R3: decryption takes the key under rundown; after the block it fails.
             if crypto
-                .run(&v.env, &v.key, Cipher::Decrypt, segment, unit)
+                .run(
+                    &context.platform,
+                    &context.key,
+                    Cipher::Decrypt,
+                    segment,
+                    unit,
+                )
                 .is_err()
             {
                 return Status::DeviceBusy;
@@ -187,13 +206,13 @@ fn transfer<P: Platform>(
             out.copy_from_slice(segment);
             // The block may have been set while this segment was encrypted: issue nothing then.
             if crypto
-                .run(&v.env, &v.key, Cipher::Encrypt, out, unit)
+                .run(&context.platform, &context.key, Cipher::Encrypt, out, unit)
                 .is_err()
-                || v.key.is_blocked()
+                || context.key.is_blocked()
             {
                 return Status::DeviceBusy;
             }
-            match v.host.start_write(host_offset, out).wait() {
+            match context.host.start_write(host_offset, out).wait() {
                 Ok(got) if got == n => {}
                 Ok(_) => return Status::EndOfFile,
                 Err(s) => return s,

@@ -10,6 +10,7 @@
 //! a single data unit runs inline.
 //! Never: completes upper requests itself (`completion` does, from work items) or decides
 //! ordering (`barrier` granted the request before it arrives here).
+//! Hands to: the `Finisher` it was started with, each request once its last fragment is done.
 //!
 //! Reads go straight into the caller's buffer and are decrypted there, as VeraCrypt does:
 //! each fragment owns its piece of the caller's buffer (an [`IoBuf`] split), so the I/O thread
@@ -21,18 +22,19 @@ use alloc::vec::Vec;
 
 use crate::crypto::{Cipher, DATA_UNIT};
 use crate::faults::{self, Fault};
+use crate::io::{
+    AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, SegmentLimits,
+    WriteGeneration,
+};
 use crate::platform::{
-    HostDevice, HostLimits, IoBuf, Lock, Platform, Semaphore, ThreadRole, UpperRequest, WorkQueue,
+    HostDevice, IoBuf, Lock, Platform, Semaphore, ThreadRole, UpperRequest, WorkQueue,
 };
 use crate::registry::Tunables;
-use crate::volume::buffer::AlignedBuffer;
-use crate::volume::job_queue::{JobQueue, Next};
-use crate::volume::segment::SegmentLimits;
-use crate::volume::{Counters, IoJob, JobKind, Volume};
 use crate::Status;
 
-enum Msg<T> {
-    Work(T),
+/// What the main thread sends the I/O thread, and the I/O thread the completion thread.
+enum FragmentMsg<B> {
+    Fragment(Fragment<B>),
     Stop,
 }
 
@@ -73,10 +75,11 @@ struct Items<R: UpperRequest> {
 
 /// The legacy queue of one volume.
 pub(crate) struct LegacyQueue<P: Platform> {
+    context: Arc<PathContext<P>>,
     /// Granted requests waiting for the main thread (where a cancel routine finds them).
     pub(crate) input: JobQueue<P>,
-    to_io: WorkQueue<P, Msg<Fragment<<P::Request as UpperRequest>::Buf>>>,
-    to_completion: WorkQueue<P, Msg<Fragment<<P::Request as UpperRequest>::Buf>>>,
+    to_io: WorkQueue<P, FragmentMsg<<P::Request as UpperRequest>::Buf>>,
+    to_completion: WorkQueue<P, FragmentMsg<<P::Request as UpperRequest>::Buf>>,
     item_permits: P::Semaphore,
     request_permits: P::Semaphore,
     fragment_buffers: WorkQueue<P, AlignedBuffer>,
@@ -85,46 +88,48 @@ pub(crate) struct LegacyQueue<P: Platform> {
 }
 
 impl<P: Platform> LegacyQueue<P> {
-    pub(crate) fn new(t: &Tunables, limits: &HostLimits) -> Self {
-        let item_count = t.item_count.max(1) as usize;
+    pub(crate) fn new(context: Arc<PathContext<P>>, tunables: &Tunables) -> Self {
+        let limits = context.host.limits();
+        let item_count = tunables.item_count.max(1) as usize;
         let fragment_buffers = WorkQueue::with_capacity(2);
         // Two alternating fragment buffers, preallocated at mount (with room to align them).
-        fragment_buffers.push(AlignedBuffer::new(t.fragment_size as usize, limits));
-        fragment_buffers.push(AlignedBuffer::new(t.fragment_size as usize, limits));
+        fragment_buffers.push(AlignedBuffer::new(tunables.fragment_size as usize, &limits));
+        fragment_buffers.push(AlignedBuffer::new(tunables.fragment_size as usize, &limits));
         LegacyQueue {
+            context,
             input: JobQueue::new(),
-            to_io: WorkQueue::with_capacity(t.io_request_count as usize),
-            to_completion: WorkQueue::with_capacity(t.io_request_count as usize),
+            to_io: WorkQueue::with_capacity(tunables.io_request_count as usize),
+            to_completion: WorkQueue::with_capacity(tunables.io_request_count as usize),
             item_permits: P::Semaphore::new(item_count),
-            request_permits: P::Semaphore::new(t.io_request_count.max(1) as usize),
+            request_permits: P::Semaphore::new(tunables.io_request_count.max(1) as usize),
             fragment_buffers,
             items: P::Lock::new(Items {
                 slots: (0..item_count).map(|_| None).collect(),
                 free: (0..item_count).rev().collect(),
             }),
-            fragment_size: t.fragment_size,
+            fragment_size: tunables.fragment_size,
         }
     }
 
-    /// Starts the main, I/O and completion threads.
-    pub(crate) fn start(volume: &Arc<Volume<P>>) -> Result<Vec<P::Thread>, Status> {
+    /// Starts the main, I/O and completion threads. They give every request back to
+    /// `finisher`.
+    pub(crate) fn start<F: Finisher<P>>(
+        self: &Arc<Self>,
+        finisher: &Arc<F>,
+    ) -> Result<Vec<P::Thread>, Status> {
+        let platform = &self.context.platform;
         let mut threads = Vec::with_capacity(3);
-        let v = Arc::clone(volume);
-        threads.push(
-            volume
-                .env
-                .spawn(ThreadRole::LegacyMain, Box::new(move || main_thread(&v)))?,
-        );
-        let v = Arc::clone(volume);
-        threads.push(
-            volume
-                .env
-                .spawn(ThreadRole::LegacyIo, Box::new(move || io_thread(&v)))?,
-        );
-        let v = Arc::clone(volume);
-        threads.push(volume.env.spawn(
+        let (queue, main_finisher) = (Arc::clone(self), Arc::clone(finisher));
+        threads.push(platform.spawn(
+            ThreadRole::LegacyMain,
+            Box::new(move || main_thread(&queue, &*main_finisher)),
+        )?);
+        let queue = Arc::clone(self);
+        threads.push(platform.spawn(ThreadRole::LegacyIo, Box::new(move || io_thread(&queue)))?);
+        let (queue, completion_finisher) = (Arc::clone(self), Arc::clone(finisher));
+        threads.push(platform.spawn(
             ThreadRole::LegacyCompletion,
-            Box::new(move || completion_thread(&v)),
+            Box::new(move || completion_thread(&queue, &*completion_finisher)),
         )?);
         Ok(threads)
     }
@@ -140,24 +145,24 @@ impl<P: Platform> LegacyQueue<P> {
     }
 }
 
-fn unit_of<P: Platform>(v: &Volume<P>, offset: u64) -> u64 {
-    (v.params.data_offset + offset) / DATA_UNIT as u64
+fn unit_of<P: Platform>(context: &PathContext<P>, offset: u64) -> u64 {
+    (context.geometry.data_offset + offset) / DATA_UNIT as u64
 }
 
-fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
-    let q = &v.legacy;
-    let limits = SegmentLimits::fragments(q.fragment_size, v.params.sector_size);
+fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F) {
+    let context = &*queue.context;
+    let limits = SegmentLimits::fragments(queue.fragment_size, context.geometry.sector_size);
     loop {
         // An item first, then the request: a request waiting for one of the 8 items stays in
         // the queue, where its cancel routine can still take it out.
-        q.item_permits.acquire();
-        let job = match q.input.next(v) {
+        queue.item_permits.acquire();
+        let job = match queue.input.next(finisher) {
             Next::Stop => {
                 // Both fragment buffers are back: every admitted request finished before stop.
-                while !q.fragment_buffers.is_empty() {
-                    drop(q.fragment_buffers.pop());
+                while !queue.fragment_buffers.is_empty() {
+                    drop(queue.fragment_buffers.pop());
                 }
-                q.to_io.push(Msg::Stop);
+                queue.to_io.push(FragmentMsg::Stop);
                 return;
             }
             Next::Job(job) => job,
@@ -173,21 +178,24 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
         } = job;
         let mut buf = buf.expect("legacy reads and writes carry a buffer");
         if request.is_cancelled() {
-            q.item_permits.release();
-            v.finish(request, Some(buf), ticket, kind, Status::Cancelled, 0);
+            queue.item_permits.release();
+            finisher.finish(request, Some(buf), ticket, kind, Status::Cancelled, 0);
             continue;
         }
         Counters::add(
             if kind == JobKind::Write {
-                &v.counters.legacy_writes
+                &context.counters.legacy_writes
             } else {
-                &v.counters.legacy_reads
+                &context.counters.legacy_reads
             },
             1,
         );
-        let idx = q.items.with(|t| {
-            let idx = t.free.pop().expect("an item permit guarantees a free item");
-            t.slots[idx] = Some(Item {
+        let idx = queue.items.with(|items| {
+            let idx = items
+                .free
+                .pop()
+                .expect("an item permit guarantees a free item");
+            items.slots[idx] = Some(Item {
                 request,
                 ticket,
                 kind,
@@ -205,7 +213,7 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
         let mut failure = None;
         while pos < total {
             // REVIEW.md R2: no new fragment once the key block is set.
-            if v.key.is_blocked() && !(faults::is_on(Fault::R2CheckBlockOnce) && pos > 0) {
+            if context.key.is_blocked() && !(faults::is_on(Fault::R2CheckBlockOnce) && pos > 0) {
                 failure = Some(Status::DeviceBusy);
                 break;
             }
@@ -213,26 +221,35 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
             let data = if kind == JobKind::Read {
                 FragmentData::Read(buf.split_to(n))
             } else {
-                let mut fb = q.fragment_buffers.pop();
-                fb.window(n).copy_from_slice(&buf.bytes()[pos..pos + n]);
-                let unit = unit_of(v, offset + pos as u64);
-                if v.crypto_pool
-                    .run(&v.env, &v.key, Cipher::Encrypt, fb.window(n), unit)
+                let mut fragment_buffer = queue.fragment_buffers.pop();
+                fragment_buffer
+                    .window(n)
+                    .copy_from_slice(&buf.bytes()[pos..pos + n]);
+                let unit = unit_of(context, offset + pos as u64);
+                if context
+                    .crypto_pool
+                    .run(
+                        &context.platform,
+                        &context.key,
+                        Cipher::Encrypt,
+                        fragment_buffer.window(n),
+                        unit,
+                    )
                     .is_err()
                 {
-                    q.fragment_buffers.push(fb);
+                    queue.fragment_buffers.push(fragment_buffer);
                     failure = Some(Status::DeviceBusy);
                     break;
                 }
-                FragmentData::Write(Some(fb))
+                FragmentData::Write(Some(fragment_buffer))
             };
-            q.request_permits.acquire();
-            q.items.with(|t| {
-                if let Some(item) = t.slots[idx].as_mut() {
+            queue.request_permits.acquire();
+            queue.items.with(|items| {
+                if let Some(item) = items.slots[idx].as_mut() {
                     item.outstanding += 1;
                 }
             });
-            q.to_io.push(Msg::Work(Fragment {
+            queue.to_io.push(FragmentMsg::Fragment(Fragment {
                 item: idx,
                 offset: offset + pos as u64,
                 length: n,
@@ -241,8 +258,8 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
             }));
             pos += n;
         }
-        let done = q.items.with(|t| {
-            let item = t.slots[idx].as_mut().expect("live item");
+        let done = queue.items.with(|items| {
+            let item = items.slots[idx].as_mut().expect("live item");
             item.issuing_done = true;
             if let Some(s) = failure {
                 if item.status.is_success() {
@@ -255,94 +272,99 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 item.assembled = Some(buf);
             }
             if item.outstanding == 0 {
-                t.free.push(idx);
-                t.slots[idx].take()
+                items.free.push(idx);
+                items.slots[idx].take()
             } else {
                 None
             }
         });
         if let Some(item) = done {
-            finish_item(v, item);
+            finish_item(queue, finisher, item);
         }
     }
 }
 
-fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
-    let q = &v.legacy;
-    let limits = v.host.limits();
+fn io_thread<P: Platform>(queue: &LegacyQueue<P>) {
+    let context = &*queue.context;
+    let limits = context.host.limits();
     let alignment_mask = limits.alignment_mask as usize;
     // For a caller buffer the host cannot take (unaligned): the legacy path reads into its
     // own buffer and copies, as the direct path's eligibility rule promises.
-    let mut bounce = AlignedBuffer::new(q.fragment_size as usize, &limits);
+    let mut bounce = AlignedBuffer::new(queue.fragment_size as usize, &limits);
     let mut read_ahead = ReadAhead {
-        buf: AlignedBuffer::new(q.fragment_size as usize, &limits),
+        buf: AlignedBuffer::new(queue.fragment_size as usize, &limits),
         valid: false,
         offset: 0,
         length: 0,
         generation: 0,
     };
     loop {
-        let mut frag = match q.to_io.pop() {
-            Msg::Stop => {
+        let mut frag = match queue.to_io.pop() {
+            FragmentMsg::Stop => {
                 // Dropping the buffers zeroizes them.
-                q.to_completion.push(Msg::Stop);
+                queue.to_completion.push(FragmentMsg::Stop);
                 return;
             }
-            Msg::Work(f) => f,
+            FragmentMsg::Fragment(fragment) => fragment,
         };
-        let item_status = q
+        let item_status = queue
             .items
-            .with(|t| t.slots[frag.item].as_ref().map(|i| i.status));
-        let host_offset = v.params.data_offset + frag.offset;
+            .with(|items| items.slots[frag.item].as_ref().map(|item| item.status));
+        let host_offset = context.geometry.data_offset + frag.offset;
         if let Some(s) = item_status.filter(|s| !s.is_success()) {
             // An earlier fragment of this request failed: issue nothing more for it.
             frag.status = s;
-        } else if v.key.is_blocked() && !faults::is_on(Fault::R2CheckBlockOnce) {
+        } else if context.key.is_blocked() && !faults::is_on(Fault::R2CheckBlockOnce) {
             frag.status = Status::DeviceBusy;
         } else {
-            Counters::add(&v.counters.legacy_fragments, 1);
+            Counters::add(&context.counters.legacy_fragments, 1);
             match &mut frag.data {
                 FragmentData::Read(piece) => {
                     let n = frag.length;
-                    if read_ahead.matches(v, frag.offset, n) {
+                    if read_ahead.matches(&context.writes, frag.offset, n) {
                         piece.bytes().copy_from_slice(read_ahead.buf.window(n));
                     } else if piece.address() & alignment_mask != 0 {
                         let window = bounce.window(n);
-                        frag.status = read_exact(&v.host, host_offset, window);
+                        frag.status = read_exact(&context.host, host_offset, window);
                         if frag.status.is_success() {
                             piece.bytes().copy_from_slice(window);
                         }
                     } else {
-                        frag.status = read_exact(&v.host, host_offset, piece.bytes());
+                        frag.status = read_exact(&context.host, host_offset, piece.bytes());
                     }
                     read_ahead.valid = false;
                     let next = frag.offset + n as u64;
                     if frag.status.is_success()
-                        && q.to_io.is_empty()
-                        && !v.key.is_blocked()
-                        && next + n as u64 <= v.params.data_size
-                        && n <= q.fragment_size as usize
+                        && queue.to_io.is_empty()
+                        && !context.key.is_blocked()
+                        && next + n as u64 <= context.geometry.data_size
+                        && n <= queue.fragment_size as usize
                     {
-                        read_ahead.fill(v, next, n);
+                        read_ahead.fill(context, next, n);
                     }
                 }
-                FragmentData::Write(fb) => {
+                FragmentData::Write(fragment_buffer) => {
                     read_ahead.valid = false;
-                    let fb = fb.as_mut().expect("a write fragment carries its buffer");
-                    frag.status = match v.host.write(host_offset, fb.window(frag.length)) {
+                    let fragment_buffer = fragment_buffer
+                        .as_mut()
+                        .expect("a write fragment carries its buffer");
+                    frag.status = match context
+                        .host
+                        .write(host_offset, fragment_buffer.window(frag.length))
+                    {
                         Ok(_) => Status::Success,
                         Err(s) => s,
                     };
                 }
             }
         }
-        if let FragmentData::Write(fb) = &mut frag.data {
+        if let FragmentData::Write(fragment_buffer) = &mut frag.data {
             // The fragment buffer is free again for the main thread (VeraCrypt's free event).
-            if let Some(fb) = fb.take() {
-                q.fragment_buffers.push(fb);
+            if let Some(fragment_buffer) = fragment_buffer.take() {
+                queue.fragment_buffers.push(fragment_buffer);
             }
         }
-        q.to_completion.push(Msg::Work(frag));
+        queue.to_completion.push(FragmentMsg::Fragment(frag));
     }
 }
 
@@ -365,23 +387,20 @@ struct ReadAhead {
 }
 
 impl ReadAhead {
-    fn matches<P: Platform>(&self, v: &Volume<P>, offset: u64, length: usize) -> bool {
+    fn matches(&self, writes: &WriteGeneration, offset: u64, length: usize) -> bool {
         self.valid
             && self.offset == offset
             && self.length == length
-            && self.generation
-                == v.write_generation
-                    .load(core::sync::atomic::Ordering::Acquire)
+            && self.generation == writes.current()
     }
 
-    fn fill<P: Platform>(&mut self, v: &Volume<P>, offset: u64, length: usize) {
-        use core::sync::atomic::Ordering;
-        let generation = v.write_generation.load(Ordering::Acquire);
-        if v.writes_in_flight.load(Ordering::Acquire) != 0 {
+    fn fill<P: Platform>(&mut self, context: &PathContext<P>, offset: u64, length: usize) {
+        let generation = context.writes.current();
+        if context.writes.writes_in_flight() != 0 {
             return;
         }
-        let host_offset = v.params.data_offset + offset;
-        if read_exact(&v.host, host_offset, self.buf.window(length)).is_success() {
+        let host_offset = context.geometry.data_offset + offset;
+        if read_exact(&context.host, host_offset, self.buf.window(length)).is_success() {
             self.valid = true;
             self.offset = offset;
             self.length = length;
@@ -390,53 +409,64 @@ impl ReadAhead {
     }
 }
 
-fn completion_thread<P: Platform>(v: &Arc<Volume<P>>) {
-    let q = &v.legacy;
+fn completion_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F) {
+    let context = &*queue.context;
     loop {
-        let mut frag = match q.to_completion.pop() {
-            Msg::Stop => return,
-            Msg::Work(f) => f,
+        let mut frag = match queue.to_completion.pop() {
+            FragmentMsg::Stop => return,
+            FragmentMsg::Fragment(fragment) => fragment,
         };
-        q.request_permits.release();
+        queue.request_permits.release();
         if let FragmentData::Read(piece) = &mut frag.data {
             if frag.status.is_success() {
-                let unit = unit_of(v, frag.offset);
+                let unit = unit_of(context, frag.offset);
                 // REVIEW.md R3: a read whose host I/O finished after the key block is failed,
                 // never decrypted with erased keys.
-                if v.crypto_pool
-                    .run(&v.env, &v.key, Cipher::Decrypt, piece.bytes(), unit)
+                if context
+                    .crypto_pool
+                    .run(
+                        &context.platform,
+                        &context.key,
+                        Cipher::Decrypt,
+                        piece.bytes(),
+                        unit,
+                    )
                     .is_err()
                 {
                     frag.status = Status::DeviceBusy;
                 }
             }
         }
-        let done = q.items.with(|t| {
-            let item = t.slots[frag.item].as_mut().expect("live item");
+        let done = queue.items.with(|items| {
+            let item = items.slots[frag.item].as_mut().expect("live item");
             item.outstanding -= 1;
             if !frag.status.is_success() && item.status.is_success() {
                 item.status = frag.status;
             }
             if let FragmentData::Read(piece) = frag.data {
                 match item.assembled.as_mut() {
-                    Some(a) => a.unsplit(piece),
+                    Some(assembled) => assembled.unsplit(piece),
                     None => item.assembled = Some(piece),
                 }
             }
             if item.issuing_done && item.outstanding == 0 {
-                t.free.push(frag.item);
-                t.slots[frag.item].take()
+                items.free.push(frag.item);
+                items.slots[frag.item].take()
             } else {
                 None
             }
         });
         if let Some(item) = done {
-            finish_item(v, item);
+            finish_item(queue, finisher, item);
         }
     }
 }
 
-fn finish_item<P: Platform>(v: &Arc<Volume<P>>, item: Item<P::Request>) {
+fn finish_item<P: Platform, F: Finisher<P>>(
+    queue: &LegacyQueue<P>,
+    finisher: &F,
+    item: Item<P::Request>,
+) {
     let Item {
         request,
         ticket,
@@ -448,20 +478,20 @@ fn finish_item<P: Platform>(v: &Arc<Volume<P>>, item: Item<P::Request>) {
         ..
     } = item;
     let buf = match (assembled, tail) {
-        (Some(mut a), Some(t)) => {
-            a.unsplit(t);
-            a
+        (Some(mut assembled), Some(tail)) => {
+            assembled.unsplit(tail);
+            assembled
         }
-        (Some(a), None) => a,
-        (None, Some(t)) => t,
+        (Some(assembled), None) => assembled,
+        (None, Some(tail)) => tail,
         (None, None) => unreachable!("an item always keeps its buffer"),
     };
     let information = if status.is_success() {
-        Counters::add(&v.counters.legacy_bytes, u64::from(length));
+        Counters::add(&queue.context.counters.legacy_bytes, u64::from(length));
         length as usize
     } else {
         0
     };
-    v.legacy.item_permits.release();
-    v.finish(request, Some(buf), ticket, kind, status, information);
+    queue.item_permits.release();
+    finisher.finish(request, Some(buf), ticket, kind, status, information);
 }

@@ -2,8 +2,9 @@
 //!
 //! Owns: the hand-shake between the issuer's cancel (an IRP's cancel routine, which calls
 //! [`Volume::cancel`]) and the path thread that takes the request off its queue
-//! ([`Volume::claim`]). Exactly one of them completes a cancelled request, nothing is issued
-//! for it, and its range is released like any other request's.
+//! ([`Finisher::claim`], which the volume implements with [`Volume::claim_taken`]). Exactly
+//! one of them completes a cancelled request, nothing is issued for it, and its range is
+//! released like any other request's.
 //! Never: stops a request that a path has taken (that one checks `is_cancelled` before every
 //! segment or fragment, REVIEW.md R2).
 //!
@@ -26,7 +27,8 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use super::{IoJob, Volume};
+use super::Volume;
+use crate::io::{Finisher, IoJob};
 use crate::platform::{Lock, Platform, UpperRequest};
 use crate::Status;
 
@@ -67,7 +69,7 @@ impl<P: Platform> Volume<P> {
             match book
                 .parked
                 .iter()
-                .position(|j| j.request.cancel_key() == key)
+                .position(|job| job.request.cancel_key() == key)
             {
                 Some(i) => Some(book.parked.swap_remove(i)),
                 None => {
@@ -89,9 +91,10 @@ impl<P: Platform> Volume<P> {
             .with(|book| book.parked.len() + book.fired.len())
     }
 
-    /// A path popped `job` and wants to work on it (`JobQueue::next`). `None` when the issuer's cancel won: the
-    /// job is then completed (here or by the cancel routine) and the path moves on.
-    pub(crate) fn claim(self: &Arc<Self>, mut job: IoJob<P::Request>) -> Option<IoJob<P::Request>> {
+    /// A path popped `job` and wants to work on it ([`Finisher::claim`], from
+    /// `JobQueue::next`). `None` when the issuer's cancel won: the job is then completed (here
+    /// or by the cancel routine) and the path moves on.
+    pub(crate) fn claim_taken(&self, mut job: IoJob<P::Request>) -> Option<IoJob<P::Request>> {
         if job.request.disarm_cancel() {
             return Some(job);
         }
@@ -114,7 +117,7 @@ impl<P: Platform> Volume<P> {
         None
     }
 
-    fn finish_cancelled(self: &Arc<Self>, job: IoJob<P::Request>) {
+    fn finish_cancelled(&self, job: IoJob<P::Request>) {
         let IoJob {
             request,
             buf,

@@ -5,28 +5,31 @@
 //! DESIGN.md §4), hidden-volume protection, the choice between the legacy queue and the
 //! direct path (recorded with its reason), the volume's range lock, and dismount (REVIEW.md
 //! R13: close admission, serve what was admitted, wait for every child request, erase keys).
-//! Never: does host I/O or crypto itself; it hands granted requests to `queue` or `direct`,
-//! and finished ones to `completion`.
+//! Never: does host I/O or crypto itself.
+//! Hands to: `queue` or `direct`, granted requests (each path gets the volume's
+//! `PathContext` and gives every job back through `Finisher`, which the volume implements);
+//! `completion`, finished ones.
 
-pub(crate) mod buffer;
 mod cancel;
-mod counters;
-pub(crate) mod job_queue;
-pub mod segment;
 
-pub use counters::{CounterSnapshot, Counters, LegacyReason};
+/// The counters a volume shows (defined with what both paths share, in `io`).
+pub use crate::io::{CounterSnapshot, Counters, LegacyReason};
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ops::Range;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::barrier::{Access, RangeLock, Ticket};
 use crate::completion::{Completer, Finished};
 use crate::crypto::{CryptoPool, VolumeKey, DATA_UNIT};
 use crate::direct::DirectPath;
 use crate::faults::{self, Fault};
+use crate::io::{
+    Finisher, Geometry, IoJob, JobKind, Path, PathContext, WriteGeneration, MAX_DIRECT_REQUEST,
+    RANGE_ENTRIES,
+};
 use crate::platform::{
     HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, Rundown, Thread, ThreadRole,
     UpperRequest,
@@ -34,13 +37,6 @@ use crate::platform::{
 use crate::queue::LegacyQueue;
 use crate::registry::{direct_read_configured, direct_write_configured, Gates, Tunables};
 use crate::Status;
-use segment::MAX_DIRECT_REQUEST;
-
-/// Range-lock entries per volume: the legacy queue's requests, the direct slots and their
-/// waiters. Beyond this, requests wait in an arrival-ordered backlog. The per-volume queues
-/// (path FIFOs, completion queue, backlog) are allocated at mount for this many requests, so
-/// up to twice this many outstanding requests never allocate; beyond that a queue grows.
-pub(crate) const RANGE_ENTRIES: usize = 256;
 
 /// What the mount request says about the volume.
 #[derive(Clone, Debug)]
@@ -63,15 +59,6 @@ pub struct MountParams {
     pub tunables: Tunables,
 }
 
-/// Which path serves a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Path {
-    /// VeraCrypt's encrypted I/O queue.
-    Legacy,
-    /// The bounded direct path.
-    Direct,
-}
-
 /// The effective configuration of a mounted volume (what `vcctl status` shows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Effective {
@@ -81,27 +68,6 @@ pub struct Effective {
     pub direct_read: bool,
     /// Writes can take the direct path (R7: only when they really can).
     pub direct_write: bool,
-}
-
-/// A granted or waiting request, with everything needed after it finishes captured up front.
-pub(crate) struct IoJob<R: UpperRequest> {
-    pub(crate) request: R,
-    /// The caller's buffer (none for a flush).
-    pub(crate) buf: Option<R::Buf>,
-    pub(crate) kind: JobKind,
-    /// Byte offset within the volume.
-    pub(crate) offset: u64,
-    pub(crate) length: u32,
-    pub(crate) ticket: Ticket,
-    pub(crate) path: Path,
-}
-
-/// What a job does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum JobKind {
-    Read,
-    Write,
-    Flush,
 }
 
 struct Admission<R: UpperRequest> {
@@ -116,28 +82,23 @@ struct Admission<R: UpperRequest> {
 
 /// A mounted volume.
 pub struct Volume<P: Platform> {
-    pub(crate) env: P,
-    pub(crate) host: P::Host,
-    pub(crate) key: VolumeKey<P>,
+    /// What both paths read and count: host, key, platform, geometry, counters, encryption
+    /// pool, write generation.
+    context: Arc<PathContext<P>>,
     pub(crate) params: MountParams,
     effective: Effective,
     order: P::Lock<Admission<P::Request>>,
     /// Cancelled requests between their cancel routine and the path that took them.
     cancels: P::Lock<cancel::CancelBook<P::Request>>,
-    pub(crate) legacy: LegacyQueue<P>,
-    pub(crate) direct: DirectPath<P>,
-    pub(crate) completer: Arc<Completer<P>>,
-    pub(crate) crypto_pool: CryptoPool,
+    legacy: Arc<LegacyQueue<P>>,
+    direct: Arc<DirectPath<P>>,
+    completer: Arc<Completer<P>>,
     /// Admitted requests not yet handed to the completion stage.
     admitted: Rundown<P>,
     threads: P::Lock<Vec<P::Thread>>,
     protection_tripped: AtomicBool,
-    /// Bumped when a write is granted and when it finishes: the legacy read-ahead is valid only
-    /// if this did not move while it was taken and used.
-    pub(crate) write_generation: AtomicU64,
-    pub(crate) writes_in_flight: AtomicU64,
-    /// Path counters.
-    pub counters: Counters,
+    /// Path counters (the same ones the paths' context counts in).
+    pub counters: Arc<Counters>,
     dismounted: AtomicBool,
 }
 
@@ -145,7 +106,7 @@ impl<P: Platform> Volume<P> {
     /// Mounts a volume on `host` with the 64-byte XTS master key: starts the legacy queue's
     /// three threads, the completion thread and, when a gate makes it usable, 8 direct workers.
     pub fn mount(
-        env: P,
+        platform: P,
         host: P::Host,
         master_key: &[u8; 64],
         params: MountParams,
@@ -177,9 +138,22 @@ impl<P: Platform> Volume<P> {
             ),
         };
         let tunables = params.tunables;
-        let crypto_pool = CryptoPool::new(env.cpu_count(), tunables.free_cpu_count as usize);
-        let volume = Arc::new(Volume {
+        let crypto_pool = CryptoPool::new(platform.cpu_count(), tunables.free_cpu_count as usize);
+        let counters = Arc::new(Counters::default());
+        let context = Arc::new(PathContext {
             key: VolumeKey::new(master_key),
+            geometry: Geometry {
+                data_offset: params.data_offset,
+                data_size: params.data_size,
+                sector_size: params.sector_size,
+            },
+            counters: Arc::clone(&counters),
+            crypto_pool,
+            writes: WriteGeneration::default(),
+            host,
+            platform: platform.clone(),
+        });
+        let volume = Arc::new(Volume {
             order: P::Lock::new(Admission {
                 lock: RangeLock::with_capacity(RANGE_ENTRIES),
                 waiting: (0..RANGE_ENTRIES).map(|_| None).collect(),
@@ -187,21 +161,17 @@ impl<P: Platform> Volume<P> {
                 granted: Vec::with_capacity(RANGE_ENTRIES),
             }),
             cancels: P::Lock::new(cancel::CancelBook::new()),
-            legacy: LegacyQueue::new(&tunables, &host.limits()),
-            direct: DirectPath::new(),
-            completer: Arc::new(Completer::new(env.clone(), tunables.max_work_items)),
-            crypto_pool,
+            legacy: Arc::new(LegacyQueue::new(Arc::clone(&context), &tunables)),
+            direct: Arc::new(DirectPath::new(Arc::clone(&context))),
+            completer: Arc::new(Completer::new(platform, tunables.max_work_items)),
             admitted: Rundown::new(),
             threads: P::Lock::new(Vec::new()),
             protection_tripped: AtomicBool::new(false),
-            write_generation: AtomicU64::new(0),
-            writes_in_flight: AtomicU64::new(0),
-            counters: Counters::default(),
+            counters,
             dismounted: AtomicBool::new(false),
             effective,
             params,
-            host,
-            env,
+            context,
         });
         if let Err(status) = volume.start_threads() {
             volume.dismount();
@@ -212,17 +182,17 @@ impl<P: Platform> Volume<P> {
 
     fn start_threads(self: &Arc<Self>) -> Result<(), Status> {
         let completer = Arc::clone(&self.completer);
-        let t = self.env.spawn(
+        let thread = self.context.platform.spawn(
             ThreadRole::Completion,
             alloc::boxed::Box::new(move || completer.run()),
         )?;
-        self.threads.with(|v| v.push(t));
-        for t in LegacyQueue::start(self)? {
-            self.threads.with(|v| v.push(t));
+        self.threads.with(|threads| threads.push(thread));
+        for thread in self.legacy.start(self)? {
+            self.threads.with(|threads| threads.push(thread));
         }
         if self.effective.direct_read || self.effective.direct_write {
-            for t in DirectPath::start(self)? {
-                self.threads.with(|v| v.push(t));
+            for thread in self.direct.start(self)? {
+                self.threads.with(|threads| threads.push(thread));
             }
         }
         Ok(())
@@ -240,12 +210,12 @@ impl<P: Platform> Volume<P> {
 
     /// The host device.
     pub fn host(&self) -> &P::Host {
-        &self.host
+        &self.context.host
     }
 
     /// The volume key (for status and tests).
     pub fn key(&self) -> &VolumeKey<P> {
-        &self.key
+        &self.context.key
     }
 
     /// Takes an upper request. Never blocks: it completes the request at once (invalid, or a
@@ -270,7 +240,7 @@ impl<P: Platform> Volume<P> {
             }
         };
         let (offset, length) = match self.validate(&request, kind) {
-            Ok(Some(v)) => v,
+            Ok(Some(range)) => range,
             Ok(None) => {
                 request.complete(Status::Success, 0);
                 return;
@@ -285,9 +255,9 @@ impl<P: Platform> Volume<P> {
             None
         } else {
             match request.take_buffer() {
-                Some(b) if b.len() == length as usize => Some(b),
-                Some(b) => {
-                    request.put_buffer(b);
+                Some(buf) if buf.len() == length as usize => Some(buf),
+                Some(buf) => {
+                    request.put_buffer(buf);
                     None
                 }
                 None => None,
@@ -295,7 +265,7 @@ impl<P: Platform> Volume<P> {
         };
         let buf = match (kind, buf) {
             (JobKind::Flush, _) => None,
-            (_, Some(b)) => Some(b),
+            (_, Some(buf)) => Some(buf),
             (_, None) => {
                 // REVIEW.md R14: no usable buffer, a clean failure on both paths.
                 Counters::add(&self.counters.rejected, 1);
@@ -305,8 +275,8 @@ impl<P: Platform> Volume<P> {
         };
         if !self.admitted.enter() {
             Counters::add(&self.counters.rejected, 1);
-            if let Some(b) = buf {
-                request.put_buffer(b);
+            if let Some(buf) = buf {
+                request.put_buffer(buf);
             }
             request.complete(Status::DeviceNotReady, 0);
             return;
@@ -315,8 +285,8 @@ impl<P: Platform> Volume<P> {
         // routine is set). Already cancelled: complete at once, nothing issued.
         if !request.arm_cancel() {
             Counters::add(&self.counters.failed, 1);
-            if let Some(b) = buf {
-                request.put_buffer(b);
+            if let Some(buf) = buf {
+                request.put_buffer(buf);
             }
             request.complete(Status::Cancelled, 0);
             self.admitted.exit();
@@ -324,7 +294,7 @@ impl<P: Platform> Volume<P> {
         }
         let path = match (kind, &buf) {
             (JobKind::Flush, _) => Path::Direct,
-            (_, Some(b)) => match self.choose_path(kind, length, b.address()) {
+            (_, Some(buf)) => match self.choose_path(kind, length, buf.address()) {
                 Ok(()) => Path::Direct,
                 Err(reason) => {
                     self.counters.legacy_reason(reason);
@@ -347,12 +317,12 @@ impl<P: Platform> Volume<P> {
             ticket: Ticket::placeholder(),
             path,
         };
-        let granted = self.order.with(|o| {
-            if !o.backlog.is_empty() || o.lock.is_full() {
-                o.backlog.push_back((job, access));
+        let granted = self.order.with(|admission| {
+            if !admission.backlog.is_empty() || admission.lock.is_full() {
+                admission.backlog.push_back((job, access));
                 return None;
             }
-            Some(Self::register(o, job, access))
+            Some(Self::register(admission, job, access))
         });
         if let Some(Some(job)) = granted {
             self.start(job);
@@ -363,7 +333,7 @@ impl<P: Platform> Volume<P> {
 
     /// Registers `job`; returns it when granted at once, otherwise parks it.
     fn register(
-        o: &mut Admission<P::Request>,
+        admission: &mut Admission<P::Request>,
         mut job: IoJob<P::Request>,
         access: Access,
     ) -> Option<IoJob<P::Request>> {
@@ -371,7 +341,7 @@ impl<P: Platform> Volume<P> {
             Access::Flush => 0..u64::MAX,
             _ => job.offset..job.offset + u64::from(job.length),
         };
-        let (ticket, granted) = o
+        let (ticket, granted) = admission
             .lock
             .register(range, access)
             .expect("registration happens only when an entry is free");
@@ -379,7 +349,7 @@ impl<P: Platform> Volume<P> {
         if granted {
             Some(job)
         } else {
-            o.waiting[ticket.index()] = Some(job);
+            admission.waiting[ticket.index()] = Some(job);
             None
         }
     }
@@ -430,7 +400,8 @@ impl<P: Platform> Volume<P> {
 
     /// Eligibility for the direct path, decided once per request.
     fn choose_path(&self, kind: JobKind, length: u32, address: usize) -> Result<(), LegacyReason> {
-        if self.host.kind() == HostKind::FileContainer {
+        let host = &self.context.host;
+        if host.kind() == HostKind::FileContainer {
             return Err(LegacyReason::FileContainer);
         }
         let gate = match kind {
@@ -443,84 +414,32 @@ impl<P: Platform> Volume<P> {
         if length > MAX_DIRECT_REQUEST {
             return Err(LegacyReason::TooLarge);
         }
-        if address & self.host.limits().alignment_mask as usize != 0 {
+        if address & host.limits().alignment_mask as usize != 0 {
             return Err(LegacyReason::UnalignedBuffer);
         }
         Ok(())
     }
 
     /// Hands a granted job to its path.
-    fn start(self: &Arc<Self>, job: IoJob<P::Request>) {
+    fn start(&self, job: IoJob<P::Request>) {
         if job.kind == JobKind::Write {
-            self.writes_in_flight.fetch_add(1, Ordering::AcqRel);
-            self.write_generation.fetch_add(1, Ordering::AcqRel);
+            self.context.writes.write_started();
         }
         match job.path {
             Path::Legacy => self.legacy.submit(job),
-            Path::Direct => self.direct.submit(self, job),
+            Path::Direct => self.direct.submit(job),
         }
-    }
-
-    /// Called by a path when it is done with a job: gives the buffer back, releases the range
-    /// (starting whoever it unblocks) and hands the request to the completion stage. The
-    /// request holds no engine resource after this (REVIEW.md R1).
-    pub(crate) fn finish(
-        self: &Arc<Self>,
-        mut request: P::Request,
-        buf: Option<<P::Request as UpperRequest>::Buf>,
-        ticket: Ticket,
-        kind: JobKind,
-        status: Status,
-        information: usize,
-    ) {
-        if let Some(buf) = buf {
-            request.put_buffer(buf);
-        }
-        if kind == JobKind::Write {
-            self.write_generation.fetch_add(1, Ordering::AcqRel);
-            self.writes_in_flight.fetch_sub(1, Ordering::AcqRel);
-        }
-        if !status.is_success() {
-            Counters::add(&self.counters.failed, 1);
-        }
-        // Whoever the release unblocks is handed to its path right here: `start` only pushes
-        // onto a path's queue (its own short lock, never taken before this one), so nothing
-        // is collected or allocated per request.
-        self.order.with(|o| {
-            o.lock.release(ticket, &mut o.granted);
-            for i in 0..o.granted.len() {
-                let t = o.granted[i];
-                if let Some(job) = o.waiting[t.index()].take() {
-                    self.start(job);
-                }
-            }
-            o.granted.clear();
-            while !o.lock.is_full() {
-                let Some((job, access)) = o.backlog.pop_front() else {
-                    break;
-                };
-                if let Some(job) = Self::register(o, job, access) {
-                    self.start(job);
-                }
-            }
-        });
-        self.completer.push(Finished {
-            request,
-            status,
-            information,
-        });
-        self.admitted.exit();
     }
 
     /// Blocks new users of the key, waits for in-flight crypto, zeroizes it (REVIEW.md R3).
     /// Requests that reach a segment or fragment afterwards fail with STATUS_DEVICE_BUSY.
     pub fn erase_keys(&self) {
-        self.key.erase();
+        self.context.key.erase();
     }
 
     /// Waits in the range ordering on a request that does not overlap (must stay 0, R12).
     pub fn disjoint_waits(&self) -> u64 {
-        self.order.with(|o| o.lock.disjoint_waits())
+        self.order.with(|admission| admission.lock.disjoint_waits())
     }
 
     /// Requests admitted and not yet handed to completion.
@@ -541,7 +460,7 @@ impl<P: Platform> Volume<P> {
             self.admitted.close();
             self.legacy.stop();
             self.direct.stop();
-            self.key.erase();
+            self.context.key.erase();
             return;
         }
         self.admitted.close_and_wait();
@@ -551,19 +470,74 @@ impl<P: Platform> Volume<P> {
         // The completion thread is the first; stop it after the paths' threads returned.
         let mut threads = threads.into_iter();
         let completion = threads.next();
-        for t in threads {
-            t.join();
+        for thread in threads {
+            thread.join();
         }
         self.completer.stop();
-        if let Some(t) = completion {
-            t.join();
+        if let Some(thread) = completion {
+            thread.join();
         }
         self.completer.wait_idle();
-        self.key.erase();
+        self.context.key.erase();
     }
 
     /// True once dismount has begun.
     pub fn is_dismounted(&self) -> bool {
         self.dismounted.load(Ordering::Acquire)
+    }
+}
+
+/// How the paths give a job back: the volume claims it for them (the cancel hand-shake) and
+/// finishes it.
+impl<P: Platform> Finisher<P> for Volume<P> {
+    fn claim(&self, job: IoJob<P::Request>) -> Option<IoJob<P::Request>> {
+        self.claim_taken(job)
+    }
+
+    fn finish(
+        &self,
+        mut request: P::Request,
+        buf: Option<<P::Request as UpperRequest>::Buf>,
+        ticket: Ticket,
+        kind: JobKind,
+        status: Status,
+        information: usize,
+    ) {
+        if let Some(buf) = buf {
+            request.put_buffer(buf);
+        }
+        if kind == JobKind::Write {
+            self.context.writes.write_finished();
+        }
+        if !status.is_success() {
+            Counters::add(&self.counters.failed, 1);
+        }
+        // Whoever the release unblocks is handed to its path right here: `start` only pushes
+        // onto a path's queue (its own short lock, never taken before this one), so nothing
+        // is collected or allocated per request.
+        self.order.with(|admission| {
+            admission.lock.release(ticket, &mut admission.granted);
+            for i in 0..admission.granted.len() {
+                let ticket = admission.granted[i];
+                if let Some(job) = admission.waiting[ticket.index()].take() {
+                    self.start(job);
+                }
+            }
+            admission.granted.clear();
+            while !admission.lock.is_full() {
+                let Some((job, access)) = admission.backlog.pop_front() else {
+                    break;
+                };
+                if let Some(job) = Self::register(admission, job, access) {
+                    self.start(job);
+                }
+            }
+        });
+        self.completer.push(Finished {
+            request,
+            status,
+            information,
+        });
+        self.admitted.exit();
     }
 }

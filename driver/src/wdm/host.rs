@@ -28,9 +28,9 @@ use wdk_sys::{
 
 use super::remove_lock::{RemoveLock, RemoveLockGuard};
 use super::sync::KernelEvent;
-use crate::platform::{Event, HostDevice, HostIo, HostKind, HostLimits};
 #[cfg(feature = "wine-host")]
-use crate::volume::segment::SegmentLimits;
+use crate::io::SegmentLimits;
+use crate::platform::{Event, HostDevice, HostIo, HostKind, HostLimits};
 use crate::Status;
 
 /// STATUS_MORE_PROCESSING_REQUIRED: the completion routine keeps the IRP for its owner.

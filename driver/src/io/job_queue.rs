@@ -3,12 +3,10 @@
 //!
 //! Owns: the order in which a path's threads take jobs, the hole a cancel routine leaves when it
 //! takes a queued job out ([`JobQueue::take_queued`]), and the claim every taker makes before
-//! it works on a job (`Volume::claim`).
+//! it works on a job ([`Finisher::claim`]).
 //! Never: decides which path a job takes or when it is granted (`volume` and `barrier`).
 
-use alloc::sync::Arc;
-
-use super::{IoJob, Volume, RANGE_ENTRIES};
+use super::{Finisher, IoJob, RANGE_ENTRIES};
 use crate::platform::{Platform, UpperRequest, WorkQueue};
 
 enum Slot<R: UpperRequest> {
@@ -68,13 +66,13 @@ impl<P: Platform> JobQueue<P> {
     /// Blocks for the next job this thread may work on, or stop. Holes are skipped, and so is
     /// a job whose cancel routine won the claim (it is completed cancelled, here or by the
     /// routine).
-    pub(crate) fn next(&self, volume: &Arc<Volume<P>>) -> Next<P::Request> {
+    pub(crate) fn next<F: Finisher<P>>(&self, finisher: &F) -> Next<P::Request> {
         loop {
             match self.slots.pop() {
                 Slot::Stop => return Next::Stop,
                 Slot::Taken => continue,
                 Slot::Job(job) => {
-                    if let Some(job) = volume.claim(job) {
+                    if let Some(job) = finisher.claim(job) {
                         return Next::Job(job);
                     }
                 }
