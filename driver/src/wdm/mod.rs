@@ -13,6 +13,7 @@
 //! Built only with feature `kernel` (the `sys/` crate links it into vcdirect.sys).
 
 mod chkstk;
+mod codes;
 mod control;
 mod disk;
 mod host;
