@@ -362,7 +362,7 @@ vcctl() { # log-name, args... (password from the file on stdin)
     id=$(grep -ao '"volume_id": *[0-9]*' "$LAST_LOG" | head -n1 | grep -o '[0-9]*$')
     if [ -n "$id" ]; then
         VOL="$id"
-        # vcdirect names the disk device of volume N \Device\VcVolume<N> (driver/src/wdm/disk.rs).
+        # vcdirect names the disk device of volume N \Device\VcVolume<N> (driver/src/wdm/disk/device.rs).
         [ -n "${WINE_E2E_VOLUME_PATH:-}" ] || VOLUME_PATH="\\\\.\\VcVolume$id"
     fi
     return $rc

@@ -24,7 +24,8 @@ use wdk_sys::{
     IRP_MJ_READ, IRP_MJ_WRITE, NTSTATUS, PCUNICODE_STRING,
 };
 
-use super::disk::{self, nts, VolumeDevice};
+use super::codes::nts;
+use super::disk::{self, VolumeDevice};
 use super::host::{KernelHost, OpenParams};
 use super::irp::Irp;
 use super::platform::{ClientSecurity, KernelPlatform};
@@ -266,7 +267,8 @@ unsafe fn owned(irp: *mut IRP) -> Option<Irp> {
 }
 
 unsafe extern "C" fn dispatch_create_close(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTSTATUS {
-    if disk::is_volume_device(device) {
+    // SAFETY: one of our devices, as the I/O manager passed it.
+    if unsafe { disk::is_volume_device(device) } {
         // SAFETY: a volume device of ours and its IRP, as the I/O manager passed them.
         return unsafe { disk::dispatch(device, irp) };
     }
@@ -286,7 +288,8 @@ unsafe extern "C" fn dispatch_device_control(
     device: *mut DEVICE_OBJECT,
     irp: *mut IRP,
 ) -> NTSTATUS {
-    if disk::is_volume_device(device) {
+    // SAFETY: one of our devices, as the I/O manager passed it.
+    if unsafe { disk::is_volume_device(device) } {
         // SAFETY: a volume device of ours and its IRP, as the I/O manager passed them.
         return unsafe { disk::dispatch(device, irp) };
     }
@@ -411,7 +414,7 @@ fn mount(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
     }
     if let Some(c) = request.drive_letter {
         if find(state, Target::Letter(c)).is_some() {
-            return Err(Status::Host(0xC000_0035)); // STATUS_OBJECT_NAME_COLLISION
+            return Err(nts::OBJECT_NAME_COLLISION);
         }
     }
     let read_only = request.flags & MOUNT_READ_ONLY != 0;

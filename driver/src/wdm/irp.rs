@@ -29,6 +29,11 @@ const SL_PENDING_RETURNED: u8 = 0x01;
 ///
 /// IRQL: the accessors at IRQL <= DISPATCH_LEVEL; `buffer` may map the MDL (IRQL <=
 /// DISPATCH_LEVEL); `complete` at IRQL <= DISPATCH_LEVEL.
+///
+/// # Invariants
+/// `irp` is an IRP the I/O manager handed to one of this driver's dispatch routines, owned by
+/// this value alone and not completed: valid, with its current stack location set, until
+/// `complete` consumes the value.
 pub struct Irp {
     irp: NonNull<IRP>,
     /// The caller's buffer is out (in an [`IrpBuf`] and its pieces) until `put_buffer`.
@@ -48,6 +53,10 @@ pub type CancelRoutine = unsafe extern "C" fn(*mut wdk_sys::DEVICE_OBJECT, *mut 
 /// It stays valid while its IRP is not completed: the pages are locked by the I/O manager
 /// (direct I/O) and mapped until completion, and the engine gives every piece back
 /// (`put_buffer`) before it completes the request (platform contract of `IoBuf`).
+///
+/// # Invariants
+/// `start..start + len` lies inside the system mapping of one owned IRP's MDL, and no other
+/// live piece overlaps it.
 pub struct IrpBuf {
     start: NonNull<u8>,
     len: usize,

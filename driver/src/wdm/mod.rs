@@ -6,16 +6,14 @@
 //! Never: holds engine policy (ordering, crypto, queueing decisions); it hands requests to
 //! `volume` and completes what the engine hands back.
 //!
-//! Every `unsafe` block of the crate lives here, each with a `// SAFETY:` comment. The wrappers
+//! Every `unsafe` block of the crate lives here, each with a `// SAFETY:` comment (the
+//! workspace lints `clippy::undocumented_unsafe_blocks` and `multiple_unsafe_ops_per_block`
+//! enforce it, and `unsafe_op_in_unsafe_fn` asks for blocks inside `unsafe fn`). The wrappers
 //! state their IRQL contract in their doc comments; callers above them never see a raw pointer.
 //! Built only with feature `kernel` (the `sys/` crate links it into vcdirect.sys).
 
-#![deny(
-    clippy::undocumented_unsafe_blocks,
-    clippy::multiple_unsafe_ops_per_block
-)]
-
 mod chkstk;
+mod codes;
 mod control;
 mod disk;
 mod host;

@@ -8,9 +8,10 @@ use alloc::vec::Vec;
 use wdk_sys::ntddk::{ZwClose, ZwOpenKey, ZwQueryValueKey};
 use wdk_sys::{
     _KEY_VALUE_INFORMATION_CLASS::KeyValuePartialInformation, HANDLE, KEY_READ, OBJECT_ATTRIBUTES,
-    OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE, UNICODE_STRING,
+    OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE,
 };
 
+use super::strings::OwnedUnicode;
 use crate::registry::ValueMap;
 
 /// Largest value data read (a DWORD needs 4; longer values are read so they can be refused
@@ -25,45 +26,35 @@ const HEADER: usize = 12;
 /// IRQL: PASSIVE_LEVEL.
 pub fn read_values(path: &[u16], names: &[&str]) -> ValueMap {
     let mut map = ValueMap::new();
-    let mut path: Vec<u16> = path.to_vec();
-    let Ok(bytes) = u16::try_from(path.len() * 2) else {
+    let Ok(mut key_name) = OwnedUnicode::copy(path) else {
         return map;
-    };
-    let mut key_name = UNICODE_STRING {
-        Length: bytes,
-        MaximumLength: bytes,
-        Buffer: path.as_mut_ptr(),
     };
     let mut attributes = OBJECT_ATTRIBUTES {
         Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
         RootDirectory: core::ptr::null_mut(),
-        ObjectName: &mut key_name,
+        ObjectName: key_name.as_mut(),
         Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
         SecurityDescriptor: core::ptr::null_mut(),
         SecurityQualityOfService: core::ptr::null_mut(),
     };
     let mut key: HANDLE = core::ptr::null_mut();
-    // SAFETY: every pointer is valid for the call; `key_name` describes `path`.
+    // SAFETY: every pointer is valid for the call; `key_name` is alive here.
     let status = unsafe { ZwOpenKey(&mut key, KEY_READ, &mut attributes) };
     if status < 0 {
         return map;
     }
     for name in names {
-        let mut wide: Vec<u16> = name.encode_utf16().collect();
-        let wbytes = (wide.len() * 2) as u16;
-        let mut value_name = UNICODE_STRING {
-            Length: wbytes,
-            MaximumLength: wbytes,
-            Buffer: wide.as_mut_ptr(),
+        let Ok(mut value_name) = OwnedUnicode::encode(name) else {
+            continue; // longer than a UNICODE_STRING: no such value
         };
         // u32 elements keep the header's fields aligned.
         let mut info = [0u32; (HEADER + MAX_DATA) / 4];
         let mut result = 0u32;
-        // SAFETY: `info` is writable for its whole size; `value_name` describes `wide`.
+        // SAFETY: `info` is writable for its whole size; `value_name` is alive here.
         let status = unsafe {
             ZwQueryValueKey(
                 key,
-                &mut value_name,
+                value_name.as_mut(),
                 KeyValuePartialInformation,
                 info.as_mut_ptr().cast(),
                 core::mem::size_of_val(&info) as u32,

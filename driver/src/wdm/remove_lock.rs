@@ -1,10 +1,13 @@
 //! Remove locks (IO_REMOVE_LOCK): keep a device from being torn down while requests use it.
 //!
-//! Owns: the IO_REMOVE_LOCK object. Never: decides when a device goes away (the PnP or
-//! dismount path does, through `release_and_wait`).
+//! Owns: the IO_REMOVE_LOCK object and every call of the Io*RemoveLock* routines, whether the
+//! lock lives in its own pool block ([`RemoveLock`]) or inside a device extension
+//! ([`RemoveLockCell`]). Never: decides when a device goes away (the PnP or dismount path
+//! does, through `release_and_wait`).
 
 use alloc::boxed::Box;
 use core::cell::UnsafeCell;
+use core::ffi::c_void;
 
 use wdk_sys::ntddk::{
     IoAcquireRemoveLockEx, IoInitializeRemoveLockEx, IoReleaseRemoveLockAndWaitEx,
@@ -17,23 +20,77 @@ use crate::Status;
 
 const REMLOCK_SIZE: u32 = core::mem::size_of::<IO_REMOVE_LOCK>() as u32;
 
-/// An initialized remove lock, in pool memory (it holds a KEVENT, so it never moves).
+/// An IO_REMOVE_LOCK in place: inside memory that never moves (a [`RemoveLock`]'s pool block
+/// or a device extension). Same layout as IO_REMOVE_LOCK.
 ///
 /// IRQL: `acquire` and guard drop at IRQL <= DISPATCH_LEVEL; `release_and_wait` at
 /// PASSIVE_LEVEL.
-pub struct RemoveLock {
-    lock: Box<UnsafeCell<IO_REMOVE_LOCK>>,
+///
+/// # Invariants
+/// Once [`RemoveLockCell::init`] ran (its contract), the lock is initialized and never moves
+/// until it is no longer used; every method below relies on that.
+#[repr(transparent)]
+pub struct RemoveLockCell {
+    lock: UnsafeCell<IO_REMOVE_LOCK>,
 }
 
 // SAFETY: the Io*RemoveLock* routines synchronize internally (interlocked counts and a KEVENT).
-unsafe impl Send for RemoveLock {}
+unsafe impl Send for RemoveLockCell {}
 // SAFETY: as above.
-unsafe impl Sync for RemoveLock {}
+unsafe impl Sync for RemoveLockCell {}
 
-/// One acquisition of a [`RemoveLock`]; released on drop. Not `Send`: it is released by the
+impl RemoveLockCell {
+    /// Initializes the lock in place (no limits on holders or hold time).
+    ///
+    /// # Safety
+    /// `self` is zeroed memory that does not move from now until its last use, initialized
+    /// once, before any other method is called.
+    pub unsafe fn init(&self) {
+        // SAFETY: memory that does not move for the lock's life (contract); 0/0 = no limits.
+        unsafe { IoInitializeRemoveLockEx(self.lock.get(), DRIVER_TAG, 0, 0, REMLOCK_SIZE) };
+    }
+
+    /// Takes a reference, or `DeviceNotReady` once removal has begun (STATUS_DELETE_PENDING).
+    pub fn acquire(&self) -> Result<RemoveLockGuard<'_>, Status> {
+        self.acquire_tagged(core::ptr::null_mut())
+    }
+
+    /// [`acquire`](Self::acquire) with `tag`, the identity checked builds and Driver Verifier
+    /// track the acquisition by (never dereferenced; the guard releases with the same tag).
+    pub fn acquire_tagged(&self, tag: *mut c_void) -> Result<RemoveLockGuard<'_>, Status> {
+        // SAFETY: initialized lock that does not move (type invariant); `tag` is only an
+        // identity; the file/line arguments are only read by checked kernels and may be
+        // NULL/0.
+        let status = unsafe {
+            IoAcquireRemoveLockEx(self.lock.get(), tag, core::ptr::null(), 0, REMLOCK_SIZE)
+        };
+        if status < 0 {
+            return Err(Status::DeviceNotReady);
+        }
+        Ok(RemoveLockGuard {
+            lock: self,
+            tag,
+            _not_send: core::marker::PhantomData,
+        })
+    }
+}
+
+/// An initialized remove lock, in its own pool block (it holds a KEVENT, so it never moves).
+///
+/// IRQL: as [`RemoveLockCell`].
+///
+/// # Invariants
+/// `lock` was initialized by `new` and lives in the box, which never moves.
+pub struct RemoveLock {
+    lock: Box<RemoveLockCell>,
+}
+
+/// One acquisition of a [`RemoveLockCell`]; released on drop. Not `Send`: it is released by the
 /// request path that took it.
 pub struct RemoveLockGuard<'a> {
-    lock: &'a RemoveLock,
+    lock: &'a RemoveLockCell,
+    /// The tag the acquisition was taken with (released with the same).
+    tag: *mut c_void,
     _not_send: core::marker::PhantomData<*const ()>,
 }
 
@@ -47,48 +104,41 @@ impl RemoveLock {
     /// A remove lock with no holders.
     pub fn new() -> Self {
         // SAFETY: IO_REMOVE_LOCK is a plain C struct; zero is valid before initialization.
-        let lock: Box<UnsafeCell<IO_REMOVE_LOCK>> = Box::new(unsafe { core::mem::zeroed() });
-        // SAFETY: pool memory that does not move for the lock's life; 0/0 = no limits.
-        unsafe { IoInitializeRemoveLockEx(lock.get(), DRIVER_TAG, 0, 0, REMLOCK_SIZE) };
+        let lock: Box<RemoveLockCell> = Box::new(unsafe { core::mem::zeroed() });
+        // SAFETY: zeroed pool memory that does not move for the lock's life; first use.
+        unsafe { lock.init() };
         RemoveLock { lock }
     }
 
     /// Takes a reference, or `DeviceNotReady` once removal has begun (STATUS_DELETE_PENDING).
     pub fn acquire(&self) -> Result<RemoveLockGuard<'_>, Status> {
-        // SAFETY: initialized lock owned by `self`; tag NULL matches the release below; the
-        // file/line arguments are only read by checked kernels and may be NULL/0.
-        let status = unsafe {
-            IoAcquireRemoveLockEx(
-                self.lock.get(),
-                core::ptr::null_mut(),
-                core::ptr::null(),
-                0,
-                REMLOCK_SIZE,
-            )
-        };
-        if status < 0 {
-            return Err(Status::DeviceNotReady);
-        }
-        Ok(RemoveLockGuard {
-            lock: self,
-            _not_send: core::marker::PhantomData,
-        })
+        self.lock.acquire()
     }
 
     /// Releases `guard` (the remover's own acquisition), refuses new ones and blocks until all
     /// other holders released theirs.
     pub fn release_and_wait(guard: RemoveLockGuard<'_>) {
-        let lock = guard.lock.lock.get();
-        core::mem::forget(guard);
-        // SAFETY: the caller held one acquisition (the forgotten guard), as the routine
-        // requires; PASSIVE_LEVEL per the type contract.
-        unsafe { IoReleaseRemoveLockAndWaitEx(lock, core::ptr::null_mut(), REMLOCK_SIZE) };
+        guard.release_and_wait();
+    }
+}
+
+impl RemoveLockGuard<'_> {
+    /// Releases this acquisition (the remover's own), refuses new ones and blocks until all
+    /// other holders released theirs.
+    ///
+    /// IRQL: PASSIVE_LEVEL.
+    pub fn release_and_wait(self) {
+        let (lock, tag) = (self.lock.lock.get(), self.tag);
+        core::mem::forget(self);
+        // SAFETY: the caller held one acquisition (the forgotten guard) taken with `tag`, as
+        // the routine requires; PASSIVE_LEVEL per the type contract.
+        unsafe { IoReleaseRemoveLockAndWaitEx(lock, tag, REMLOCK_SIZE) };
     }
 }
 
 impl Drop for RemoveLockGuard<'_> {
     fn drop(&mut self) {
-        // SAFETY: this guard holds one acquisition of the lock, taken with tag NULL.
-        unsafe { IoReleaseRemoveLockEx(self.lock.lock.get(), core::ptr::null_mut(), REMLOCK_SIZE) };
+        // SAFETY: this guard holds one acquisition of the lock, taken with `tag`.
+        unsafe { IoReleaseRemoveLockEx(self.lock.lock.get(), self.tag, REMLOCK_SIZE) };
     }
 }

@@ -1,0 +1,138 @@
+//! The IRPs sent to a volume device: its dispatch routine and the cancel routine of the
+//! requests the engine queues.
+//!
+//! Owns: holding the device's remove lock for each dispatch (tag: the IRP) and cancel call,
+//! pending READ/WRITE/FLUSH_BUFFERS and handing them to `Volume::dispatch` (the engine
+//! completes each exactly once), the handle count of CREATE/CLOSE, and completing everything
+//! else here. Never: builds an IOCTL reply (`ioctl` does) or decides a cancel (the engine's
+//! `Volume::cancel` does).
+
+use core::ptr::NonNull;
+use core::sync::atomic::Ordering;
+
+use wdk_sys::ntddk::IoReleaseCancelSpinLock;
+use wdk_sys::{
+    DEVICE_OBJECT, IRP, IRP_MJ_CLEANUP, IRP_MJ_CLOSE, IRP_MJ_CREATE, IRP_MJ_DEVICE_CONTROL,
+    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, NTSTATUS,
+};
+
+use super::super::codes::nts;
+use super::super::irp::Irp;
+use super::super::nt;
+use super::device::{extension, remove_lock};
+use super::ioctl::disk_control;
+use crate::platform::UpperRequest;
+use crate::Status;
+
+/// True when `device` is a volume device (the control module dispatches to [`dispatch`]).
+///
+/// # Safety
+/// `device` is a live device object of this driver, as the I/O manager passes it to a
+/// dispatch routine.
+pub(crate) unsafe fn is_volume_device(device: *mut DEVICE_OBJECT) -> bool {
+    // SAFETY: a live device object of this driver (contract).
+    unsafe { extension(device) }.is_some()
+}
+
+/// Dispatch routine for every major function on a volume device.
+///
+/// # Safety
+/// Called by the I/O manager with one of our volume devices and an IRP for it.
+pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTSTATUS {
+    let Some(irp_ptr) = NonNull::new(irp) else {
+        return nt(Status::InvalidParameter);
+    };
+    // SAFETY: the IRP is ours until completed (contract).
+    let mut request = unsafe { Irp::from_raw(irp_ptr) };
+    // SAFETY: one of our devices, as the I/O manager passed it (contract).
+    let Some(ext) = (unsafe { extension(device) }) else {
+        request.complete(Status::InvalidDeviceRequest, 0);
+        return nt(Status::InvalidDeviceRequest);
+    };
+    // SAFETY: the live extension of our volume device: the device is not deleted while the
+    // I/O manager dispatches to it, and its extension goes with it.
+    let lock = unsafe { remove_lock(ext) };
+    // The tag is the IRP; the guard releases with the same tag when this function returns.
+    let Ok(_guard) = lock.acquire_tagged(irp.cast()) else {
+        request.complete(nts::DELETE_PENDING, 0);
+        return nt(nts::DELETE_PENDING);
+    };
+    // SAFETY: while we hold the remove lock, `volume` is the live reference set by `create`
+    // (dismount clears it only after release-and-wait).
+    let mounted = unsafe { (*ext).volume };
+    // SAFETY: as above: a live `MountedVolume` for as long as we hold the lock.
+    let mounted = unsafe { &*mounted };
+    match u32::from(request.major_function()) {
+        IRP_MJ_READ | IRP_MJ_WRITE | IRP_MJ_FLUSH_BUFFERS => {
+            request.mark_pending();
+            // While the engine queues it, IoCancelIrp reaches `cancel_queued`.
+            request.set_cancel_routine(cancel_queued);
+            // The engine completes it exactly once (a read or write without MDL reaches it as
+            // a request without buffer and fails cleanly: R14).
+            mounted.volume.dispatch(request);
+            nts::PENDING
+        }
+        IRP_MJ_CREATE => {
+            mounted.open_handles.fetch_add(1, Ordering::AcqRel);
+            request.complete(Status::Success, 0);
+            nt(Status::Success)
+        }
+        IRP_MJ_CLOSE => {
+            let _ = mounted
+                .open_handles
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+            request.complete(Status::Success, 0);
+            nt(Status::Success)
+        }
+        IRP_MJ_CLEANUP => {
+            request.complete(Status::Success, 0);
+            nt(Status::Success)
+        }
+        IRP_MJ_DEVICE_CONTROL => {
+            let (status, info) = disk_control(mounted, &mut request);
+            request.complete(status, info);
+            nt(status)
+        }
+        _ => {
+            request.complete(Status::InvalidDeviceRequest, 0);
+            nt(Status::InvalidDeviceRequest)
+        }
+    }
+}
+
+/// The cancel routine of a read, write or flush IRP while the engine queues it (DRIVER_CANCEL):
+/// a request still waiting completes with STATUS_CANCELLED, nothing issued (`Volume::cancel`).
+///
+/// IRQL: called at DISPATCH_LEVEL with the cancel spin lock held; runs the engine at the
+/// IRQL of IoCancelIrp's caller (<= DISPATCH_LEVEL), where it only takes spin locks.
+///
+/// # Safety
+/// Called by IoCancelIrp for an IRP whose routine `Irp::arm_cancel` installed on one of our
+/// volume devices.
+unsafe extern "C" fn cancel_queued(device: *mut DEVICE_OBJECT, irp: *mut IRP) {
+    // SAFETY: IoCancelIrp passes the IRP it is cancelling; the engine still owns it.
+    let irql = unsafe { (*irp).CancelIrql };
+    // SAFETY: IoCancelIrp holds the cancel spin lock and stored the IRQL to return to in the
+    // IRP; a cancel routine releases it first.
+    unsafe { IoReleaseCancelSpinLock(irql) };
+    // SAFETY: IoCancelIrp passes the IRP's device, one of our volume devices (contract).
+    let Some(ext) = (unsafe { extension(device) }) else {
+        return;
+    };
+    // The engine still owns the IRP (its routine was installed and never taken back), so the
+    // volume is mounted and dismount waits for the request: the remove lock is not released
+    // for deletion yet. Holding it for this call keeps the volume while the engine completes
+    // the IRP (possibly on another thread) and dismount proceeds.
+    let tag = cancel_queued as *mut core::ffi::c_void;
+    // SAFETY: the live extension of our volume device (as above: it outlives the request).
+    let lock = unsafe { remove_lock(ext) };
+    let Ok(_guard) = lock.acquire_tagged(tag) else {
+        return; // unreachable: no request of a volume outlives its dismount
+    };
+    // SAFETY: as in `dispatch`: `volume` is the live reference `create` set while we hold
+    // the remove lock.
+    let mounted = unsafe { (*ext).volume };
+    // SAFETY: as above: a live `MountedVolume` for as long as we hold the lock.
+    let mounted = unsafe { &*mounted };
+    mounted.volume.cancel(irp as usize);
+}

@@ -1,0 +1,169 @@
+//! The host device under a volume: [`KernelHost`], the engine's `HostDevice`.
+//!
+//! Owns: the host object (its device, references and size) and its `HostDevice` methods; one
+//! file per piece below: opening it and probing its limits (`open`), the build's lookup of the
+//! device (`product`: one ZwCreateFile handle, as VeraCrypt opens it; `wine`: the test disk
+//! driver's device object found by name), and the child requests sent to it (`child_irp`: an
+//! IRP per segment, completed into a KEVENT). Never: decides what to read or write (the
+//! engine's paths do).
+//!
+//! REVIEW.md R10: the device object that child requests go to comes from the mount's single
+//! handle (ObReferenceObjectByHandle -> FILE_OBJECT -> IoGetRelatedDeviceObject); no second
+//! handle exists, so an exclusive mount keeps share mode 0. R13: every child request holds the
+//! host's remove lock until its completion routine ran and the IRP was freed; dropping the host
+//! waits for all of them.
+
+mod child_irp;
+mod open;
+#[cfg(not(feature = "wine-host"))]
+mod product;
+#[cfg(feature = "wine-host")]
+mod wine;
+
+use core::ptr::NonNull;
+
+use wdk_sys::ntddk::ObfDereferenceObject;
+use wdk_sys::{DEVICE_OBJECT, FILE_OBJECT, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE};
+
+use super::remove_lock::RemoveLock;
+#[cfg(feature = "wine-host")]
+use crate::io::SegmentLimits;
+use crate::platform::{HostDevice, HostIo, HostKind, HostLimits};
+use crate::Status;
+
+pub use child_irp::ChildIo;
+pub use open::OpenParams;
+
+/// The device a volume lives on. Dropping it waits for every child request (R13), then
+/// releases the device reference and closes the handle.
+///
+/// # Invariants
+/// `device` is referenced (through `file`, product, or `driver`, wine-host) and `file` is
+/// null or a referenced FILE_OBJECT (product: `handle` is the mount's open kernel handle),
+/// from `open` until `drop`, which first waits for every child request (each holds
+/// `children`).
+pub struct KernelHost {
+    kind: HostKind,
+    size: u64,
+    limits: HostLimits,
+    /// The device child requests are sent to (referenced through `file` or `driver`).
+    device: NonNull<DEVICE_OBJECT>,
+    /// Product: the FILE_OBJECT of the mount's handle (referenced); put into every child
+    /// request's stack location, as the I/O manager does for requests on the handle.
+    file: *mut FILE_OBJECT,
+    /// Product: the mount's one handle (OBJ_KERNEL_HANDLE).
+    #[cfg(not(feature = "wine-host"))]
+    handle: wdk_sys::HANDLE,
+    /// wine-host: the referenced driver object whose device is the host.
+    #[cfg(feature = "wine-host")]
+    driver: *mut wdk_sys::DRIVER_OBJECT,
+    /// Held by every child request until it completed and was freed.
+    children: RemoveLock,
+}
+
+// SAFETY: the raw pointers are referenced kernel objects valid until Drop; the kernel routines
+// using them (IoBuildAsynchronousFsdRequest, IofCallDriver, ZwReadFile on a kernel handle)
+// may be called from any thread.
+unsafe impl Send for KernelHost {}
+// SAFETY: as above; `&KernelHost` only starts independent requests.
+unsafe impl Sync for KernelHost {}
+
+#[cfg(feature = "wine-host")]
+impl KernelHost {
+    /// Runs `transfer(position, length)` over `len` bytes at `address`, one host segment at a
+    /// time; stops at the first error or short transfer. Returns the bytes moved.
+    fn in_segments(
+        &self,
+        len: usize,
+        address: usize,
+        mut transfer: impl FnMut(usize, usize) -> Result<usize, Status>,
+    ) -> Result<usize, Status> {
+        let limits = SegmentLimits::direct(&self.limits, self.limits.sector_size);
+        let mut done = 0;
+        while done < len {
+            let n = limits.next_len(len - done, address + done);
+            let got = transfer(done, n)?;
+            done += got;
+            if got < n {
+                break;
+            }
+        }
+        Ok(done)
+    }
+}
+
+impl Drop for KernelHost {
+    fn drop(&mut self) {
+        // R13: wait until every child request completed and was freed.
+        if let Ok(guard) = self.children.acquire() {
+            RemoveLock::release_and_wait(guard);
+        }
+        #[cfg(not(feature = "wine-host"))]
+        {
+            // SAFETY: the reference taken by ObReferenceObjectByHandle at open.
+            unsafe { ObfDereferenceObject(self.file.cast()) };
+            // SAFETY: our kernel handle from ZwCreateFile; closed once.
+            let _ = unsafe { wdk_sys::ntddk::ZwClose(self.handle) };
+        }
+        #[cfg(feature = "wine-host")]
+        // SAFETY: the reference taken by ObReferenceObjectByName at open.
+        unsafe {
+            ObfDereferenceObject(self.driver.cast())
+        };
+    }
+}
+
+impl HostDevice for KernelHost {
+    type Io<'a> = ChildIo<'a>;
+
+    fn kind(&self) -> HostKind {
+        self.kind
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn limits(&self) -> HostLimits {
+        self.limits
+    }
+    fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ChildIo<'a> {
+        // SAFETY: `buf` (the engine's nonpaged buffer) is borrowed mutably for as long as the
+        // returned ChildIo, which waits for the IRP before it goes.
+        unsafe { self.start(IRP_MJ_READ, offset, buf.as_mut_ptr(), buf.len()) }
+    }
+    fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ChildIo<'a> {
+        // SAFETY: as in `start_read`; the target only reads a write's buffer.
+        unsafe { self.start(IRP_MJ_WRITE, offset, buf.as_ptr().cast_mut(), buf.len()) }
+    }
+    fn flush(&self) -> Result<(), Status> {
+        // SAFETY: a flush takes no buffer.
+        unsafe { self.start(IRP_MJ_FLUSH_BUFFERS, 0, core::ptr::null_mut(), 0) }
+            .wait()
+            .map(|_| ())
+    }
+
+    #[cfg(not(feature = "wine-host"))]
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+        // SAFETY: the mount's open handle (type invariant); `buf` is borrowed for the
+        // synchronous call.
+        unsafe { product::transfer(self.handle, false, offset, buf.as_mut_ptr(), buf.len()) }
+    }
+    /// Wine: no disk class driver sits between us and the test disk to split a large
+    /// synchronous transfer by the adapter's limits, as Windows' disk stack does for the
+    /// legacy queue's ZwReadFile; split it here with the engine's segmentation.
+    #[cfg(feature = "wine-host")]
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+        let address = buf.as_ptr() as usize;
+        self.in_segments(buf.len(), address, |at, n| {
+            self.start_read(offset + at as u64, &mut buf[at..at + n])
+                .wait()
+        })
+    }
+    /// Wine: see `read`.
+    #[cfg(feature = "wine-host")]
+    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+        self.in_segments(buf.len(), buf.as_ptr() as usize, |at, n| {
+            self.start_write(offset + at as u64, &buf[at..at + n])
+                .wait()
+        })
+    }
+}

@@ -1,0 +1,307 @@
+//! The product's host lookup (real Windows): one ZwCreateFile handle, as VeraCrypt opens the
+//! host, the device object behind it, and Zw* I/O on that handle.
+//!
+//! Owns: the open (share mode, access checked against the mount IOCTL's caller), the
+//! FILE_OBJECT reference and related device object (R10: no second handle), the device and
+//! file system controls and the size query on the handle, and the legacy path's synchronous
+//! reads. Never: sends child requests (`child_irp` does) or interprets the answers (`open`
+//! does).
+
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+
+use wdk_sys::ntddk::{
+    IoGetRelatedDeviceObject, ObReferenceObjectByHandle, ObfDereferenceObject, ZwClose,
+    ZwCreateFile, ZwDeviceIoControlFile, ZwFsControlFile, ZwQueryInformationFile, ZwReadFile,
+    ZwWriteFile,
+};
+use wdk_sys::{
+    _FILE_INFORMATION_CLASS::FileStandardInformation, _MODE::KernelMode, FILE_OBJECT, FILE_OPEN,
+    FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, GENERIC_WRITE, HANDLE, IO_STATUS_BLOCK,
+    LARGE_INTEGER, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_FORCE_ACCESS_CHECK,
+    OBJ_KERNEL_HANDLE, PVOID, SYNCHRONIZE,
+};
+
+use super::super::codes::ioctl;
+use super::super::remove_lock::RemoveLock;
+use super::super::strings::OwnedUnicode;
+use super::open::{probe, OpenParams};
+use super::KernelHost;
+use crate::platform::{HostKind, HostLimits};
+use crate::Status;
+
+const FILE_WRITE_THROUGH: u32 = 0x0000_0002;
+const FILE_NO_INTERMEDIATE_BUFFERING: u32 = 0x0000_0008;
+const FILE_SYNCHRONOUS_IO_NONALERT: u32 = 0x0000_0020;
+const FILE_RANDOM_ACCESS: u32 = 0x0000_0800;
+const FILE_ATTRIBUTE_NORMAL: u32 = 0x80;
+/// IO_TYPE_FILE: the Type field of a FILE_OBJECT.
+const IO_TYPE_FILE: i16 = 5;
+
+/// `\Device\...` paths are raw devices; anything else (`\??\C:\...`) is a container file.
+fn is_device_path(path: &[u16]) -> bool {
+    let prefix: Vec<u16> = "\\Device\\".encode_utf16().collect();
+    path.len() > prefix.len()
+        && path[..prefix.len()]
+            .iter()
+            .zip(&prefix)
+            .all(|(a, b)| (*a as u8 as char).eq_ignore_ascii_case(&(*b as u8 as char)) && *a < 128)
+}
+
+pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
+    let raw = is_device_path(params.path);
+    let mut name = OwnedUnicode::copy(params.path)?;
+    let mut attributes = OBJECT_ATTRIBUTES {
+        Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+        RootDirectory: core::ptr::null_mut(),
+        ObjectName: name.as_mut(),
+        // The open is checked against the mount IOCTL's caller (we run in its thread): a
+        // user can only mount a host they could open themselves.
+        Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE | OBJ_FORCE_ACCESS_CHECK,
+        SecurityDescriptor: core::ptr::null_mut(),
+        SecurityQualityOfService: core::ptr::null_mut(),
+    };
+    let access = if params.read_only {
+        GENERIC_READ | SYNCHRONIZE
+    } else {
+        GENERIC_READ | GENERIC_WRITE | SYNCHRONIZE
+    };
+    let share = if params.shared {
+        FILE_SHARE_READ | FILE_SHARE_WRITE
+    } else {
+        0
+    };
+    let options = FILE_RANDOM_ACCESS
+        | FILE_WRITE_THROUGH
+        | FILE_SYNCHRONOUS_IO_NONALERT
+        | FILE_NO_INTERMEDIATE_BUFFERING;
+    let mut handle: HANDLE = core::ptr::null_mut();
+    let mut iosb = IO_STATUS_BLOCK::default();
+    // SAFETY: every pointer is valid for the call; `name` (behind `attributes`) is alive here.
+    let status = unsafe {
+        ZwCreateFile(
+            &mut handle,
+            access,
+            &mut attributes,
+            &mut iosb,
+            core::ptr::null_mut(),
+            FILE_ATTRIBUTE_NORMAL,
+            share,
+            FILE_OPEN,
+            options,
+            core::ptr::null_mut(),
+            0,
+        )
+    };
+    if status < 0 {
+        return Err(Status::from_ntstatus(status as u32));
+    }
+    let mut object: PVOID = core::ptr::null_mut();
+    // SAFETY: `handle` is the kernel handle just opened; no type filter (checked below).
+    let status = unsafe {
+        ObReferenceObjectByHandle(
+            handle,
+            access,
+            core::ptr::null_mut(),
+            KernelMode as i8,
+            &mut object,
+            core::ptr::null_mut(),
+        )
+    };
+    let file = object.cast::<FILE_OBJECT>();
+    // SAFETY: on success `object` is a referenced object; its first field is the Type.
+    if status < 0 || unsafe { (*file).Type } != IO_TYPE_FILE {
+        if status >= 0 {
+            // SAFETY: the reference just taken.
+            unsafe { ObfDereferenceObject(object) };
+        }
+        // SAFETY: our handle, closed once.
+        let _ = unsafe { ZwClose(handle) };
+        return Err(Status::InvalidParameter);
+    }
+    // SAFETY: `file` is a referenced FILE_OBJECT; the device stack behind it lives as
+    // long as the file object (R10: the same handle, no second open).
+    let device = unsafe { IoGetRelatedDeviceObject(file) };
+    let Some(device) = NonNull::new(device) else {
+        // SAFETY: as above, undo the reference and the handle.
+        unsafe { ObfDereferenceObject(object) };
+        // SAFETY: our handle, closed once.
+        let _ = unsafe { ZwClose(handle) };
+        return Err(Status::InvalidDeviceRequest);
+    };
+    let mut host = KernelHost {
+        kind: if raw {
+            HostKind::RawDevice
+        } else {
+            HostKind::FileContainer
+        },
+        size: 0,
+        limits: HostLimits::unlimited(),
+        device,
+        file,
+        handle,
+        children: RemoveLock::new(),
+    };
+    if raw {
+        // Lets reads and writes reach the whole device past the file system's idea of
+        // its end (VeraCrypt does the same); harmless when refused.
+        // SAFETY: the kernel handle opened above, closed only when `host` drops.
+        let _ = unsafe { fs_control(handle, ioctl::FSCTL_ALLOW_EXTENDED_DASD_IO) };
+    }
+    let (size, sector, adapter) = probe(|code, buf, input| {
+        // SAFETY: as above.
+        unsafe { device_control(handle, code, buf, input) }
+    });
+    let size = if raw {
+        size
+    } else {
+        // SAFETY: as above.
+        unsafe { file_size(handle) }
+    };
+    let size = size.ok_or(Status::InvalidDeviceRequest)?;
+    let (size, limits) = KernelHost::describe(host.kind, size, sector, adapter);
+    host.size = size;
+    host.limits = limits;
+    Ok(host)
+}
+
+/// A device control on the handle, input and output in `buf`.
+///
+/// # Safety
+/// `handle` is an open synchronous kernel handle of ours.
+unsafe fn device_control(
+    handle: HANDLE,
+    code: u32,
+    buf: &mut [u8],
+    input: usize,
+) -> Result<usize, Status> {
+    let mut iosb = IO_STATUS_BLOCK::default();
+    let len = buf.len() as u32;
+    let ptr = buf.as_mut_ptr().cast();
+    // SAFETY: `buf` is valid for `len` bytes as input (first `input` bytes) and output;
+    // the handle is ours and synchronous (contract), so the call returns when the request is done.
+    let status = unsafe {
+        ZwDeviceIoControlFile(
+            handle,
+            core::ptr::null_mut(),
+            None,
+            core::ptr::null_mut(),
+            &mut iosb,
+            code,
+            if input == 0 {
+                core::ptr::null_mut()
+            } else {
+                ptr
+            },
+            input as u32,
+            ptr,
+            len,
+        )
+    };
+    if status < 0 {
+        return Err(Status::from_ntstatus(status as u32));
+    }
+    Ok(iosb.Information as usize)
+}
+
+/// A file system control without buffers on the handle.
+///
+/// # Safety
+/// As [`device_control`].
+unsafe fn fs_control(handle: HANDLE, code: u32) -> Result<(), Status> {
+    let mut iosb = IO_STATUS_BLOCK::default();
+    // SAFETY: a control without buffers on our synchronous kernel handle (contract).
+    let status = unsafe {
+        ZwFsControlFile(
+            handle,
+            core::ptr::null_mut(),
+            None,
+            core::ptr::null_mut(),
+            &mut iosb,
+            code,
+            core::ptr::null_mut(),
+            0,
+            core::ptr::null_mut(),
+            0,
+        )
+    };
+    if status < 0 {
+        return Err(Status::from_ntstatus(status as u32));
+    }
+    Ok(())
+}
+
+/// EndOfFile of a container (FILE_STANDARD_INFORMATION: AllocationSize, EndOfFile, ...).
+///
+/// # Safety
+/// As [`device_control`].
+unsafe fn file_size(handle: HANDLE) -> Option<u64> {
+    let mut info = [0u64; 4];
+    let mut iosb = IO_STATUS_BLOCK::default();
+    // SAFETY: our kernel handle (contract); `info` (32 bytes, 8-aligned) holds a
+    // FILE_STANDARD_INFORMATION (24 bytes).
+    let status = unsafe {
+        ZwQueryInformationFile(
+            handle,
+            &mut iosb,
+            info.as_mut_ptr().cast(),
+            core::mem::size_of_val(&info) as u32,
+            FileStandardInformation,
+        )
+    };
+    (status >= 0).then_some(info[1])
+}
+
+/// Synchronous ZwReadFile/ZwWriteFile on the mount's handle (the legacy I/O thread's host
+/// access, as VeraCrypt's).
+///
+/// # Safety
+/// `handle` is the mount's open kernel handle; `buf` is valid for `len` bytes (writable for a
+/// read) for the whole call.
+pub(super) unsafe fn transfer(
+    handle: HANDLE,
+    write: bool,
+    offset: u64,
+    buf: *mut u8,
+    len: usize,
+) -> Result<usize, Status> {
+    let len = u32::try_from(len).map_err(|_| Status::InvalidParameter)?;
+    let offset = i64::try_from(offset).map_err(|_| Status::InvalidParameter)?;
+    let mut at = LARGE_INTEGER { QuadPart: offset };
+    let mut iosb = IO_STATUS_BLOCK::default();
+    let status = if write {
+        // SAFETY: `buf` holds `len` readable bytes for the whole (synchronous) call (contract).
+        unsafe {
+            ZwWriteFile(
+                handle,
+                core::ptr::null_mut(),
+                None,
+                core::ptr::null_mut(),
+                &mut iosb,
+                buf.cast(),
+                len,
+                &mut at,
+                core::ptr::null_mut(),
+            )
+        }
+    } else {
+        // SAFETY: `buf` holds `len` writable bytes for the whole (synchronous) call (contract).
+        unsafe {
+            ZwReadFile(
+                handle,
+                core::ptr::null_mut(),
+                None,
+                core::ptr::null_mut(),
+                &mut iosb,
+                buf.cast(),
+                len,
+                &mut at,
+                core::ptr::null_mut(),
+            )
+        }
+    };
+    if status < 0 {
+        return Err(Status::from_ntstatus(status as u32));
+    }
+    Ok(iosb.Information as usize)
+}
