@@ -11,6 +11,7 @@
 pub(crate) mod buffer;
 mod cancel;
 mod counters;
+pub mod geometry;
 pub(crate) mod job_queue;
 pub mod segment;
 
