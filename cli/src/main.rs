@@ -48,6 +48,8 @@ enum Command {
         /// Protect the hidden volume (its password is the second stdin line).
         #[arg(long)]
         protect_hidden: bool,
+        #[command(flatten)]
+        hidden_open: HiddenArgs,
         /// Wine test build of the driver only: the test disk driver's name.
         #[arg(long, hide = true)]
         wine_host_driver_name: Option<String>,
@@ -137,9 +139,11 @@ enum VolumeCommand {
         /// Read the password(s) from stdin.
         #[arg(long, required = true)]
         password_stdin: bool,
-        /// How to fill the data area.
+        /// How to fill the data area (zero is refused with --hidden-size).
         #[arg(long, value_enum, default_value_t = FillArg::Random)]
         fill: FillArg,
+        #[command(flatten)]
+        hidden_open: HiddenArgs,
     },
 }
 
@@ -187,6 +191,41 @@ struct OpenArgs {
     /// Open the hidden volume (header at 65536).
     #[arg(long)]
     hidden: bool,
+}
+
+/// The hidden volume's own header parameters (`mount --protect-hidden`, `create
+/// --hidden-size`); each defaults to the outer volume's.
+#[derive(Args)]
+struct HiddenArgs {
+    /// PRF of the hidden volume's header (default: the outer's --prf).
+    #[arg(long, value_enum)]
+    hidden_prf: Option<PrfArg>,
+    /// PIM of the hidden volume's header (default: the outer's --pim).
+    #[arg(long)]
+    hidden_pim: Option<u32>,
+    /// Keyfile of the hidden volume (repeatable, order matters; default: the outer's).
+    #[arg(long = "hidden-keyfile")]
+    hidden_keyfiles: Vec<PathBuf>,
+}
+
+impl HiddenArgs {
+    /// The hidden volume's credentials: its own values where given, else the outer's.
+    fn credentials(&self, outer: &Credentials, password: Zeroizing<Vec<u8>>) -> Credentials {
+        Credentials {
+            password,
+            prf: self.hidden_prf.map(Prf::from).or(outer.prf),
+            pim: self.hidden_pim.unwrap_or(outer.pim),
+            keyfiles: if self.hidden_keyfiles.is_empty() {
+                outer.keyfiles.clone()
+            } else {
+                self.hidden_keyfiles.clone()
+            },
+        }
+    }
+
+    fn given(&self) -> bool {
+        self.hidden_prf.is_some() || self.hidden_pim.is_some() || !self.hidden_keyfiles.is_empty()
+    }
 }
 
 /// A one-line failure.
@@ -299,25 +338,34 @@ fn run(cli: Cli) -> Result<(), Failure> {
             keyfiles,
             password_stdin,
             fill,
+            hidden_open,
         }) => {
             debug_assert!(password_stdin);
+            if hidden_size.is_none() && hidden_open.given() {
+                return Err(Failure(
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --hidden-size".into(),
+                ));
+            }
             let mut lines = stdin_lines(if hidden_size.is_some() { 2 } else { 1 })?;
-            let spec = |pw: Zeroizing<Vec<u8>>| -> Result<VolumeSpec, Failure> {
-                let creds = Credentials {
-                    password: pw,
-                    prf: Some(prf.into()),
-                    pim,
-                    keyfiles: keyfiles.clone(),
-                };
+            let spec = |creds: &Credentials| -> Result<VolumeSpec, Failure> {
                 Ok(VolumeSpec {
                     password: creds.effective_password()?,
-                    prf: prf.into(),
-                    pim,
+                    prf: creds.prf.unwrap_or(prf.into()),
+                    pim: creds.pim,
                 })
             };
-            let outer = spec(lines.remove(0))?;
+            let outer_creds = Credentials {
+                password: lines.remove(0),
+                prf: Some(prf.into()),
+                pim,
+                keyfiles,
+            };
+            let outer = spec(&outer_creds)?;
             let hidden = match hidden_size {
-                Some(h) => Some((h, spec(lines.remove(0))?)),
+                Some(h) => {
+                    let hc = hidden_open.credentials(&outer_creds, lines.remove(0));
+                    Some((h, spec(&hc)?))
+                }
                 None => None,
             };
             let layout = create::create(
@@ -351,13 +399,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             read_only,
             shared,
             protect_hidden,
+            hidden_open,
             wine_host_driver_name,
         } => {
+            if !protect_hidden && hidden_open.given() {
+                return Err(Failure(
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --protect-hidden".into(),
+                ));
+            }
             let lines = if protect_hidden { 2 } else { 1 };
             let mut pw = first_password(&open, lines)?;
             let creds = credentials(&open, pw.remove(0));
             let hidden_creds = if protect_hidden {
-                Some(credentials(&open, pw.remove(0)))
+                Some(hidden_open.credentials(&creds, pw.remove(0)))
             } else {
                 None
             };
@@ -404,5 +458,50 @@ fn main() -> ExitCode {
             eprintln!("vcctl: {msg}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protect_hidden_parameters_default_to_the_outers_and_override_each() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec![
+                "vcctl",
+                "mount",
+                "H",
+                "--password-stdin",
+                "--protect-hidden",
+            ];
+            argv.extend_from_slice(&["--prf", "sha256", "--pim", "5", "--keyfile", "a"]);
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).unwrap().command {
+                Command::Mount {
+                    open, hidden_open, ..
+                } => {
+                    let outer = credentials(&open, Zeroizing::new(b"o".to_vec()));
+                    hidden_open.credentials(&outer, Zeroizing::new(b"h".to_vec()))
+                }
+                _ => unreachable!(),
+            }
+        };
+        let same = parse(&[]);
+        assert_eq!((same.prf, same.pim), (Some(Prf::Sha256), 5));
+        assert_eq!(same.keyfiles, vec![PathBuf::from("a")]);
+        let own = parse(&[
+            "--hidden-prf",
+            "whirlpool",
+            "--hidden-pim",
+            "0",
+            "--hidden-keyfile",
+            "b",
+            "--hidden-keyfile",
+            "c",
+        ]);
+        assert_eq!((own.prf, own.pim), (Some(Prf::Whirlpool), 0));
+        assert_eq!(own.keyfiles, vec![PathBuf::from("b"), PathBuf::from("c")]);
+        assert_eq!(&own.password[..], b"h");
     }
 }
