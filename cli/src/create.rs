@@ -54,7 +54,8 @@ pub struct CreateSpec {
 /// Smallest data area we create.
 pub const MIN_DATA: u64 = 4096;
 
-fn random(buf: &mut [u8]) -> Result<(), VolumeError> {
+/// Fills `buf` from the OS random generator.
+pub fn random(buf: &mut [u8]) -> Result<(), VolumeError> {
     getrandom::fill(buf).map_err(|e| VolumeError::Random(e.to_string()))
 }
 
@@ -150,13 +151,24 @@ fn sealed_header(
         sector_size: 512,
         master_key: Zeroizing::new(*master_key),
     };
-    let mut bytes = header::encode_header(&h, &salt);
+    seal(&h, &salt, spec, alg)
+}
+
+/// Encodes `h` with `salt` and encrypts it under the key `spec`'s password, PRF and PIM derive
+/// (used for new headers and to re-seal an opened one with a fresh salt).
+pub fn seal(
+    h: &Header,
+    salt: &[u8; SALT_SIZE],
+    spec: &VolumeSpec,
+    alg: Algorithm,
+) -> Result<[u8; HEADER_SIZE], VolumeError> {
+    let mut bytes = header::encode_header(h, salt);
     let mut key = Zeroizing::new(vec![0u8; alg.key_len()]);
     let never = AtomicBool::new(false);
     kdf::derive(
         spec.prf,
         &spec.password,
-        &salt,
+        salt,
         kdf::iterations(spec.pim),
         &mut key,
         &never,
@@ -167,7 +179,7 @@ fn sealed_header(
 }
 
 /// A header slot: the header followed by random bytes up to 64 KiB.
-fn slot(header: Option<[u8; HEADER_SIZE]>) -> Result<Vec<u8>, VolumeError> {
+pub fn slot(header: Option<[u8; HEADER_SIZE]>) -> Result<Vec<u8>, VolumeError> {
     let mut s = vec![0u8; HEADER_SLOT as usize];
     random(&mut s)?;
     if let Some(h) = header {

@@ -4,6 +4,7 @@
 //! The pure header parser [`header::parse_decrypted_header`] needs no key derivation; fuzz
 //! targets call it on any 512 bytes.
 
+pub mod backup;
 pub mod cipher;
 pub mod create;
 pub mod driver;

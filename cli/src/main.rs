@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use zeroize::Zeroizing;
 
+use vcctl::backup;
 use vcctl::create::{self, CreateSpec, Fill, VolumeSpec};
 use vcctl::driver;
 use vcctl::kdf::Prf;
@@ -114,6 +115,30 @@ enum VolumeCommand {
         /// Bytes to read.
         #[arg(long)]
         length: u64,
+        #[command(flatten)]
+        open: OpenArgs,
+    },
+    /// Back up the volume's headers to FILE (two slots: normal, then hidden or random).
+    BackupHeader {
+        /// The volume file.
+        volume: PathBuf,
+        /// The backup file to write (must not exist).
+        out: PathBuf,
+        #[command(flatten)]
+        open: OpenArgs,
+        /// Also back up the hidden volume's header (its password: second stdin line).
+        #[arg(long)]
+        with_hidden: bool,
+        #[command(flatten)]
+        hidden_open: HiddenArgs,
+    },
+    /// Restore a header from the embedded backup, or from a backup FILE (--from).
+    RestoreHeader {
+        /// The volume file.
+        volume: PathBuf,
+        /// A header backup file (default: the backup header embedded in the volume).
+        #[arg(long)]
+        from: Option<PathBuf>,
         #[command(flatten)]
         open: OpenArgs,
     },
@@ -327,6 +352,47 @@ fn run(cli: Cli) -> Result<(), Failure> {
             volume::read_data_to(&mut f, &v, offset, length, &mut out)?;
             out.flush()
                 .map_err(|e| Failure(format!("cannot write stdout: {e}")))?;
+            return Ok(());
+        }
+        Command::Volume(VolumeCommand::BackupHeader {
+            volume,
+            out,
+            open,
+            with_hidden,
+            hidden_open,
+        }) => {
+            if open.hidden {
+                return Err(Failure(
+                    "backup-header takes the outer password; use --with-hidden for the hidden header".into(),
+                ));
+            }
+            if !with_hidden && hidden_open.given() {
+                return Err(Failure(
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --with-hidden".into(),
+                ));
+            }
+            let mut pw = first_password(&open, if with_hidden { 2 } else { 1 })?;
+            let creds = credentials(&open, pw.remove(0));
+            let hidden = with_hidden.then(|| hidden_open.credentials(&creds, pw.remove(0)));
+            backup::backup(&volume, &out, &creds, hidden.as_ref())?;
+            println!(
+                "{}",
+                serde_json::json!({ "backup": out.display().to_string(), "hidden": with_hidden })
+            );
+            return Ok(());
+        }
+        Command::Volume(VolumeCommand::RestoreHeader { volume, from, open }) => {
+            let mut pw = first_password(&open, 1)?;
+            let creds = credentials(&open, pw.remove(0));
+            let source = match &from {
+                Some(p) => backup::Source::File(p),
+                None => backup::Source::Embedded,
+            };
+            let written = backup::restore(&volume, source, &creds, kind(&open))?;
+            println!(
+                "{}",
+                serde_json::json!({ "restored": kind(&open).name(), "written_at": written })
+            );
             return Ok(());
         }
         Command::Volume(VolumeCommand::Create {

@@ -180,26 +180,49 @@ pub fn open_host<R: Read + Seek>(
     creds: &Credentials,
     kind: Kind,
 ) -> Result<Opened, VolumeError> {
-    let primary_at = match kind {
-        Kind::Normal => 0,
-        Kind::Hidden => HEADER_SLOT,
-    };
+    let primary_at = primary_offset(kind);
     if size < primary_at + HEADER_SIZE as u64 {
         return Err(VolumeError::Truncated {
             size,
             need: primary_at + HEADER_SIZE as u64,
         });
     }
+    let mut candidates = vec![(HeaderCopy::Primary, primary_at)];
+    if size >= 2 * HEADER_GROUP {
+        candidates.push((HeaderCopy::Backup, backup_offset(kind, size)));
+    }
+    open_candidates(file, size, &candidates, sector, creds, kind)
+}
+
+/// Where the primary header of `kind` lives.
+pub fn primary_offset(kind: Kind) -> u64 {
+    match kind {
+        Kind::Normal => 0,
+        Kind::Hidden => HEADER_SLOT,
+    }
+}
+
+/// Where the embedded backup header of `kind` lives in a container of `size` bytes.
+pub fn backup_offset(kind: Kind, size: u64) -> u64 {
+    size - HEADER_GROUP + primary_offset(kind)
+}
+
+/// Tries the headers at `candidates` (in order) of `file`; the opened volume must fit in
+/// `size` bytes (the volume's size, which need not be `file`'s: a header backup file).
+pub fn open_candidates<R: Read + Seek>(
+    file: &mut R,
+    size: u64,
+    candidates: &[(HeaderCopy, u64)],
+    sector: u32,
+    creds: &Credentials,
+    kind: Kind,
+) -> Result<Opened, VolumeError> {
     let password = creds.effective_password()?;
     let prfs = creds.prfs();
     let mut damaged = None;
-    let mut candidates = vec![(HeaderCopy::Primary, primary_at)];
-    if size >= 2 * HEADER_GROUP {
-        candidates.push((HeaderCopy::Backup, size - HEADER_GROUP + primary_at));
-    }
     let mut headers = Vec::with_capacity(candidates.len());
     for (copy, at) in candidates {
-        headers.push((copy, read_header(file, at, sector)?));
+        headers.push((*copy, read_header(file, *at, sector)?));
     }
     // AES-256-XTS on every header copy first (64 bytes of key per PRF), so a damaged primary
     // header of an AES volume opens from its backup without the longer derivation; then the
