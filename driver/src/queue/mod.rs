@@ -329,11 +329,18 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
                 FragmentData::Write(fb) => {
                     read_ahead.valid = false;
                     let fb = fb.as_mut().expect("a write fragment carries its buffer");
-                    frag.status = match v.host.write(host_offset, fb.window(frag.length)) {
-                        Ok(_) => Status::Success,
-                        Err(s) => s,
-                    };
+                    frag.status = write_exact(&v.host, host_offset, fb.window(frag.length));
                 }
+            }
+            if !frag.status.is_success() {
+                // Fail the request now, so no later fragment of it is issued (W12).
+                q.items.with(|t| {
+                    if let Some(item) = t.slots[frag.item].as_mut() {
+                        if item.status.is_success() {
+                            item.status = frag.status;
+                        }
+                    }
+                });
             }
         }
         if let FragmentData::Write(fb) = &mut frag.data {
@@ -343,6 +350,15 @@ fn io_thread<P: Platform>(v: &Arc<Volume<P>>) {
             }
         }
         q.to_completion.push(Msg::Work(frag));
+    }
+}
+
+/// A host write that moved fewer bytes than asked is an error (W12), as a short read is.
+fn write_exact<H: HostDevice>(host: &H, offset: u64, buf: &[u8]) -> Status {
+    match host.write(offset, buf) {
+        Ok(n) if n == buf.len() => Status::Success,
+        Ok(_) => Status::EndOfFile,
+        Err(s) => s,
     }
 }
 
