@@ -14,7 +14,7 @@ use crate::create::{random, seal, slot, VolumeSpec};
 use crate::header::{HEADER_SIZE, SALT_SIZE};
 use crate::volume::{
     self, backup_offset, open_candidates, primary_offset, Credentials, HeaderCopy, Kind, Opened,
-    HEADER_GROUP, HEADER_SLOT,
+    HEADER_GROUP,
 };
 use crate::VolumeError;
 
@@ -114,7 +114,8 @@ pub fn restore(
                 )));
             }
             let mut cursor = std::io::Cursor::new(bytes);
-            let candidates = [(HeaderCopy::Primary, at.min(HEADER_SLOT))];
+            // The file's slots sit where the volume's primary header group has them.
+            let candidates = [(HeaderCopy::Primary, at)];
             let o = open_candidates(&mut cursor, size, &candidates, 512, creds, kind)?;
             (o, vec![at, backup_offset(kind, size)])
         }
