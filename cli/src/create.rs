@@ -22,7 +22,8 @@ use crate::VolumeError;
 pub enum Fill {
     /// Random bytes from the OS (what VeraCrypt's full format leaves: indistinguishable).
     Random,
-    /// Encrypted zeros: the data area decrypts to zeros (handy for tests).
+    /// Encrypted zeros: the data area decrypts to zeros (handy for tests). Refused with a
+    /// hidden volume, which would stand out.
     Zero,
 }
 
@@ -53,7 +54,8 @@ pub struct CreateSpec {
 /// Smallest data area we create.
 pub const MIN_DATA: u64 = 4096;
 
-fn random(buf: &mut [u8]) -> Result<(), VolumeError> {
+/// Fills `buf` from the OS random generator.
+pub fn random(buf: &mut [u8]) -> Result<(), VolumeError> {
     getrandom::fill(buf).map_err(|e| VolumeError::Random(e.to_string()))
 }
 
@@ -62,11 +64,36 @@ fn random(buf: &mut [u8]) -> Result<(), VolumeError> {
 pub struct Layout {
     /// Outer data area: start and length.
     pub outer: (u64, u64),
-    /// Hidden data area: start and length, at the end of the outer data area.
+    /// Hidden data area: start and length. The hidden volume (its data area plus VeraCrypt's
+    /// reserved area, see [`hidden_reserved`]) ends where the outer data area ends.
     pub hidden: Option<(u64, u64)>,
 }
 
-/// Checks sizes and computes where the data areas go.
+/// Hidden volumes of this size or more keep the larger reserved area (VeraCrypt's "small
+/// volume" threshold, 2 MiB).
+pub const HIDDEN_SMALL_THRESHOLD: u64 = 2 << 20;
+/// Reserved area at the end of the outer volume below the threshold: the largest sector size.
+pub const HIDDEN_RESERVED_SMALL: u64 = 4096;
+/// Reserved area at or above the threshold: one header group (keeps the hidden data area a
+/// multiple of every supported sector size).
+pub const HIDDEN_RESERVED_LARGE: u64 = HEADER_GROUP;
+
+/// The bytes VeraCrypt 1.26 leaves free at the end of the outer data area, after the hidden
+/// data area, for a hidden volume of `hidden_size` bytes (the size asked for, reserved area
+/// included): the outer filesystem's last sectors (NTFS backup boot sector, FAT's zeroed last
+/// sector) land there, never in the hidden volume.
+pub fn hidden_reserved(hidden_size: u64) -> u64 {
+    if hidden_size < HIDDEN_SMALL_THRESHOLD {
+        HIDDEN_RESERVED_SMALL
+    } else {
+        HIDDEN_RESERVED_LARGE
+    }
+}
+
+/// Checks sizes and computes where the data areas go. `hidden` is the hidden volume's size as
+/// VeraCrypt asks for it: the hidden volume occupies the last `hidden` bytes of the outer data
+/// area, and its data area is that minus [`hidden_reserved`] (the size in every size field of
+/// the hidden header).
 pub fn layout(size: u64, hidden: Option<u64>) -> Result<Layout, VolumeError> {
     if !size.is_multiple_of(512) {
         return Err(VolumeError::BadLayout(format!(
@@ -84,13 +111,18 @@ pub fn layout(size: u64, hidden: Option<u64>) -> Result<Layout, VolumeError> {
         })?;
     let hidden = match hidden {
         None => None,
-        Some(h) if !h.is_multiple_of(512) || h < MIN_DATA || h > data - MIN_DATA => {
-            return Err(VolumeError::BadLayout(format!(
-                "--hidden-size {h} must be a multiple of 512 between {MIN_DATA} and {}",
-                data - MIN_DATA
-            )))
+        Some(h) => {
+            let reserved = hidden_reserved(h);
+            let min = MIN_DATA + reserved;
+            if !h.is_multiple_of(512) || h < min || h > data.saturating_sub(MIN_DATA) {
+                return Err(VolumeError::BadLayout(format!(
+                    "--hidden-size {h} must be a multiple of 512 between {min} and {} \
+                     (the outer volume keeps at least {MIN_DATA} bytes)",
+                    data.saturating_sub(MIN_DATA)
+                )));
+            }
+            Some((HEADER_GROUP + data - h, h - reserved))
         }
-        Some(h) => Some((HEADER_GROUP + data - h, h)),
     };
     Ok(Layout {
         outer: (HEADER_GROUP, data),
@@ -119,13 +151,24 @@ fn sealed_header(
         sector_size: 512,
         master_key: Zeroizing::new(*master_key),
     };
-    let mut bytes = header::encode_header(&h, &salt);
+    seal(&h, &salt, spec, alg)
+}
+
+/// Encodes `h` with `salt` and encrypts it under the key `spec`'s password, PRF and PIM derive
+/// (used for new headers and to re-seal an opened one with a fresh salt).
+pub fn seal(
+    h: &Header,
+    salt: &[u8; SALT_SIZE],
+    spec: &VolumeSpec,
+    alg: Algorithm,
+) -> Result<[u8; HEADER_SIZE], VolumeError> {
+    let mut bytes = header::encode_header(h, salt);
     let mut key = Zeroizing::new(vec![0u8; alg.key_len()]);
     let never = AtomicBool::new(false);
     kdf::derive(
         spec.prf,
         &spec.password,
-        &salt,
+        salt,
         kdf::iterations(spec.pim),
         &mut key,
         &never,
@@ -136,7 +179,7 @@ fn sealed_header(
 }
 
 /// A header slot: the header followed by random bytes up to 64 KiB.
-fn slot(header: Option<[u8; HEADER_SIZE]>) -> Result<Vec<u8>, VolumeError> {
+pub fn slot(header: Option<[u8; HEADER_SIZE]>) -> Result<Vec<u8>, VolumeError> {
     let mut s = vec![0u8; HEADER_SLOT as usize];
     random(&mut s)?;
     if let Some(h) = header {
@@ -148,6 +191,15 @@ fn slot(header: Option<[u8; HEADER_SIZE]>) -> Result<Vec<u8>, VolumeError> {
 /// Creates the container at `path` (which must not exist).
 pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
     let lay = layout(spec.size, spec.hidden.as_ref().map(|h| h.0))?;
+    if spec.hidden.is_some() && spec.fill == Fill::Zero {
+        // Zeros under the outer key would make the hidden volume the only non-zero region
+        // anyone with the outer password sees (W15).
+        return Err(VolumeError::BadLayout(
+            "--fill zero cannot be used with --hidden-size: the hidden volume would stand out \
+             from the zero-filled free space; use --fill random"
+                .into(),
+        ));
+    }
     let alg = spec.algorithm;
     let mut outer_key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
     random(&mut outer_key[..])?;
@@ -163,7 +215,7 @@ pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
         ),
         _ => (None, None),
     };
-    let keys = (outer_key, hidden_key);
+    drop(hidden_key);
     let headers = [
         Some(outer_primary),
         Some(outer_backup),
@@ -176,7 +228,7 @@ pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
         .create_new(true)
         .open(path)
         .map_err(|e| VolumeError::Open(path.display().to_string(), e))?;
-    let written = write_container(file, spec, &lay, &keys, &headers);
+    let written = write_container(file, spec, &lay, &outer_key, &headers);
     if written.is_err() {
         // Leave no half-written container behind (e.g. the disk filled up).
         let _ = std::fs::remove_file(path);
@@ -191,48 +243,36 @@ fn write_container(
     file: File,
     spec: &CreateSpec,
     lay: &Layout,
-    keys: &(
-        Zeroizing<[u8; KEY_AREA_SIZE]>,
-        Zeroizing<[u8; KEY_AREA_SIZE]>,
-    ),
+    outer_key: &Zeroizing<[u8; KEY_AREA_SIZE]>,
     headers: &Headers,
 ) -> Result<(), VolumeError> {
     let alg = spec.algorithm;
-    let (outer_key, hidden_key) = keys;
     let [outer_primary, outer_backup, hidden_primary, hidden_backup] = *headers;
     let mut w = BufWriter::new(file);
     let write = |w: &mut BufWriter<File>, b: &[u8]| w.write_all(b).map_err(VolumeError::Read);
     write(&mut w, &slot(outer_primary)?)?;
     write(&mut w, &slot(hidden_primary)?)?;
 
-    // Data area, in chunks; the hidden volume's part is filled under its own key.
+    // Data area, in chunks. Random fill covers the hidden volume's area too, so from the
+    // outer volume (decrypted with its key) free space and hidden volume both look random.
     const CHUNK: u64 = 1 << 20;
     let mut at = lay.outer.0;
     let end = lay.outer.0 + lay.outer.1;
     let mut buf = vec![0u8; CHUNK as usize];
     while at < end {
-        let in_hidden = lay.hidden.is_some_and(|(hs, _)| at >= hs);
-        let boundary = match lay.hidden {
-            Some((hs, _)) if at < hs => hs,
-            _ => end,
-        };
-        let n = (boundary - at).min(CHUNK) as usize;
+        let n = (end - at).min(CHUNK) as usize;
         let chunk = &mut buf[..n];
         match spec.fill {
             Fill::Random => random(chunk)?,
             Fill::Zero => {
+                // Only without a hidden volume (refused in `create`).
                 chunk.fill(0);
-                let key: &[u8] = if in_hidden {
-                    &hidden_key[..]
-                } else {
-                    &outer_key[..]
-                };
                 if alg == AES {
                     let mut k = Zeroizing::new([0u8; 64]);
-                    k.copy_from_slice(&key[..64]);
+                    k.copy_from_slice(&outer_key[..64]);
                     vcdirect::crypto::XtsCipher::new(&k).encrypt(chunk, at / 512);
                 } else {
-                    alg.encrypt(key, chunk, at / 512);
+                    alg.encrypt(&outer_key[..], chunk, at / 512);
                 }
             }
         }
@@ -252,10 +292,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn layout_puts_the_hidden_volume_at_the_end_of_the_outer_data_area() {
+    fn w15_layout_leaves_veracrypts_reserved_area_after_the_hidden_data() {
+        // Below the 2 MiB threshold: 4 KiB reserved.
         let l = layout(1 << 20, Some(65536)).unwrap();
         assert_eq!(l.outer, (131_072, (1 << 20) - 262_144));
-        assert_eq!(l.hidden, Some(((1 << 20) - 131_072 - 65536, 65536)));
+        assert_eq!(l.hidden, Some(((1 << 20) - 131_072 - 65536, 65536 - 4096)));
+        // At and above it: one header group (128 KiB) reserved.
+        for (size, h) in [(8u64 << 20, 2u64 << 20), (64 << 20, 10 << 20)] {
+            let l = layout(size, Some(h)).unwrap();
+            let (hs, hl) = l.hidden.unwrap();
+            assert_eq!(hs, size - 131_072 - h);
+            assert_eq!(hl, h - 131_072);
+            assert_eq!(hs + hl + 131_072, l.outer.0 + l.outer.1);
+        }
+        let (hs, hl) = layout(8 << 20, Some((2 << 20) - 512))
+            .unwrap()
+            .hidden
+            .unwrap();
+        assert_eq!(hs + hl + 4096, (8 << 20) - 131_072);
     }
 
     #[test]
@@ -264,5 +318,8 @@ mod tests {
         assert!(layout(262_144, None).is_err());
         assert!(layout(1 << 20, Some(1 << 20)).is_err());
         assert!(layout(1 << 20, Some(1000)).is_err());
+        // The data area must stay MIN_DATA after the reserved area is taken.
+        assert!(layout(1 << 20, Some(4096 + 4096 - 512)).is_err());
+        assert!(layout(1 << 20, Some(8192)).is_ok());
     }
 }

@@ -79,13 +79,24 @@ pub struct MountArgs {
     pub wine_host_driver_name: Option<String>,
 }
 
-/// Opens the header(s) in user mode and builds the mount request.
-pub fn mount_request(
+/// Opens the header(s) in user mode and builds the mount request. `raw_sector` is the logical
+/// sector size of a raw partition or drive (`None` for a container file): headers are read in
+/// whole sectors of it, and a volume whose sector size differs is refused here, as the driver
+/// and VeraCrypt 1.26 refuse it.
+pub fn mount_request<R: std::io::Read + std::io::Seek>(
     args: &MountArgs,
-    file: &mut std::fs::File,
+    file: &mut R,
     size: u64,
+    raw_sector: Option<u32>,
 ) -> Result<Zeroizing<Vec<u8>>, DriverError> {
-    let opened = volume::open_sized(file, size, &args.creds, args.kind)?;
+    let sector = raw_sector.unwrap_or(512);
+    let opened = volume::open_host(file, size, sector, &args.creds, args.kind)?;
+    if let Some(host) = raw_sector.filter(|s| *s != opened.header.sector_size) {
+        return Err(DriverError::Usage(format!(
+            "sector size mismatch: the volume uses {}-byte sectors, the host {host}-byte sectors",
+            opened.header.sector_size
+        )));
+    }
     let key = opened.aes_key()?;
     let mut flags = 0;
     if args.read_only {
@@ -99,7 +110,7 @@ pub fn mount_request(
     }
     let mut protected_range = (0, 0);
     if let Some(hc) = &args.hidden_creds {
-        let hidden = volume::open_sized(file, size, hc, Kind::Hidden)?;
+        let hidden = volume::open_host(file, size, sector, hc, Kind::Hidden)?;
         flags |= abi::MOUNT_PROTECT_HIDDEN;
         // DESIGN.md §4: [hidden encrypted-area start, + hidden-volume-size field).
         protected_range = (hidden.header.data_offset, hidden.header.hidden_volume_size);
@@ -332,7 +343,7 @@ mod tests {
             wine_host_driver_name: None,
         };
         let mut file = std::fs::File::open(&path).unwrap();
-        let bytes = mount_request(&args, &mut file, 1 << 20).unwrap();
+        let bytes = mount_request(&args, &mut file, 1 << 20, None).unwrap();
         let _ = std::fs::remove_file(&path);
         let req = MountRequest::parse(&bytes, false).unwrap();
         assert_eq!(req.flags, abi::MOUNT_PROTECT_HIDDEN);

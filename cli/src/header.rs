@@ -19,6 +19,13 @@ pub const KEY_AREA_SIZE: usize = 256;
 pub const VERSION: u16 = 5;
 /// "Minimum program version to extract" that VeraCrypt writes.
 pub const REQUIRED_PROGRAM_VERSION: u16 = 0x010b;
+/// The VeraCrypt version whose volumes vcctl reads (1.26): a header asking for a later
+/// program is refused, as VeraCrypt 1.26 refuses it.
+pub const PROGRAM_VERSION: u16 = 0x0126;
+/// Header flag: the header belongs to system encryption (boot drive; not served here).
+pub const FLAG_SYSTEM_ENCRYPTION: u32 = 0x1;
+/// Header flag: the volume was made by non-system in-place encryption.
+pub const FLAG_INPLACE_ENCRYPTION: u32 = 0x2;
 
 const MAGIC: &[u8; 4] = b"VERA";
 const OFF_MAGIC: usize = 64;
@@ -87,6 +94,31 @@ pub enum HeaderError {
     BadSectorSize(u32),
     /// Data area empty, misaligned or overflowing.
     BadGeometry,
+    /// The header asks for a later program version than VeraCrypt 1.26.
+    NewerProgramRequired(u16),
+    /// A system-encryption header (flag 0x1): vcctl serves only non-system volumes.
+    SystemEncryption,
+    /// In-place encryption (flag 0x2) not finished: encrypted area shorter than the volume.
+    InPlaceEncryptionIncomplete {
+        /// Bytes encrypted so far.
+        encrypted: u64,
+        /// Size of the volume.
+        volume: u64,
+    },
+}
+
+impl HeaderError {
+    /// True when the header decrypted and is intact but names something this tool (like
+    /// VeraCrypt 1.26) does not mount; false when it is damaged.
+    pub fn is_unsupported(self) -> bool {
+        matches!(
+            self,
+            HeaderError::UnsupportedVersion(_)
+                | HeaderError::NewerProgramRequired(_)
+                | HeaderError::SystemEncryption
+                | HeaderError::InPlaceEncryptionIncomplete { .. }
+        )
+    }
 }
 
 impl fmt::Display for HeaderError {
@@ -98,6 +130,20 @@ impl fmt::Display for HeaderError {
             HeaderError::UnsupportedVersion(v) => write!(f, "unsupported header version {v}"),
             HeaderError::BadSectorSize(s) => write!(f, "unsupported sector size {s}"),
             HeaderError::BadGeometry => write!(f, "data area offset/size are invalid"),
+            HeaderError::NewerProgramRequired(v) => write!(
+                f,
+                "the header requires program version {}.{:02x} or later; vcctl reads VeraCrypt 1.26 volumes",
+                v >> 8,
+                v & 0xff
+            ),
+            HeaderError::SystemEncryption => write!(
+                f,
+                "system-encryption header (flag 0x1): only non-system volumes are supported"
+            ),
+            HeaderError::InPlaceEncryptionIncomplete { encrypted, volume } => write!(
+                f,
+                "in-place encryption not finished (flag 0x2): {encrypted} of {volume} bytes encrypted; finish it in VeraCrypt first"
+            ),
         }
     }
 }
@@ -117,7 +163,10 @@ fn be64(b: &[u8; HEADER_SIZE], at: usize) -> u64 {
 }
 
 /// Parses a header whose bytes 64..512 are already decrypted (bytes 0..64 are the salt and
-/// are ignored). Checks magic, both CRC-32 values, version, sector size and geometry.
+/// are ignored). Checks magic, both CRC-32 values, version, sector size and geometry, then
+/// what VeraCrypt 1.26 checks before it mounts: the required program version (at most 1.26)
+/// and the flags (no system encryption; in-place encryption finished). Other flag bits are
+/// ignored, as VeraCrypt ignores them.
 pub fn parse_decrypted_header(bytes: &[u8; HEADER_SIZE]) -> Result<Header, HeaderError> {
     if &bytes[OFF_MAGIC..OFF_MAGIC + 4] != MAGIC {
         return Err(HeaderError::BadMagic);
@@ -150,16 +199,31 @@ pub fn parse_decrypted_header(bytes: &[u8; HEADER_SIZE]) -> Result<Header, Heade
     {
         return Err(HeaderError::BadGeometry);
     }
+    let required_program_version = be16(bytes, OFF_REQUIRED);
+    if required_program_version > PROGRAM_VERSION {
+        return Err(HeaderError::NewerProgramRequired(required_program_version));
+    }
+    let flags = be32(bytes, OFF_FLAGS);
+    let volume_size = be64(bytes, OFF_VOLUME_SIZE);
+    if flags & FLAG_SYSTEM_ENCRYPTION != 0 {
+        return Err(HeaderError::SystemEncryption);
+    }
+    if flags & FLAG_INPLACE_ENCRYPTION != 0 && data_size != volume_size {
+        return Err(HeaderError::InPlaceEncryptionIncomplete {
+            encrypted: data_size,
+            volume: volume_size,
+        });
+    }
     let mut master_key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
     master_key.copy_from_slice(&bytes[OFF_KEYS..]);
     Ok(Header {
         version,
-        required_program_version: be16(bytes, OFF_REQUIRED),
+        required_program_version,
         hidden_volume_size: be64(bytes, OFF_HIDDEN_SIZE),
-        volume_size: be64(bytes, OFF_VOLUME_SIZE),
+        volume_size,
         data_offset,
         data_size,
-        flags: be32(bytes, OFF_FLAGS),
+        flags,
         sector_size,
         master_key,
     })
@@ -213,6 +277,19 @@ mod tests {
     }
 
     #[test]
+    fn finished_in_place_encryption_unknown_flags_and_version_1_26_are_accepted() {
+        for (flags, required) in [(2, 0x0126), (0x8000_0000, 0x0100), (6, 0)] {
+            let h = Header {
+                flags,
+                required_program_version: required,
+                ..sample()
+            };
+            let b = encode_header(&h, &[0; SALT_SIZE]);
+            assert_eq!(parse_decrypted_header(&b), Ok(h));
+        }
+    }
+
+    #[test]
     fn encode_then_parse_round_trips() {
         let h = sample();
         let b = encode_header(&h, &[7; SALT_SIZE]);
@@ -222,13 +299,26 @@ mod tests {
     #[test]
     fn each_damaged_field_is_named() {
         type Edit = fn(&mut [u8; HEADER_SIZE]);
-        let table: [(Edit, HeaderError); 6] = [
+        let table: [(Edit, HeaderError); 10] = [
             (|b| b[64] = b'X', HeaderError::BadMagic),
             (|b| b[100] ^= 1, HeaderError::HeaderCrc),
             (|b| b[300] ^= 1, HeaderError::KeyAreaCrc),
             (|b| b[69] = 9, HeaderError::UnsupportedVersion(9)),
             (|b| b[130] = 0x11, HeaderError::BadSectorSize(0x1100)),
             (|b| b[123] = 1, HeaderError::BadGeometry),
+            (|b| b[71] = 0x27, HeaderError::NewerProgramRequired(0x0127)),
+            (|b| b[70] = 2, HeaderError::NewerProgramRequired(0x020b)),
+            (|b| b[127] = 1, HeaderError::SystemEncryption),
+            (
+                |b| {
+                    b[127] = 2;
+                    b[107] = 1; // volume size > encrypted area length
+                },
+                HeaderError::InPlaceEncryptionIncomplete {
+                    encrypted: 1 << 20,
+                    volume: (1 << 20) + 1,
+                },
+            ),
         ];
         for (edit, want) in table {
             let mut b = *encode_header(&sample(), &[0; SALT_SIZE]);
@@ -262,7 +352,8 @@ mod props {
         #[test]
         fn encode_parse_round_trips(
             hidden in any::<u64>(), start in 0u64..1 << 40, units in 1u64..1 << 30,
-            flags in any::<u32>(), shift in 0u32..4, key in any::<[u8; 32]>(),
+            flags in any::<u32>().prop_map(|f| f & !FLAG_SYSTEM_ENCRYPTION),
+            shift in 0u32..4, key in any::<[u8; 32]>(),
         ) {
             let ss = 512u32 << shift;
             let mut master_key = Zeroizing::new([0u8; KEY_AREA_SIZE]);

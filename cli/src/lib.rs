@@ -4,6 +4,7 @@
 //! The pure header parser [`header::parse_decrypted_header`] needs no key derivation; fuzz
 //! targets call it on any 512 bytes.
 
+pub mod backup;
 pub mod cipher;
 pub mod create;
 pub mod driver;
@@ -40,6 +41,10 @@ pub enum VolumeError {
     },
     /// A key produced the header magic but a later check failed.
     DamagedHeader(HeaderError),
+    /// The header decrypted and is intact, but names something VeraCrypt 1.26 (and so this
+    /// tool) does not mount: a newer header or program version, system encryption,
+    /// unfinished in-place encryption. No other header copy is tried.
+    Unsupported(HeaderError),
     /// The volume opened but uses a cipher the data path does not serve.
     UnsupportedCipher(String),
     /// A keyfile problem.
@@ -81,6 +86,7 @@ impl fmt::Display for VolumeError {
                 "wrong password, PIM ({pim}), PRF ({prfs}) or keyfiles, or not a VeraCrypt volume: no header decrypted"
             ),
             VolumeError::DamagedHeader(e) => write!(f, "damaged volume header: {e}"),
+            VolumeError::Unsupported(e) => write!(f, "unsupported volume: {e}"),
             VolumeError::UnsupportedCipher(c) => write!(
                 f,
                 "volume uses cipher {c}; only aes (AES-256-XTS) is supported"

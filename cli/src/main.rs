@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use zeroize::Zeroizing;
 
+use vcctl::backup;
 use vcctl::create::{self, CreateSpec, Fill, VolumeSpec};
 use vcctl::driver;
 use vcctl::kdf::Prf;
@@ -48,6 +49,8 @@ enum Command {
         /// Protect the hidden volume (its password is the second stdin line).
         #[arg(long)]
         protect_hidden: bool,
+        #[command(flatten)]
+        hidden_open: HiddenArgs,
         /// Wine test build of the driver only: the test disk driver's name.
         #[arg(long, hide = true)]
         wine_host_driver_name: Option<String>,
@@ -115,6 +118,30 @@ enum VolumeCommand {
         #[command(flatten)]
         open: OpenArgs,
     },
+    /// Back up the volume's headers to FILE (two slots: normal, then hidden or random).
+    BackupHeader {
+        /// The volume file.
+        volume: PathBuf,
+        /// The backup file to write (must not exist).
+        out: PathBuf,
+        #[command(flatten)]
+        open: OpenArgs,
+        /// Also back up the hidden volume's header (its password: second stdin line).
+        #[arg(long)]
+        with_hidden: bool,
+        #[command(flatten)]
+        hidden_open: HiddenArgs,
+    },
+    /// Restore a header from the embedded backup, or from a backup FILE (--from).
+    RestoreHeader {
+        /// The volume file.
+        volume: PathBuf,
+        /// A header backup file (default: the backup header embedded in the volume).
+        #[arg(long)]
+        from: Option<PathBuf>,
+        #[command(flatten)]
+        open: OpenArgs,
+    },
     /// Create a VeraCrypt volume file (AES-256-XTS).
     Create {
         /// The file to create (must not exist).
@@ -137,9 +164,11 @@ enum VolumeCommand {
         /// Read the password(s) from stdin.
         #[arg(long, required = true)]
         password_stdin: bool,
-        /// How to fill the data area.
+        /// How to fill the data area (zero is refused with --hidden-size).
         #[arg(long, value_enum, default_value_t = FillArg::Random)]
         fill: FillArg,
+        #[command(flatten)]
+        hidden_open: HiddenArgs,
     },
 }
 
@@ -187,6 +216,41 @@ struct OpenArgs {
     /// Open the hidden volume (header at 65536).
     #[arg(long)]
     hidden: bool,
+}
+
+/// The hidden volume's own header parameters (`mount --protect-hidden`, `create
+/// --hidden-size`); each defaults to the outer volume's.
+#[derive(Args)]
+struct HiddenArgs {
+    /// PRF of the hidden volume's header (default: the outer's --prf).
+    #[arg(long, value_enum)]
+    hidden_prf: Option<PrfArg>,
+    /// PIM of the hidden volume's header (default: the outer's --pim).
+    #[arg(long)]
+    hidden_pim: Option<u32>,
+    /// Keyfile of the hidden volume (repeatable, order matters; default: the outer's).
+    #[arg(long = "hidden-keyfile")]
+    hidden_keyfiles: Vec<PathBuf>,
+}
+
+impl HiddenArgs {
+    /// The hidden volume's credentials: its own values where given, else the outer's.
+    fn credentials(&self, outer: &Credentials, password: Zeroizing<Vec<u8>>) -> Credentials {
+        Credentials {
+            password,
+            prf: self.hidden_prf.map(Prf::from).or(outer.prf),
+            pim: self.hidden_pim.unwrap_or(outer.pim),
+            keyfiles: if self.hidden_keyfiles.is_empty() {
+                outer.keyfiles.clone()
+            } else {
+                self.hidden_keyfiles.clone()
+            },
+        }
+    }
+
+    fn given(&self) -> bool {
+        self.hidden_prf.is_some() || self.hidden_pim.is_some() || !self.hidden_keyfiles.is_empty()
+    }
 }
 
 /// A one-line failure.
@@ -290,6 +354,47 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .map_err(|e| Failure(format!("cannot write stdout: {e}")))?;
             return Ok(());
         }
+        Command::Volume(VolumeCommand::BackupHeader {
+            volume,
+            out,
+            open,
+            with_hidden,
+            hidden_open,
+        }) => {
+            if open.hidden {
+                return Err(Failure(
+                    "backup-header takes the outer password; use --with-hidden for the hidden header".into(),
+                ));
+            }
+            if !with_hidden && hidden_open.given() {
+                return Err(Failure(
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --with-hidden".into(),
+                ));
+            }
+            let mut pw = first_password(&open, if with_hidden { 2 } else { 1 })?;
+            let creds = credentials(&open, pw.remove(0));
+            let hidden = with_hidden.then(|| hidden_open.credentials(&creds, pw.remove(0)));
+            backup::backup(&volume, &out, &creds, hidden.as_ref())?;
+            println!(
+                "{}",
+                serde_json::json!({ "backup": out.display().to_string(), "hidden": with_hidden })
+            );
+            return Ok(());
+        }
+        Command::Volume(VolumeCommand::RestoreHeader { volume, from, open }) => {
+            let mut pw = first_password(&open, 1)?;
+            let creds = credentials(&open, pw.remove(0));
+            let source = match &from {
+                Some(p) => backup::Source::File(p),
+                None => backup::Source::Embedded,
+            };
+            let written = backup::restore(&volume, source, &creds, kind(&open))?;
+            println!(
+                "{}",
+                serde_json::json!({ "restored": kind(&open).name(), "written_at": written })
+            );
+            return Ok(());
+        }
         Command::Volume(VolumeCommand::Create {
             file,
             size,
@@ -299,25 +404,34 @@ fn run(cli: Cli) -> Result<(), Failure> {
             keyfiles,
             password_stdin,
             fill,
+            hidden_open,
         }) => {
             debug_assert!(password_stdin);
+            if hidden_size.is_none() && hidden_open.given() {
+                return Err(Failure(
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --hidden-size".into(),
+                ));
+            }
             let mut lines = stdin_lines(if hidden_size.is_some() { 2 } else { 1 })?;
-            let spec = |pw: Zeroizing<Vec<u8>>| -> Result<VolumeSpec, Failure> {
-                let creds = Credentials {
-                    password: pw,
-                    prf: Some(prf.into()),
-                    pim,
-                    keyfiles: keyfiles.clone(),
-                };
+            let spec = |creds: &Credentials| -> Result<VolumeSpec, Failure> {
                 Ok(VolumeSpec {
                     password: creds.effective_password()?,
-                    prf: prf.into(),
-                    pim,
+                    prf: creds.prf.unwrap_or(prf.into()),
+                    pim: creds.pim,
                 })
             };
-            let outer = spec(lines.remove(0))?;
+            let outer_creds = Credentials {
+                password: lines.remove(0),
+                prf: Some(prf.into()),
+                pim,
+                keyfiles,
+            };
+            let outer = spec(&outer_creds)?;
             let hidden = match hidden_size {
-                Some(h) => Some((h, spec(lines.remove(0))?)),
+                Some(h) => {
+                    let hc = hidden_open.credentials(&outer_creds, lines.remove(0));
+                    Some((h, spec(&hc)?))
+                }
                 None => None,
             };
             let layout = create::create(
@@ -351,13 +465,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             read_only,
             shared,
             protect_hidden,
+            hidden_open,
             wine_host_driver_name,
         } => {
+            if !protect_hidden && hidden_open.given() {
+                return Err(Failure(
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --protect-hidden".into(),
+                ));
+            }
             let lines = if protect_hidden { 2 } else { 1 };
             let mut pw = first_password(&open, lines)?;
             let creds = credentials(&open, pw.remove(0));
             let hidden_creds = if protect_hidden {
-                Some(credentials(&open, pw.remove(0)))
+                Some(hidden_open.credentials(&creds, pw.remove(0)))
             } else {
                 None
             };
@@ -404,5 +524,50 @@ fn main() -> ExitCode {
             eprintln!("vcctl: {msg}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protect_hidden_parameters_default_to_the_outers_and_override_each() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec![
+                "vcctl",
+                "mount",
+                "H",
+                "--password-stdin",
+                "--protect-hidden",
+            ];
+            argv.extend_from_slice(&["--prf", "sha256", "--pim", "5", "--keyfile", "a"]);
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).unwrap().command {
+                Command::Mount {
+                    open, hidden_open, ..
+                } => {
+                    let outer = credentials(&open, Zeroizing::new(b"o".to_vec()));
+                    hidden_open.credentials(&outer, Zeroizing::new(b"h".to_vec()))
+                }
+                _ => unreachable!(),
+            }
+        };
+        let same = parse(&[]);
+        assert_eq!((same.prf, same.pim), (Some(Prf::Sha256), 5));
+        assert_eq!(same.keyfiles, vec![PathBuf::from("a")]);
+        let own = parse(&[
+            "--hidden-prf",
+            "whirlpool",
+            "--hidden-pim",
+            "0",
+            "--hidden-keyfile",
+            "b",
+            "--hidden-keyfile",
+            "c",
+        ]);
+        assert_eq!((own.prf, own.pim), (Some(Prf::Whirlpool), 0));
+        assert_eq!(own.keyfiles, vec![PathBuf::from("b"), PathBuf::from("c")]);
+        assert_eq!(&own.password[..], b"h");
     }
 }

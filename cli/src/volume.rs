@@ -146,30 +146,83 @@ pub fn open_sized(
     creds: &Credentials,
     kind: Kind,
 ) -> Result<Opened, VolumeError> {
-    let primary_at = match kind {
-        Kind::Normal => 0,
-        Kind::Hidden => HEADER_SLOT,
-    };
+    open_host(file, size, 512, creds, kind)
+}
+
+/// Reads the 512-byte header at `at` with whole, aligned sectors of `sector` bytes into a
+/// buffer aligned to 4096 bytes, as a raw disk with that logical sector size requires.
+pub fn read_header<R: Read + Seek>(
+    host: &mut R,
+    at: u64,
+    sector: u32,
+) -> Result<Zeroizing<[u8; HEADER_SIZE]>, VolumeError> {
+    let sector = u64::from(sector.max(HEADER_SIZE as u32));
+    let start = at / sector * sector;
+    let len = ((at + HEADER_SIZE as u64).div_ceil(sector) * sector - start) as usize;
+    let mut buf = Zeroizing::new(vec![0u8; len + 4096]);
+    let skip = buf.as_ptr().align_offset(4096).min(4096);
+    let whole = &mut buf[skip..skip + len];
+    host.seek(SeekFrom::Start(start))
+        .and_then(|_| host.read_exact(whole))
+        .map_err(VolumeError::Read)?;
+    let from = (at - start) as usize;
+    let mut raw = Zeroizing::new([0u8; HEADER_SIZE]);
+    raw.copy_from_slice(&whole[from..from + HEADER_SIZE]);
+    Ok(raw)
+}
+
+/// Like [`open_sized`] on any host, reading headers with whole, aligned sectors of the host's
+/// logical sector size (`sector`: 512 or 4096, from the host's geometry).
+pub fn open_host<R: Read + Seek>(
+    file: &mut R,
+    size: u64,
+    sector: u32,
+    creds: &Credentials,
+    kind: Kind,
+) -> Result<Opened, VolumeError> {
+    let primary_at = primary_offset(kind);
     if size < primary_at + HEADER_SIZE as u64 {
         return Err(VolumeError::Truncated {
             size,
             need: primary_at + HEADER_SIZE as u64,
         });
     }
+    let mut candidates = vec![(HeaderCopy::Primary, primary_at)];
+    if size >= 2 * HEADER_GROUP {
+        candidates.push((HeaderCopy::Backup, backup_offset(kind, size)));
+    }
+    open_candidates(file, size, &candidates, sector, creds, kind)
+}
+
+/// Where the primary header of `kind` lives.
+pub fn primary_offset(kind: Kind) -> u64 {
+    match kind {
+        Kind::Normal => 0,
+        Kind::Hidden => HEADER_SLOT,
+    }
+}
+
+/// Where the embedded backup header of `kind` lives in a container of `size` bytes.
+pub fn backup_offset(kind: Kind, size: u64) -> u64 {
+    size - HEADER_GROUP + primary_offset(kind)
+}
+
+/// Tries the headers at `candidates` (in order) of `file`; the opened volume must fit in
+/// `size` bytes (the volume's size, which need not be `file`'s: a header backup file).
+pub fn open_candidates<R: Read + Seek>(
+    file: &mut R,
+    size: u64,
+    candidates: &[(HeaderCopy, u64)],
+    sector: u32,
+    creds: &Credentials,
+    kind: Kind,
+) -> Result<Opened, VolumeError> {
     let password = creds.effective_password()?;
     let prfs = creds.prfs();
     let mut damaged = None;
-    let mut candidates = vec![(HeaderCopy::Primary, primary_at)];
-    if size >= 2 * HEADER_GROUP {
-        candidates.push((HeaderCopy::Backup, size - HEADER_GROUP + primary_at));
-    }
     let mut headers = Vec::with_capacity(candidates.len());
     for (copy, at) in candidates {
-        let mut raw = Zeroizing::new([0u8; HEADER_SIZE]);
-        file.seek(SeekFrom::Start(at))
-            .and_then(|_| file.read_exact(&mut raw[..]))
-            .map_err(VolumeError::Read)?;
-        headers.push((copy, raw));
+        headers.push((*copy, read_header(file, *at, sector)?));
     }
     // AES-256-XTS on every header copy first (64 bytes of key per PRF), so a damaged primary
     // header of an AES volume opens from its backup without the longer derivation; then the
@@ -179,6 +232,7 @@ pub fn open_sized(
         let (trial, keys) = try_header_aes(raw, &password, &prfs, creds.pim);
         match trial {
             Trial::Opened(o) => return finish(*o, kind, *copy, size),
+            Trial::Damaged(e) if e.is_unsupported() => return Err(VolumeError::Unsupported(e)),
             Trial::Damaged(e) => damaged = damaged.or(Some(e)),
             Trial::NoMatch => {}
         }
@@ -187,6 +241,7 @@ pub fn open_sized(
     for ((copy, raw), keys) in headers.iter().zip(&first_keys) {
         match try_header_others(raw, &password, &prfs, creds.pim, keys) {
             Trial::Opened(o) => return finish(*o, kind, *copy, size),
+            Trial::Damaged(e) if e.is_unsupported() => return Err(VolumeError::Unsupported(e)),
             Trial::Damaged(e) => damaged = damaged.or(Some(e)),
             Trial::NoMatch => {}
         }

@@ -90,13 +90,13 @@ fn hidden_volume_round_trips_and_outer_password_opens_outer() {
             "sha512",
             "--pim",
             "1",
-            "--fill",
-            "zero",
         ],
         "outer pw\nhidden pw\n",
     );
     let hidden_offset = made["hidden_data_offset"].as_u64().unwrap();
     assert_eq!(hidden_offset, SIZE - 131_072 - 262_144);
+    // VeraCrypt's reserved area (4 KiB below 2 MiB) is not part of the hidden data area.
+    let hidden_size = 262_144 - 4096;
     let outer = json(&ok(vcctl(
         &open_args(&f, "inspect", &["--pim", "1", "--prf", "sha512"]),
         "outer pw\n",
@@ -112,7 +112,23 @@ fn hidden_volume_round_trips_and_outer_password_opens_outer() {
     )));
     assert_eq!(hidden["kind"], "hidden");
     assert_eq!(hidden["data_offset"], hidden_offset);
-    assert_eq!(hidden["data_size"], 262_144);
+    assert_eq!(hidden["data_size"], hidden_size);
+    let whole = ok(vcctl(
+        &open_args(
+            &f,
+            "read",
+            &[
+                "--pim",
+                "1",
+                "--hidden",
+                "--offset",
+                "0",
+                "--length",
+                &hidden_size.to_string(),
+            ],
+        ),
+        "hidden pw\n",
+    ));
     let data = ok(vcctl(
         &open_args(
             &f,
@@ -123,7 +139,7 @@ fn hidden_volume_round_trips_and_outer_password_opens_outer() {
         ),
         "hidden pw\n",
     ));
-    assert_eq!(data, vec![0u8; 5000]);
+    assert_eq!(&data[..], &whole[1000..6000]);
     // The hidden password does not open the outer header, and vice versa.
     fails(vcctl(
         &open_args(&f, "inspect", &["--pim", "1", "--prf", "sha512"]),

@@ -13,6 +13,8 @@ use super::{gates_json, list_json, mount_json, parse_target, status_json, Driver
 
 /// IOCTL_DISK_GET_LENGTH_INFO: the length of a raw partition or drive.
 const IOCTL_DISK_GET_LENGTH_INFO: u32 = 0x0007_405C;
+/// IOCTL_DISK_GET_DRIVE_GEOMETRY: the logical sector size of a raw partition or drive.
+const IOCTL_DISK_GET_DRIVE_GEOMETRY: u32 = 0x0007_0000;
 
 fn control() -> Result<File, DriverError> {
     OpenOptions::new()
@@ -60,10 +62,12 @@ fn ioctl(file: &File, code: u32, input: &[u8], out_len: usize) -> Result<Vec<u8>
     Ok(out)
 }
 
-fn host_size(file: &File) -> Result<u64, DriverError> {
+/// The host's size and, for a raw partition or drive, its logical sector size (`None`: a file,
+/// or a device that did not say).
+fn host_geometry(file: &File) -> Result<(u64, Option<u32>), DriverError> {
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len > 0 {
-        return Ok(len);
+        return Ok((len, None));
     }
     // A raw partition or drive: ask the disk stack.
     let out = ioctl(file, IOCTL_DISK_GET_LENGTH_INFO, &[], 8)?;
@@ -71,15 +75,23 @@ fn host_size(file: &File) -> Result<u64, DriverError> {
         .as_slice()
         .try_into()
         .map_err(|_| DriverError::Io("IOCTL_DISK_GET_LENGTH_INFO returned no length".into()))?;
-    Ok(u64::from_le_bytes(bytes))
+    // DISK_GEOMETRY: Cylinders (8), MediaType, TracksPerCylinder, SectorsPerTrack,
+    // BytesPerSector (4 each). A host that does not answer is read in 512-byte sectors and
+    // left to the driver's own check.
+    let sector = ioctl(file, IOCTL_DISK_GET_DRIVE_GEOMETRY, &[], 24)
+        .ok()
+        .and_then(|geo| geo.get(20..24).and_then(|b| b.try_into().ok()))
+        .map(u32::from_le_bytes)
+        .filter(|s| matches!(s, 512 | 1024 | 2048 | 4096));
+    Ok((u64::from_le_bytes(bytes), sector))
 }
 
 /// Opens the header in user mode and asks the driver to mount.
 pub fn mount(args: &MountArgs) -> Result<Value, DriverError> {
     let mut host = File::open(&args.host)
         .map_err(|e| DriverError::Io(format!("cannot open {}: {e}", args.host)))?;
-    let size = host_size(&host)?;
-    let req = super::mount_request(args, &mut host, size)?;
+    let (size, raw_sector) = host_geometry(&host)?;
+    let req = super::mount_request(args, &mut host, size, raw_sector)?;
     drop(host);
     let out = ioctl(&control()?, abi::IOCTL_MOUNT, &req, MountReply::SIZE)?;
     Ok(mount_json(&MountReply::parse(&out)?))

@@ -348,14 +348,22 @@ fn io_thread<P: Platform>(queue: &LegacyQueue<P>) {
                     let fragment_buffer = fragment_buffer
                         .as_mut()
                         .expect("a write fragment carries its buffer");
-                    frag.status = match context
-                        .host
-                        .write(host_offset, fragment_buffer.window(frag.length))
-                    {
-                        Ok(_) => Status::Success,
-                        Err(s) => s,
-                    };
+                    frag.status = write_exact(
+                        &context.host,
+                        host_offset,
+                        fragment_buffer.window(frag.length),
+                    );
                 }
+            }
+            if !frag.status.is_success() {
+                // Fail the request now, so no later fragment of it is issued (W12).
+                queue.items.with(|items| {
+                    if let Some(item) = items.slots[frag.item].as_mut() {
+                        if item.status.is_success() {
+                            item.status = frag.status;
+                        }
+                    }
+                });
             }
         }
         if let FragmentData::Write(fragment_buffer) = &mut frag.data {
@@ -365,6 +373,15 @@ fn io_thread<P: Platform>(queue: &LegacyQueue<P>) {
             }
         }
         queue.to_completion.push(FragmentMsg::Fragment(frag));
+    }
+}
+
+/// A host write that moved fewer bytes than asked is an error (W12), as a short read is.
+fn write_exact<H: HostDevice>(host: &H, offset: u64, buf: &[u8]) -> Status {
+    match host.write(offset, buf) {
+        Ok(n) if n == buf.len() => Status::Success,
+        Ok(_) => Status::EndOfFile,
+        Err(s) => s,
     }
 }
 

@@ -11,6 +11,7 @@
 //! `completion`, finished ones.
 
 mod cancel;
+pub mod geometry;
 
 /// The counters a volume shows (defined with what both paths share, in `io`).
 pub use crate::io::{CounterSnapshot, Counters, LegacyReason};

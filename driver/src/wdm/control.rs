@@ -426,6 +426,7 @@ fn mount(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
         shared: request.flags & MOUNT_SHARED != 0,
         wine_driver_name: &request.wine_host_driver_name,
     })?;
+    crate::volume::geometry::check_sector_size(request.sector_size, &host)?;
     let (protected_offset, protected_size) = request.protected_range;
     let params = MountParams {
         data_offset: request.data_offset,

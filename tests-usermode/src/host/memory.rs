@@ -120,6 +120,9 @@ pub struct MemoryHost {
     kind: HostKind,
     limits: HostLimits,
     faults: RwLock<Vec<(Range<u64>, Status)>>,
+    /// Short-transfer fault mode: an operation reaching into one of these ranges moves only
+    /// the bytes before it and reports that count (W12).
+    shorts: RwLock<Vec<Range<u64>>>,
     counters: Counters,
     latency: Option<Duration>,
 }
@@ -134,6 +137,7 @@ impl MemoryHost {
             kind: HostKind::RawDevice,
             limits: HostLimits::unlimited(),
             faults: RwLock::new(Vec::new()),
+            shorts: RwLock::new(Vec::new()),
             counters: Counters::default(),
             latency: None,
         }
@@ -165,12 +169,37 @@ impl MemoryHost {
             .push((bytes, status));
     }
 
-    /// Removes every injected fault.
+    /// Short-transfer fault mode: every operation that reaches into `bytes` transfers only
+    /// the bytes before `bytes.start` (none if it starts inside) and returns that count, as a
+    /// host that completes a request short does.
+    pub fn short_range(&self, bytes: Range<u64>) {
+        self.shorts
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(bytes);
+    }
+
+    /// Removes every injected fault (failures and short transfers).
     pub fn clear_faults(&self) {
         self.faults
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        self.shorts
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// How many of `len` bytes at `offset` the short-transfer mode lets through.
+    fn short_len(&self, offset: u64, len: usize) -> usize {
+        let end = offset.saturating_add(len as u64);
+        let shorts = self.shorts.read().unwrap_or_else(|e| e.into_inner());
+        shorts
+            .iter()
+            .filter(|r| r.start < end && offset < r.end)
+            .map(|r| r.start.saturating_sub(offset) as usize)
+            .fold(len, usize::min)
     }
 
     /// The counters so far.
@@ -240,6 +269,7 @@ impl MemoryHost {
         .and_then(|n| match self.fault_for(offset, buf.len()) {
             Some(status) => Err(status),
             None => {
+                let n = self.short_len(offset, n);
                 self.copy_out(offset, &mut buf[..n]);
                 Ok(n)
             }
@@ -261,6 +291,7 @@ impl MemoryHost {
         .and_then(|n| match self.fault_for(offset, buf.len()) {
             Some(status) => Err(status),
             None => {
+                let n = self.short_len(offset, n);
                 self.copy_in(offset, &buf[..n]);
                 Ok(n)
             }
