@@ -15,11 +15,14 @@
     clippy::multiple_unsafe_ops_per_block
 )]
 
+#[cfg(target_arch = "aarch64")]
+mod arm64;
 mod chkstk;
 mod control;
 mod disk;
 mod host;
 mod irp;
+mod layout_arm64;
 mod panic;
 mod platform;
 pub mod pool;
