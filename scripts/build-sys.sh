@@ -39,12 +39,15 @@ trap 'cp "$LOCK_SAVED" "$ROOT/sys/Cargo.lock"; rm -f "$LOCK_SAVED"' EXIT
 # Lint pass (SYS_LINT=0 skips it): clippy over the kernel code, which the main workspace's
 # `cargo clippy` never compiles. Its own target dir keeps the wrapper out of the release build.
 if [ "${SYS_LINT:-1}" != 0 ]; then
-    echo "build-sys: clippy (kernel feature, wine-host feature)"
+    echo "build-sys: clippy (kernel feature, wine-host feature; x64 and ARM64)"
     CLIPPY_DRIVER="$(rustup which clippy-driver)" RUSTC_WRAPPER="$ROOT/scripts/sys-clippy-wrapper.sh" \
         cargo check --release --manifest-path "$ROOT/sys/Cargo.toml" --target "$TRIPLE" \
         --config "$ROOT/sys/linux-cross.toml" --target-dir "$ROOT/sys/target/clippy" --features wine-host
     CLIPPY_DRIVER="$(rustup which clippy-driver)" RUSTC_WRAPPER="$ROOT/scripts/sys-clippy-wrapper.sh" \
         cargo check --release --manifest-path "$ROOT/sys/Cargo.toml" --target "$TRIPLE" \
+        --config "$ROOT/sys/linux-cross.toml" --target-dir "$ROOT/sys/target/clippy"
+    CLIPPY_DRIVER="$(rustup which clippy-driver)" RUSTC_WRAPPER="$ROOT/scripts/sys-clippy-wrapper.sh" \
+        cargo check --release --manifest-path "$ROOT/sys/Cargo.toml" --target aarch64-pc-windows-msvc \
         --config "$ROOT/sys/linux-cross.toml" --target-dir "$ROOT/sys/target/clippy"
 fi
 
