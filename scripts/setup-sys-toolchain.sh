@@ -63,25 +63,30 @@ fi
 # made with llvm-dlltool from the export list of mingw's x64 import library: the names are the
 # same (ntoskrnl's exports are shared by both architectures; a name missing on ARM64 would fail
 # to load there, which check-sys.sh's import list shows). Exports with an __imp_ symbol but no
-# thunk are data (IoFileObjectType, ...) and are marked DATA. arm64rt.lib, which wdk-build links
-# for ARM64, gets the same empty stand-in as BufferOverflowFastFailK.lib.
+# thunk are data (IoFileObjectType, ...) and are marked DATA. The routines that x64 code gets as
+# inlines but ARM64 imports from hal.dll (Microsoft's ARM64 headers: the IRQL routines) move
+# from ntoskrnl.lib to hal.lib, so glue that calls them imports them from the right DLL.
+# arm64rt.lib, which wdk-build links for ARM64, gets the same empty stand-in as
+# BufferOverflowFastFailK.lib. Remade on every run (milliseconds).
+ARM64_HAL_ROUTINES="KeGetCurrentIrql KfRaiseIrql KfLowerIrql"
 LIB_ARM64="$WDK/Lib/$WDK_VERSION/km/ARM64"
 mkdir -p "$LIB_ARM64"
-arm64_lib() { # x64 import library, DLL name, output .lib
+arm64_lib() { # x64 import library, DLL name, output .lib, names to drop, names to add
     local def="$TC/$(basename "$3" .lib)-arm64.def"
     {
         printf 'LIBRARY %s\nEXPORTS\n' "$2"
-        x86_64-w64-mingw32-nm -g "$1" | awk '
+        x86_64-w64-mingw32-nm -g "$1" | awk -v drop="$4" -v add="$5" '
+            BEGIN { split(drop, d, " "); for (i in d) dropped[d[i]] = 1
+                    split(add, a, " "); for (i in a) if (a[i] != "") code[a[i]] = imp[a[i]] = 1 }
             $2 == "I" && $3 ~ /^__imp_/ { name = substr($3, 7); imp[name] = 1 }
             $2 == "T" { code[$3] = 1 }
-            END { for (n in imp) print "    " n (n in code ? "" : " DATA") }' | sort
+            END { for (n in imp) if (!(n in dropped)) print "    " n (n in code ? "" : " DATA") }' | sort
     } > "$def"
     llvm-dlltool -m arm64 -d "$def" -l "$3"
 }
-for lib in ntoskrnl:ntoskrnl.exe hal:hal.dll wmilib:wmilib.sys; do
-    name="${lib%%:*}"
-    [ -s "$LIB_ARM64/$name.lib" ] || arm64_lib "$MINGW/lib/lib$name.a" "${lib#*:}" "$LIB_ARM64/$name.lib"
-done
+arm64_lib "$MINGW/lib/libntoskrnl.a" ntoskrnl.exe "$LIB_ARM64/ntoskrnl.lib" "$ARM64_HAL_ROUTINES" ""
+arm64_lib "$MINGW/lib/libhal.a" hal.dll "$LIB_ARM64/hal.lib" "" "$ARM64_HAL_ROUTINES"
+arm64_lib "$MINGW/lib/libwmilib.a" wmilib.sys "$LIB_ARM64/wmilib.lib" "" ""
 for name in BufferOverflowFastFailK arm64rt; do
     if [ ! -s "$LIB_ARM64/$name.lib" ]; then
         printf 'LIBRARY ntoskrnl.exe\nEXPORTS\n    KeBugCheckEx\n' > "$TC/$name-arm64.def"
