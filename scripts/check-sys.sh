@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Checks the images made by scripts/build-sys.sh: PE32+ for AMD64, subsystem NATIVE, entry
-# point DriverEntry, imports only from ntoskrnl.exe and hal.dll, and, for the wine-host image,
-# no import that Wine 8.0 lacks or stubs (sys/README.md). Prints one line per check; exits 1 on
-# any failure. Usage: check-sys.sh [x64|x64-wine]... (default: both)
+# Checks the images made by scripts/build-sys.sh: PE32+ for AMD64 (x64, x64-wine) or ARM64
+# (arm64), subsystem NATIVE, entry point DriverEntry, imports only from ntoskrnl.exe and
+# hal.dll, an Authenticode signature that verifies against the certificate next to the image and
+# a correct PE checksum (W16); for the wine-host image, no import that Wine 8.0 lacks or stubs
+# (sys/README.md); for ARM64, no instruction that uses register x18 (reserved by Windows) and the
+# ARMv8 AES instructions present (aese/aesd: `aes` really runs in hardware). Prints one line per
+# check and the figures; exits 1 on any failure.
+# Usage: check-sys.sh [x64|x64-wine|arm64]... (default: all three)
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,12 +23,48 @@ check() { # name, condition result (0 = pass), detail
 }
 
 flavours=("$@")
-[ ${#flavours[@]} -gt 0 ] || flavours=(x64 x64-wine)
+[ ${#flavours[@]} -gt 0 ] || flavours=(x64 x64-wine arm64)
 for flavour in "${flavours[@]}"; do
     sys="$ROOT/target/sys/$flavour/vcdirect.sys"
     map="$ROOT/target/sys/$flavour/vcdirect.map"
+    cert="$ROOT/target/sys/$flavour/vcdirect-test.cer"
     echo "check-sys: target/sys/$flavour/vcdirect.sys"
     if [ ! -f "$sys" ]; then check "image exists" 1 "run scripts/build-sys.sh"; continue; fi
+
+    if [ "$flavour" = arm64 ]; then
+        # mingw's objdump cannot read ARM64 images; llvm-readobj/llvm-objdump (Debian llvm) can.
+        headers="$(llvm-readobj --file-headers "$sys")"
+        grep -q "Machine: IMAGE_FILE_MACHINE_ARM64 (0xAA64)" <<<"$headers"; check "machine 0xAA64 (ARM64)" $? "$(grep -m1 Machine: <<<"$headers")"
+        grep -q "Magic: 0x20B" <<<"$headers"; check "PE32+" $? "optional header magic is not 0x20B"
+        grep -q "Subsystem: IMAGE_SUBSYSTEM_NATIVE (0x1)" <<<"$headers"; check "subsystem NATIVE" $? "$(grep Subsystem: <<<"$headers")"
+        entry="$(sed -n 's/^ *entry point at *//p' "$map" | tr -d '[:space:]')"
+        driver_entry="$(awk '$2 == "DriverEntry" { print $1; exit }' "$map")"
+        [ -n "$entry" ] && [ "$entry" = "$driver_entry" ]
+        check "entry point is DriverEntry" $? "entry $entry, DriverEntry at ${driver_entry:-nowhere}"
+        coff_imports="$(llvm-readobj --coff-imports "$sys")"
+        dlls="$(sed -n 's/^[[:space:]]*Name: //p' <<<"$coff_imports" | sort -u | tr '\n' ' ')"
+        bad_dlls="$(tr ' ' '\n' <<<"$dlls" | grep -v -x -i -e ntoskrnl.exe -e hal.dll -e '' || true)"
+        [ -z "$bad_dlls" ]; check "imports only ntoskrnl.exe/hal.dll ($dlls)" $? "also imports $bad_dlls"
+        imports="$(sed -n 's/^[[:space:]]*Symbol: \([^ ]*\).*/\1/p' <<<"$coff_imports" | sort -u)"
+        echo "       $(wc -l <<<"$imports") imported routines"
+        # +aes and v8.5a let llvm-objdump 14 decode every instruction the image holds; an
+        # undecoded one would hide from the x18 scan, so there must be none.
+        disasm="$(llvm-objdump -d --no-show-raw-insn --mattr=+aes,+v8.5a "$sys")"
+        unknown="$(grep -c '<unknown>' <<<"$disasm")"
+        [ "$unknown" -eq 0 ]; check "every instruction decoded" $? "$unknown undecoded"
+        x18="$(grep -E '\b[xw]18\b' <<<"$disasm" || true)"
+        [ -z "$x18" ]; check "no instruction uses register x18" $? "$(head -n3 <<<"$x18" | tr -s ' \t' ' ')"
+        aese="$(grep -cwE 'aese' <<<"$disasm")"
+        aesd="$(grep -cwE 'aesd' <<<"$disasm")"
+        [ "$aese" -gt 0 ] && [ "$aesd" -gt 0 ]
+        check "ARMv8 AES instructions present ($aese aese, $aesd aesd)" $? "built without --cfg aes_armv8 / +aes: software AES"
+        # The same AES build for aarch64 Linux, under qemu (SYS_ARM64_CRYPTO=0 skips it).
+        if [ "${SYS_ARM64_CRYPTO:-1}" != 0 ]; then
+            qemu_log="$ROOT/target/sys/arm64/test-arm64-crypto.log"
+            "$ROOT/scripts/test-arm64-crypto.sh" >"$qemu_log" 2>&1
+            check "aarch64 XTS tests under qemu-aarch64 ($(grep -m1 -o '[0-9]* passed' "$qemu_log" || echo 'none passed'))" $? "see ${qemu_log#"$ROOT"/}"
+        fi
+    else
     headers="$($OBJDUMP -p "$sys")"
 
     grep -q "file format pei-x86-64" <<<"$headers"; check "AMD64 PE" $? "$($OBJDUMP -f "$sys" | grep format)"
@@ -52,5 +92,21 @@ for flavour in "${flavours[@]}"; do
         found="$(tr -s ' ' <<<"$found" | sed 's/^ //; s/ $//')"
         [ -z "$found" ]; check "no import Wine 8.0 lacks or stubs" $? "imports $found"
     fi
+    aesni="$($OBJDUMP -d --no-show-raw-insn "$sys" | grep -cwE 'aesenc|aesenclast|aesdec|aesdeclast')"
+    echo "       $aesni AES-NI instructions (aes 0.8 picks them at run time)"
+    fi
+
+    # W16: the embedded signature verifies against the certificate copied next to the image,
+    # and the PE checksum is set and right (osslsigncode prints one value when they agree).
+    verify="$(osslsigncode verify -CAfile "$cert" -in "$sys" 2>&1)"
+    grep -q "^Signature verification: ok" <<<"$verify"
+    check "Authenticode signature verified (test certificate vcdirect-test.cer)" $? "$(grep -iE 'verification|error' <<<"$verify" | head -n3 | tr '\n' ' ')"
+    checksum="$(sed -n 's/^PE checksum *: *\([0-9A-F]*\)$/\1/p' <<<"$verify")"
+    [ -n "$checksum" ] && [ "$checksum" != 00000000 ]
+    check "PE checksum set and correct (0x${checksum:-?})" $? "$(grep -i checksum <<<"$verify" | tr '\n' ' ')"
 done
+# The INF's minimum Windows version and the README's (W16 install steps) must agree.
+inf_min="$(sed -n 's/^; Minimum Windows for this INF: \(.*(build [0-9]*)\).*/\1/p' "$ROOT/inf/vcdirect.inx")"
+[ -n "$inf_min" ] && grep -qF "INF route: $inf_min" "$ROOT/README.md"
+check "README's INF-route minimum Windows agrees with inf/vcdirect.inx (${inf_min:-none})" $? "README.md does not say \"INF route: $inf_min\""
 if [ "$failures" -eq 0 ]; then echo "check-sys: PASS"; else echo "check-sys: FAIL ($failures)"; exit 1; fi

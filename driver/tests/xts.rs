@@ -133,3 +133,23 @@ fn the_data_unit_number_changes_the_ciphertext() {
 fn a_partial_data_unit_is_refused() {
     XtsCipher::new(&[0u8; 64]).encrypt(&mut [0u8; 100], 0);
 }
+
+/// What `aes` 0.8 runs, decided independently of `cpufeatures` (std's CPU detection and the
+/// build's cfg): on aarch64 only a `--cfg aes_armv8` build uses the ARMv8 instructions, even on
+/// a CPU that has them (scripts/test-arm64-crypto.sh runs this under qemu-aarch64).
+fn expected_backend() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("aes") {
+        return "aes-ni";
+    }
+    #[cfg(target_arch = "aarch64")]
+    if cfg!(aes_armv8) && std::arch::is_aarch64_feature_detected!("aes") {
+        return "armv8-aes";
+    }
+    "soft"
+}
+
+#[test]
+fn backend_reports_the_aes_implementation_that_runs() {
+    assert_eq!(vcdirect::crypto::backend(), expected_backend());
+}

@@ -9,9 +9,11 @@
 //! (CPUID through `cpufeatures`). AES-NI uses XMM registers only, which a Windows x64 driver may
 //! use without saving extended state; `aes` 0.9 would prefer VAES on YMM/ZMM, which needs
 //! KeSaveExtendedProcessorState around every call and measured slower here unless built for
-//! the exact CPU. On aarch64 `aes` 0.8 uses the ARMv8 AES instructions when `cpufeatures`
-//! reports them; on Windows it cannot detect them, so the ARM64 driver must be built with
-//! `-C target-feature=+aes` (see [`backend`]).
+//! the exact CPU. On aarch64 `aes` 0.8 uses the ARMv8 AES instructions only when built with
+//! `--cfg aes_armv8` (and then when `cpufeatures` reports them); without the cfg it always runs
+//! its software backend. On Windows `cpufeatures` cannot detect them and reports the compile-time
+//! `+aes`, so the ARM64 driver is built with both flags and checks the CPU itself at DriverEntry
+//! (`wdm/arm64.rs`, ExIsProcessorFeaturePresent): see [`backend`].
 
 mod key;
 mod pool;
@@ -34,6 +36,10 @@ cpufeatures::new!(aes_hw, "aes");
 cpufeatures::new!(aes_hw, "aes");
 
 /// Which AES implementation runs on this CPU: `aes-ni`, `armv8-aes` or `soft`.
+///
+/// The same decision `aes` 0.8 makes: on x86_64 AES-NI when CPUID reports it; on aarch64 the
+/// ARMv8 instructions only in a `--cfg aes_armv8` build and when `cpufeatures` reports them
+/// (Linux: at run time; Windows: the compile-time `+aes`, made true by the DriverEntry check).
 pub fn backend() -> &'static str {
     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
     {
@@ -43,7 +49,7 @@ pub fn backend() -> &'static str {
     }
     #[cfg(target_arch = "aarch64")]
     {
-        if aes_hw::get() {
+        if cfg!(aes_armv8) && aes_hw::get() {
             return "armv8-aes";
         }
     }

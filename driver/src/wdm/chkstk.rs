@@ -27,3 +27,28 @@ core::arch::global_asm!(
     "    test byte ptr [r11], 0",
     "    ret",
 );
+
+// Contract (ARM64, as LLVM calls it for aarch64-pc-windows-msvc): x15 = frame size / 16; touch
+// every 4 KiB page from SP down to SP - 16 * x15, in order, for the same guard-page reason; change
+// no register but x16, x17 and the flags; leave SP alone (the caller subtracts the size itself).
+// `ldr xzr, [..]` is a load whose value is dropped: it touches the page and writes no register.
+// Never uses x18 (reserved by Windows on ARM64; check-sys.sh checks the image).
+#[cfg(target_arch = "aarch64")]
+core::arch::global_asm!(
+    ".globl __chkstk",
+    ".p2align 2",
+    "__chkstk:",
+    // x17 = caller's SP (a leaf call: SP is unchanged); x16 = lowest address, 0 on underflow.
+    "    mov x17, sp",
+    "    subs x16, x17, x15, lsl #4",
+    "    csel x16, xzr, x16, lo",
+    "2:",
+    "    sub x17, x17, #0x1000",
+    "    cmp x17, x16",
+    "    b.lo 3f",
+    "    ldr xzr, [x17]",
+    "    b 2b",
+    "3:",
+    "    ldr xzr, [x16]",
+    "    ret",
+);

@@ -105,6 +105,10 @@ pub unsafe fn driver_entry(
     driver: *mut DRIVER_OBJECT,
     registry_path: PCUNICODE_STRING,
 ) -> NTSTATUS {
+    #[cfg(target_arch = "aarch64")]
+    if let Err(status) = super::arm64::require_aes_instructions() {
+        return status;
+    }
     let has_pool2 = pool::resolve();
     // SAFETY: the I/O manager passes a valid UNICODE_STRING (Length in bytes) or NULL.
     let registry_path: Vec<u16> = match unsafe { registry_path.as_ref() } {

@@ -12,12 +12,15 @@
 //! state their IRQL contract in their doc comments; callers above them never see a raw pointer.
 //! Built only with feature `kernel` (the `sys/` crate links it into vcdirect.sys).
 
+#[cfg(target_arch = "aarch64")]
+mod arm64;
 mod chkstk;
 mod codes;
 mod control;
 mod disk;
 mod host;
 mod irp;
+mod layout_arm64;
 mod panic;
 mod platform;
 pub mod pool;
