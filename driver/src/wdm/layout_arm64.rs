@@ -215,7 +215,7 @@ offset!("off_SECURITY_CLIENT_CONTEXT__ClientTokenControl": SECURITY_CLIENT_CONTE
 offset!("off_SECURITY_QUALITY_OF_SERVICE__ContextTrackingMode": SECURITY_QUALITY_OF_SERVICE, ContextTrackingMode);
 
 // Hand-written layouts of the disk and storage IOCTL structures: the glue reads and writes them
-// as bytes (wdm/host.rs `probe`, wdm/disk.rs device controls) with these sizes and offsets;
+// as bytes (wdm/host/open.rs `probe`, wdm/disk/ioctl.rs device controls) with these sizes and offsets;
 // keep both in step.
 /// `(figure, bytes the glue uses)`.
 const DISK_FIGURES: [(&str, usize); 8] = [

@@ -116,8 +116,10 @@ impl ClientSecurity {
     pub fn capture() -> Result<Arc<Self>, Status> {
         use wdk_sys::ntddk::SeCreateClientSecurity;
         extern "system" {
-            /// Exported by ntoskrnl (mingw's bindings only have the inline form's name).
-            fn PsGetCurrentThread() -> wdk_sys::PETHREAD;
+            /// Exported by ntoskrnl on x64 and ARM64 (the headers inline it on x64 only, and
+            /// PsGetCurrentThread is an inline on both, with no export verified on ARM64).
+            /// The KTHREAD is the first member of the ETHREAD: the same pointer.
+            fn KeGetCurrentThread() -> wdk_sys::PETHREAD;
         }
         let mut qos = wdk_sys::SECURITY_QUALITY_OF_SERVICE {
             Length: core::mem::size_of::<wdk_sys::SECURITY_QUALITY_OF_SERVICE>() as u32,
@@ -129,7 +131,7 @@ impl ClientSecurity {
         let context: Box<core::cell::UnsafeCell<wdk_sys::SECURITY_CLIENT_CONTEXT>> =
             Box::new(unsafe { core::mem::zeroed() });
         // SAFETY: no preconditions.
-        let thread = unsafe { PsGetCurrentThread() };
+        let thread = unsafe { KeGetCurrentThread() };
         // SAFETY: `thread` is the current thread; `qos` and `context` are valid for the call.
         let status = unsafe { SeCreateClientSecurity(thread, &mut qos, 0, context.get()) };
         if status < 0 {
