@@ -116,7 +116,7 @@ pub fn mount_request(
         data_size: opened.header.data_size,
         protected_range,
         drive_letter: letter,
-        key: Zeroizing::new(*key),
+        key: abi::MasterKey::new(*key),
         host_path: args.host.encode_utf16().collect(),
         wine_host_driver_name: args
             .wine_host_driver_name
