@@ -191,6 +191,8 @@ fn transfer<P: Platform>(
                 .is_err()
                 || v.key.is_blocked()
             {
+                // W5: a refused segment's plaintext is wiped now, not at dismount.
+                zeroize::Zeroize::zeroize(out);
                 return Status::DeviceBusy;
             }
             match v.host.start_write(host_offset, out).wait() {

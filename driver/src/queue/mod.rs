@@ -220,6 +220,8 @@ fn main_thread<P: Platform>(v: &Arc<Volume<P>>) {
                     .run(&v.env, &v.key, Cipher::Encrypt, fb.window(n), unit)
                     .is_err()
                 {
+                    // W5: the refused fragment's plaintext is wiped now, not at dismount.
+                    zeroize::Zeroize::zeroize(fb.window(n));
                     q.fragment_buffers.push(fb);
                     failure = Some(Status::DeviceBusy);
                     break;
