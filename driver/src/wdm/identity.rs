@@ -6,9 +6,9 @@
 //! device: system, administrators, the mounting user).
 //! Never: decides who may do what (`crate::access` does) or parses request buffers.
 //!
-//! wine-host build: Wine's token and object security routines are stubs, so every caller is
-//! the fixed identity [`wine_caller`] (an administrator) and no descriptor is applied
-//! (sys/README.md lists the build differences).
+//! wine-host build: Wine's token and object security routines are stubs or missing, so every
+//! caller is the fixed identity [`wine_caller`] (an administrator) and no descriptor is
+//! applied (sys/README.md lists the build differences).
 
 use crate::access::Caller;
 #[cfg(not(feature = "wine-host"))]
