@@ -16,7 +16,10 @@ OBJDUMP="x86_64-w64-mingw32-objdump"
 WINE_FORBIDDEN=(ExAllocatePool2 'Ke(Save|Restore)ExtendedProcessorState' IoBuildPartialMdl
     SeCreateClientSecurity SeImpersonateClientEx IoSetCompletionRoutineEx 'IoCsq[A-Za-z]*'
     'Ex[A-Za-z]*RundownProtection[A-Za-z]*' ExIsProcessorFeaturePresent ExQueueWorkItem
-    IoGetDeviceObjectPointer IoGetRelatedDeviceObject)
+    IoGetDeviceObjectPointer IoGetRelatedDeviceObject
+    # Token and object security (W4): stubs in Wine; the wine-host build uses a fixed identity.
+    'Se(Capture|Release|Lock|Unlock)SubjectContext' SeQueryInformationToken SeTokenIsAdmin
+    ObSetSecurityObjectByPointer)
 failures=0
 check() { # name, condition result (0 = pass), detail
     if [ "$2" -eq 0 ]; then echo "  ok   $1"; else echo "  FAIL $1: $3"; failures=$((failures + 1)); fi

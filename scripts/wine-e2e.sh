@@ -299,6 +299,9 @@ if [ $have_sys = 0 ]; then
         result SKIP "$s" "no vcdirect.sys (build failed)"
     done
     result SKIP r11-impersonation "Wine's SeCreateClientSecurity/SeImpersonateClientEx are stubs: cannot be checked under Wine"
+    W4_SKIP="Wine has one user, and its token and object security routines are stubs or missing: the wine-host build treats every caller as one administrator and applies no descriptor"
+    result SKIP w4-other-user-refused "$W4_SKIP"
+    result SKIP w4-device-descriptors "$W4_SKIP"
     result SKIP r1-upper-filter-completion "needs a real upper filter driver whose completion routine submits and waits; not run under Wine (the simulator covers R1)"
     result SKIP r14-mdl-less-irp "user mode cannot send a read/write IRP without an MDL to a DO_DIRECT_IO device"
     echo "NOTE: Wine runs drivers in a user-mode process (winedevice.exe): these results prove the glue and the IRP handling end to end, not kernel-mode behaviour."
@@ -535,6 +538,9 @@ else
 fi
 
 result SKIP r11-impersonation "Wine's SeCreateClientSecurity/SeImpersonateClientEx are stubs: cannot be checked under Wine"
+W4_SKIP="Wine has one user, and its token and object security routines are stubs or missing: the wine-host build treats every caller as one administrator and applies no descriptor"
+result SKIP w4-other-user-refused "$W4_SKIP"
+result SKIP w4-device-descriptors "$W4_SKIP"
 result SKIP r1-upper-filter-completion "needs a real upper filter driver whose completion routine submits and waits; not run under Wine (the simulator covers R1)"
 result SKIP r14-mdl-less-irp "user mode cannot send a read/write IRP without an MDL to a DO_DIRECT_IO device"
 echo "NOTE: Wine runs drivers in a user-mode process (winedevice.exe): these results prove the glue and the IRP handling end to end, not kernel-mode behaviour."

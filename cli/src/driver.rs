@@ -30,6 +30,29 @@ pub enum DriverError {
     Io(String),
     /// Bad command-line value.
     Usage(String),
+    /// The driver refused the IOCTL with STATUS_ACCESS_DENIED (W4): what was refused.
+    AccessDenied(&'static str),
+}
+
+/// ERROR_ACCESS_DENIED: how DeviceIoControl reports the driver's STATUS_ACCESS_DENIED.
+const ERROR_ACCESS_DENIED: i32 = 5;
+
+/// The failure of IOCTL `code`: one clear line for a refusal by the driver's policy (W4).
+#[cfg_attr(not(windows), allow(dead_code))]
+pub(crate) fn ioctl_error(code: u32, e: std::io::Error) -> DriverError {
+    if e.raw_os_error() != Some(ERROR_ACCESS_DENIED) {
+        return DriverError::Io(format!("IOCTL {code:#x} failed: {e}"));
+    }
+    DriverError::AccessDenied(match code {
+        abi::IOCTL_DISMOUNT | abi::IOCTL_STATUS => {
+            "the volume was mounted by another user; only they or an administrator may do this"
+        }
+        abi::IOCTL_GATES_SET | abi::IOCTL_GATES_RELOAD => {
+            "changing the gates needs an administrator"
+        }
+        abi::IOCTL_ERASE_KEYS => "erasing the keys needs an administrator",
+        _ => "the driver refused this request",
+    })
 }
 
 impl fmt::Display for DriverError {
@@ -43,6 +66,7 @@ impl fmt::Display for DriverError {
             DriverError::Abi(e) => write!(f, "driver ABI: {e}"),
             DriverError::Io(s) => write!(f, "{s}"),
             DriverError::Usage(s) => write!(f, "{s}"),
+            DriverError::AccessDenied(why) => write!(f, "access denied: {why}"),
         }
     }
 }
@@ -127,7 +151,7 @@ pub fn mount_request<R: std::io::Read + std::io::Seek>(
         data_size: opened.header.data_size,
         protected_range,
         drive_letter: letter,
-        key: Zeroizing::new(*key),
+        key: abi::MasterKey::new(*key),
         host_path: args.host.encode_utf16().collect(),
         wine_host_driver_name: args
             .wine_host_driver_name
@@ -272,6 +296,28 @@ pub use elsewhere::{
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn w4_access_denied_is_one_clear_line() {
+        let denied = || std::io::Error::from_raw_os_error(ERROR_ACCESS_DENIED);
+        let line = ioctl_error(abi::IOCTL_ERASE_KEYS, denied()).to_string();
+        assert_eq!(
+            line,
+            "access denied: erasing the keys needs an administrator"
+        );
+        let line = ioctl_error(abi::IOCTL_DISMOUNT, denied()).to_string();
+        assert!(line.starts_with("access denied: the volume was mounted by another user"));
+        assert!(!line.contains('\n'));
+        assert!(matches!(
+            ioctl_error(abi::IOCTL_GATES_SET, denied()),
+            DriverError::AccessDenied(_)
+        ));
+        // Any other error keeps the OS's text.
+        assert!(matches!(
+            ioctl_error(abi::IOCTL_LIST, std::io::Error::from_raw_os_error(87)),
+            DriverError::Io(_)
+        ));
+    }
 
     #[test]
     fn status_json_names_gates_backend_and_every_counter() {

@@ -108,6 +108,10 @@ pub fn derive_from(
     }
 }
 
+// W5: the HMAC states (keyed inner and outer hashes, cloned for every iteration) are wiped
+// when dropped: the `zeroize` features of hmac, sha2, whirlpool, blake2 and streebog make each
+// hash core's state and block buffer zeroize in its Drop (hmac 0.13 does not mark the wrapper
+// `ZeroizeOnDrop`, so this is not a compile-time check). `u` and `acc` below are Zeroizing.
 struct Args<'a> {
     password: &'a [u8],
     salt: &'a [u8],

@@ -36,6 +36,30 @@ impl std::fmt::Display for KeyfileError {
     }
 }
 
+/// The first [`MAX_READ`] bytes of a keyfile, read into a zeroizing buffer sized once up
+/// front (W5: no reallocation leaves a copy of the contents in freed memory).
+fn read_keyfile(path: &Path) -> std::io::Result<Zeroizing<Vec<u8>>> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    let cap = if meta.is_file() {
+        meta.len().min(MAX_READ as u64) as usize
+    } else {
+        MAX_READ
+    };
+    let mut data = Zeroizing::new(vec![0u8; cap]);
+    let mut filled = 0;
+    while filled < cap {
+        match file.read(&mut data[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    data.truncate(filled);
+    Ok(data)
+}
+
 /// Mixes the contents of `keyfiles` (in order) into `password`. Returns the password
 /// unchanged when there are none.
 pub fn apply_keyfiles<P: AsRef<Path>>(
@@ -46,10 +70,7 @@ pub fn apply_keyfiles<P: AsRef<Path>>(
     for path in keyfiles {
         let path = path.as_ref();
         let name = path.display().to_string();
-        let mut data = Zeroizing::new(Vec::new());
-        File::open(path)
-            .and_then(|f| f.take(MAX_READ as u64).read_to_end(&mut data))
-            .map_err(|e| KeyfileError::Io(name.clone(), e))?;
+        let data = read_keyfile(path).map_err(|e| KeyfileError::Io(name.clone(), e))?;
         if data.is_empty() {
             return Err(KeyfileError::Empty(name));
         }

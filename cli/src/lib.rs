@@ -11,6 +11,7 @@ pub mod driver;
 pub mod header;
 pub mod kdf;
 pub mod keyfile;
+pub mod secret;
 pub mod volume;
 
 pub use header::{parse_decrypted_header, Header, HeaderError};

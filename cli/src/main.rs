@@ -2,7 +2,7 @@
 //!
 //! Every failure prints one line to stderr and exits with code 2.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -262,31 +262,10 @@ impl<E: std::fmt::Display> From<E> for Failure {
     }
 }
 
-/// Reads the password lines from stdin (trailing CR/LF removed).
+/// Reads the password lines from stdin (trailing CR/LF removed) into zeroizing storage,
+/// unbuffered (W5: see `vcctl::secret`).
 fn stdin_lines(n: usize) -> Result<Vec<Zeroizing<Vec<u8>>>, Failure> {
-    let stdin = std::io::stdin();
-    let mut lock = stdin.lock();
-    let mut out = Vec::new();
-    for i in 0..n {
-        // Room for the longest password up front, so no reallocation leaves a copy behind.
-        let mut line = Zeroizing::new(Vec::with_capacity(1024));
-        let read = lock
-            .read_until(b'\n', &mut line)
-            .map_err(|e| Failure(format!("cannot read stdin: {e}")))?;
-        if read == 0 {
-            let which = if i == 0 {
-                "password"
-            } else {
-                "hidden-volume password"
-            };
-            return Err(Failure(format!("no {which} line on stdin")));
-        }
-        while matches!(line.last(), Some(b'\n' | b'\r')) {
-            line.pop();
-        }
-        out.push(line);
-    }
-    Ok(out)
+    Ok(vcctl::secret::stdin_lines(n)?)
 }
 
 fn credentials(open: &OpenArgs, password: Zeroizing<Vec<u8>>) -> Credentials {

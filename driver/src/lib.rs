@@ -12,6 +12,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod abi;
+pub mod access;
 pub mod barrier;
 pub mod completion;
 pub mod crypto;
@@ -21,6 +22,7 @@ pub mod io;
 pub mod platform;
 pub mod queue;
 pub mod registry;
+pub mod secret;
 pub mod status;
 pub mod volume;
 

@@ -53,10 +53,7 @@ fn ioctl(file: &File, code: u32, input: &[u8], out_len: usize) -> Result<Vec<u8>
         )
     };
     if ok == 0 {
-        return Err(DriverError::Io(format!(
-            "IOCTL {code:#x} failed: {}",
-            std::io::Error::last_os_error()
-        )));
+        return Err(super::ioctl_error(code, std::io::Error::last_os_error()));
     }
     out.truncate(returned as usize);
     Ok(out)

@@ -46,7 +46,8 @@ pub const DISMOUNT_FORCE: u32 = 1 << 0;
 /// | 56 | key | [u8; 64] |
 /// | 120 | host_path | [u16; 512], NUL-terminated |
 /// | 1144 | wine_host_driver_name | [u16; 64], NUL-terminated, empty outside the Wine build |
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Holds the master key: deliberately not `Debug` (W5).
+#[derive(Clone, PartialEq, Eq)]
 pub struct MountRequest {
     /// `MOUNT_*` flags.
     pub flags: u32,
@@ -150,7 +151,7 @@ impl MountRequest {
             c if (u16::from(b'A')..=u16::from(b'Z')).contains(&c) => Some(char::from(c as u8)),
             c => return Err(AbiError::BadDriveLetter(c)),
         };
-        let mut key = Zeroizing::new([0u8; KEY_LENGTH]);
+        let mut key = MasterKey::zeroed();
         key.copy_from_slice(&buf[56..56 + KEY_LENGTH]);
         let host_path = r.utf16(120, HOST_PATH_CHARS)?;
         if host_path.is_empty() {

@@ -14,6 +14,7 @@ use zeroize::Zeroizing;
 
 use crate::Status;
 
+pub mod buffer;
 mod layout;
 #[cfg(test)]
 mod tests;
@@ -286,5 +287,32 @@ fn check_prefix(r: &Reader<'_>) -> Result<(), AbiError> {
     Ok(())
 }
 
-/// Key material for AES-256-XTS, zeroized on drop.
-pub type MasterKey = Zeroizing<[u8; KEY_LENGTH]>;
+/// Key material for AES-256-XTS, zeroized on drop. Deliberately neither `Debug` nor
+/// `Display` (WINDOWS.md W5; checked at compile time in `crate::secret`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct MasterKey(Zeroizing<[u8; KEY_LENGTH]>);
+
+impl MasterKey {
+    /// Takes `bytes` (the caller's copy is theirs to wipe).
+    pub fn new(bytes: [u8; KEY_LENGTH]) -> MasterKey {
+        MasterKey(Zeroizing::new(bytes))
+    }
+
+    /// An all-zero key, to be filled in place.
+    pub fn zeroed() -> MasterKey {
+        MasterKey::new([0; KEY_LENGTH])
+    }
+}
+
+impl core::ops::Deref for MasterKey {
+    type Target = [u8; KEY_LENGTH];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl core::ops::DerefMut for MasterKey {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}

@@ -2,7 +2,6 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use proptest::prelude::*;
-use zeroize::Zeroizing;
 
 use super::*;
 use crate::io::CounterSnapshot;
@@ -20,7 +19,7 @@ fn mount() -> MountRequest {
         data_size: 1 << 20,
         protected_range: (131_072 + 65_536, 65_536),
         drive_letter: Some('V'),
-        key: Zeroizing::new([0x42; KEY_LENGTH]),
+        key: MasterKey::new([0x42; KEY_LENGTH]),
         host_path: utf16(r"\\?\GLOBALROOT\Device\Harddisk1\Partition2"),
         wine_host_driver_name: Vec::new(),
     }
@@ -56,7 +55,7 @@ fn mount_request_round_trips_with_documented_offsets() {
     assert_eq!(&bytes[48..50], &u16::from(b'V').to_le_bytes());
     assert_eq!(&bytes[56..120], &[0x42; 64]);
     assert_eq!(bytes[120], b'\\');
-    assert_eq!(MountRequest::parse(&bytes, false).unwrap(), m);
+    assert!(MountRequest::parse(&bytes, false).unwrap() == m);
 }
 
 #[test]
@@ -65,8 +64,8 @@ fn wine_host_name_is_accepted_only_by_the_wine_build() {
     m.wine_host_driver_name = utf16("vctestdisk");
     let bytes = m.build().unwrap();
     assert_eq!(
-        MountRequest::parse(&bytes, false),
-        Err(AbiError::WineHostNotAllowed)
+        MountRequest::parse(&bytes, false).err(),
+        Some(AbiError::WineHostNotAllowed)
     );
     assert!(MountRequest::parse(&bytes, true).is_ok());
 }
@@ -199,7 +198,7 @@ fn malformed_mount_requests_get_precise_errors() {
         ),
     ];
     for (name, buf, want) in table {
-        assert_eq!(MountRequest::parse(&buf, false), Err(want), "{name}");
+        assert_eq!(MountRequest::parse(&buf, false).err(), Some(want), "{name}");
         assert_ne!(want.status(), Status::Success);
     }
 }
@@ -354,11 +353,11 @@ proptest! {
         k[32..].copy_from_slice(&key);
         let m = MountRequest {
             flags, sector_size: ss, data_offset, data_size, protected_range,
-            drive_letter: letter, key: Zeroizing::new(k), host_path: utf16(&path),
+            drive_letter: letter, key: MasterKey::new(k), host_path: utf16(&path),
             wine_host_driver_name: Vec::new(),
         };
         let bytes = m.build().unwrap();
-        prop_assert_eq!(MountRequest::parse(&bytes, false).unwrap(), m);
+        prop_assert!(MountRequest::parse(&bytes, false).unwrap() == m);
     }
 
     #[test]

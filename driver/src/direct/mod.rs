@@ -210,6 +210,8 @@ fn transfer<P: Platform>(
                 .is_err()
                 || context.key.is_blocked()
             {
+                // W5: a refused segment's plaintext is wiped now, not at dismount.
+                zeroize::Zeroize::zeroize(out);
                 return Status::DeviceBusy;
             }
             match context.host.start_write(host_offset, out).wait() {

@@ -237,6 +237,8 @@ fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F
                     )
                     .is_err()
                 {
+                    // W5: the refused fragment's plaintext is wiped now, not at dismount.
+                    zeroize::Zeroize::zeroize(fragment_buffer.window(n));
                     queue.fragment_buffers.push(fragment_buffer);
                     failure = Some(Status::DeviceBusy);
                     break;

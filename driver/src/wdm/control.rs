@@ -2,10 +2,13 @@
 //!
 //! Owns: creating and deleting the control device and its symbolic link, the dispatch table
 //! (volume devices are handed to `disk`), the load line and the registry notes in the debugger
-//! log, the table of mounted volumes, and the control IOCTLs of `abi` (mount, dismount, list,
-//! status, gates get/set/reload, erase keys). Unload dismounts every volume.
+//! log, the table of mounted volumes with their owners, and the control IOCTLs of `abi`
+//! (mount, dismount, list, status, gates get/set/reload, erase keys), one at a time under the
+//! control mutex, each checked by `crate::access` for the caller `identity` reads. Unload
+//! dismounts every volume.
 //! Never: parses ABI buffers by hand (the `abi` module's strict parsers do; a malformed buffer
-//! gets the ABI's status) or makes engine decisions.
+//! gets the ABI's status; `abi::buffer` copies requests out and wipes the system buffer),
+//! decides who may do what (`crate::access`) or makes engine decisions.
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -27,7 +30,9 @@ use wdk_sys::{
 use super::codes::nts;
 use super::disk::{self, VolumeDevice};
 use super::host::{KernelHost, OpenParams};
+use super::identity::{self, DeviceAccess};
 use super::irp::Irp;
+use super::mutex::KernelMutex;
 use super::platform::{ClientSecurity, KernelPlatform};
 use super::registry::read_values;
 use super::strings::{unicode, utf16};
@@ -38,6 +43,7 @@ use crate::abi::{
     MountRequest, StatusReply, Target, VolumeRequest, DISMOUNT_FORCE, MOUNT_HIDDEN,
     MOUNT_PROTECT_HIDDEN, MOUNT_READ_ONLY, MOUNT_SHARED,
 };
+use crate::access::{self, Caller, Operation, Sid};
 use crate::platform::{Lock, UpperRequest};
 use crate::registry::{Config, Gate, Gates, Note, Tunables, ALL_VALUE_NAMES, DRIVER_GATES};
 use crate::volume::{MountParams, Volume};
@@ -62,8 +68,25 @@ struct DriverState {
     registry_path: Vec<u16>,
     /// Tunables read once at DriverEntry.
     tunables: Tunables,
-    volumes: SpinLock<Vec<Arc<VolumeDevice>>>,
+    volumes: SpinLock<Vec<Entry>>,
     next_id: AtomicU32,
+    /// Serializes the control IOCTLs (W4): two mounts cannot race for a letter or an id.
+    control_mutex: KernelMutex,
+}
+
+/// A mounted volume in the table: its device and the user who mounted it (W4).
+struct Entry {
+    device: Arc<VolumeDevice>,
+    owner: Sid,
+}
+
+impl Entry {
+    fn is(&self, target: Target) -> bool {
+        match target {
+            Target::Id(id) => self.device.mounted().id == id,
+            Target::Letter(c) => self.device.mounted().drive_letter == Some(c),
+        }
+    }
 }
 
 fn state() -> Option<&'static DriverState> {
@@ -145,6 +168,16 @@ pub unsafe fn driver_entry(
         unsafe { IoDeleteDevice(device) };
         return status;
     }
+    // W4: system and administrators, and interactive users for read and write; what each
+    // IOCTL may do is then the policy's decision.
+    // SAFETY: the device created above, not deleted.
+    if let Err(status) = unsafe { identity::protect(device, DeviceAccess::Control) } {
+        // SAFETY: the link made above.
+        let _ = unsafe { IoDeleteSymbolicLink(&mut link_name) };
+        // SAFETY: the device created above; nothing else references it yet.
+        unsafe { IoDeleteDevice(device) };
+        return nt(status);
+    }
     CONTROL_DEVICE.store(device, Ordering::Release);
 
     // Tunables once, gates now and on each reload; each odd value logged once (R8).
@@ -162,6 +195,7 @@ pub unsafe fn driver_entry(
         tunables,
         volumes: SpinLock::new(Vec::new()),
         next_id: AtomicU32::new(1),
+        control_mutex: KernelMutex::new(),
     });
     STATE.store(Box::into_raw(state), Ordering::Release);
     let _ = reload;
@@ -239,7 +273,7 @@ unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
     if let Some(state) = state() {
         let all = state.volumes.with(core::mem::take);
         for v in all {
-            dismount_device(v);
+            dismount_device(v.device);
         }
     }
     let p = STATE.swap(core::ptr::null_mut(), Ordering::AcqRel);
@@ -316,8 +350,9 @@ fn abi_err(e: AbiError) -> Status {
     e.status()
 }
 
-/// Runs one control IOCTL. Input is copied out of the system buffer before the reply is
-/// written over it; a reply larger than the caller's output buffer is STATUS_BUFFER_TOO_SMALL.
+/// Runs one control IOCTL under the control mutex. Input is copied out of the system buffer,
+/// which is then wiped, before the reply is written over it; a reply larger than the caller's
+/// output buffer is STATUS_BUFFER_TOO_SMALL.
 ///
 /// IRQL: PASSIVE_LEVEL, in the caller's thread (a top-level driver's device control).
 fn control_ioctl(state: &DriverState, irp: &mut Irp) -> (Status, usize) {
@@ -346,49 +381,76 @@ fn control_ioctl(state: &DriverState, irp: &mut Irp) -> (Status, usize) {
             0,
         );
     };
-    let input = zeroize::Zeroizing::new(buf[..(input_len as usize).min(buf.len())].to_vec());
-    let output_len = (output_len as usize).min(buf.len());
-    let reply: Reply = match code {
-        abi::IOCTL_MOUNT => mount(state, &input, output_len),
-        abi::IOCTL_DISMOUNT => dismount(state, &input),
-        abi::IOCTL_LIST => list(state, &input, output_len),
-        abi::IOCTL_STATUS => status(state, &input),
-        abi::IOCTL_GATES_GET => EmptyRequest::parse(&input)
-            .map_err(abi_err)
-            .map(|_| gates_message(DRIVER_GATES.snapshot())),
-        abi::IOCTL_GATES_SET => GatesMessage::parse(&input).map_err(abi_err).map(|g| {
-            DRIVER_GATES.publish(Gates {
-                read: g.read,
-                write: g.write,
-            });
-            gates_message(DRIVER_GATES.snapshot())
-        }),
-        abi::IOCTL_GATES_RELOAD => EmptyRequest::parse(&input).map_err(abi_err).map(|_| {
-            let names = [Gate::Read.value_name(), Gate::Write.value_name()];
-            let values = read_values(&state.registry_path, &names);
-            let reload = DRIVER_GATES.reload(&values);
-            log_notes(reload.reading.notes());
-            gates_message(reload.gates)
-        }),
-        abi::IOCTL_ERASE_KEYS => EmptyRequest::parse(&input).map_err(abi_err).map(|_| {
-            let all: Vec<Arc<VolumeDevice>> = state.volumes.with(|v| v.clone());
-            for v in &all {
-                v.mounted().volume.erase_keys();
-            }
-            EraseReply {
-                volumes: all.len() as u32,
-            }
-            .build()
-        }),
-        _ => Err(Status::InvalidDeviceRequest),
-    };
-    match reply {
-        Err(status) => (status, 0),
-        Ok(bytes) if bytes.len() > output_len => (nts::BUFFER_TOO_SMALL, 0),
-        Ok(bytes) => {
-            buf[..bytes.len()].copy_from_slice(&bytes);
-            (Status::Success, bytes.len())
+    // W5: `serve` copies the input out and zeroes the whole system buffer before the handler
+    // runs, so no request byte (a mount's key) is left in it on any path out.
+    state.control_mutex.with(|| {
+        abi::buffer::serve(
+            buf,
+            input_len as usize,
+            output_len as usize,
+            |input, output_len| {
+                let caller = identity::caller()?;
+                handle(state, &caller, code, input, output_len)
+            },
+        )
+    })
+}
+
+/// Runs one control IOCTL for `caller`, who the policy checks before anything changes.
+fn handle(
+    state: &DriverState,
+    caller: &Caller,
+    code: u32,
+    input: &[u8],
+    output_len: usize,
+) -> Reply {
+    match code {
+        abi::IOCTL_MOUNT => mount(state, caller, input, output_len),
+        abi::IOCTL_DISMOUNT => dismount(state, caller, input),
+        abi::IOCTL_LIST => list(state, caller, input, output_len),
+        abi::IOCTL_STATUS => status(state, caller, input),
+        abi::IOCTL_GATES_GET => {
+            access::check(caller, Operation::GatesGet)?;
+            EmptyRequest::parse(input)
+                .map_err(abi_err)
+                .map(|_| gates_message(DRIVER_GATES.snapshot()))
         }
+        abi::IOCTL_GATES_SET => {
+            access::check(caller, Operation::GatesSet)?;
+            GatesMessage::parse(input).map_err(abi_err).map(|g| {
+                DRIVER_GATES.publish(Gates {
+                    read: g.read,
+                    write: g.write,
+                });
+                gates_message(DRIVER_GATES.snapshot())
+            })
+        }
+        abi::IOCTL_GATES_RELOAD => {
+            access::check(caller, Operation::GatesReload)?;
+            EmptyRequest::parse(input).map_err(abi_err).map(|_| {
+                let names = [Gate::Read.value_name(), Gate::Write.value_name()];
+                let values = read_values(&state.registry_path, &names);
+                let reload = DRIVER_GATES.reload(&values);
+                log_notes(reload.reading.notes());
+                gates_message(reload.gates)
+            })
+        }
+        abi::IOCTL_ERASE_KEYS => {
+            access::check(caller, Operation::EraseKeys)?;
+            EmptyRequest::parse(input).map_err(abi_err).map(|_| {
+                let all: Vec<Arc<VolumeDevice>> = state
+                    .volumes
+                    .with(|v| v.iter().map(|e| Arc::clone(&e.device)).collect());
+                for v in &all {
+                    v.mounted().volume.erase_keys();
+                }
+                EraseReply {
+                    volumes: all.len() as u32,
+                }
+                .build()
+            })
+        }
+        _ => Err(Status::InvalidDeviceRequest),
     }
 }
 
@@ -400,24 +462,33 @@ fn gates_message(g: Gates) -> Vec<u8> {
     .build()
 }
 
-fn find(state: &DriverState, target: Target) -> Option<Arc<VolumeDevice>> {
+/// The volume `target` names, if `caller` may read its status (W4): not found, or
+/// STATUS_ACCESS_DENIED for another user's volume.
+fn find_for_status(
+    state: &DriverState,
+    caller: &Caller,
+    target: Target,
+) -> Result<Arc<VolumeDevice>, Status> {
     state.volumes.with(|v| {
-        v.iter()
-            .find(|d| match target {
-                Target::Id(id) => d.mounted().id == id,
-                Target::Letter(c) => d.mounted().drive_letter == Some(c),
-            })
-            .cloned()
+        let entry = v.iter().find(|e| e.is(target)).ok_or(nts::NOT_FOUND)?;
+        access::check(caller, Operation::Status(&entry.owner))?;
+        Ok(Arc::clone(&entry.device))
     })
 }
 
-fn mount(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
+fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
     let request = MountRequest::parse(input, cfg!(feature = "wine-host")).map_err(abi_err)?;
+    // Refused before any host open.
+    access::check(caller, Operation::Mount)?;
     if output_len < MountReply::SIZE {
         return Err(nts::BUFFER_TOO_SMALL);
     }
     if let Some(c) = request.drive_letter {
-        if find(state, Target::Letter(c)).is_some() {
+        // Any user's volume holds the letter (the control mutex keeps it so until we add ours).
+        if state
+            .volumes
+            .with(|v| v.iter().any(|e| e.is(Target::Letter(c))))
+        {
             return Err(nts::OBJECT_NAME_COLLISION);
         }
     }
@@ -462,6 +533,7 @@ fn mount(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
             request.drive_letter,
             read_only,
             Arc::clone(&volume),
+            &caller.sid,
         )
     };
     let device = match device {
@@ -471,7 +543,11 @@ fn mount(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
             return Err(status);
         }
     };
-    state.volumes.with(|v| v.push(Arc::new(device)));
+    let entry = Entry {
+        device: Arc::new(device),
+        owner: caller.sid.clone(),
+    };
+    state.volumes.with(|v| v.push(entry));
     Ok(MountReply {
         volume_id: id,
         drive_letter: request.drive_letter,
@@ -479,27 +555,22 @@ fn mount(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
     .build())
 }
 
-fn dismount(state: &DriverState, input: &[u8]) -> Reply {
+fn dismount(state: &DriverState, caller: &Caller, input: &[u8]) -> Reply {
     let request = VolumeRequest::parse(input).map_err(abi_err)?;
     let force = request.flags & DISMOUNT_FORCE != 0;
     let taken = state.volumes.with(|v| {
-        let at = v.iter().position(|d| match request.target {
-            Target::Id(id) => d.mounted().id == id,
-            Target::Letter(c) => d.mounted().drive_letter == Some(c),
-        })?;
-        if !force && v[at].mounted().open_handles.load(Ordering::Acquire) > 0 {
-            return Some(Err(Status::DeviceBusy));
+        let at = v
+            .iter()
+            .position(|e| e.is(request.target))
+            .ok_or(nts::NOT_FOUND)?;
+        access::check(caller, Operation::Dismount(&v[at].owner))?;
+        if !force && v[at].device.mounted().open_handles.load(Ordering::Acquire) > 0 {
+            return Err(Status::DeviceBusy);
         }
-        Some(Ok(v.remove(at)))
-    });
-    match taken {
-        None => Err(nts::NOT_FOUND),
-        Some(Err(status)) => Err(status),
-        Some(Ok(device)) => {
-            dismount_device(device);
-            Ok(Vec::new())
-        }
-    }
+        Ok(v.remove(at))
+    })?;
+    dismount_device(taken.device);
+    Ok(Vec::new())
 }
 
 /// Dismounts a volume taken out of the table now (waits for all its I/O: R13); its device
@@ -510,10 +581,14 @@ fn dismount_device(device: Arc<VolumeDevice>) {
     drop(device);
 }
 
-fn list(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
+fn list(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
     EmptyRequest::parse(input).map_err(abi_err)?;
+    access::check(caller, Operation::List)?;
+    // W4: a caller sees only their own volumes unless privileged.
     let entries = state.volumes.with(|v| {
         v.iter()
+            .filter(|e| caller.sees(&e.owner))
+            .map(|e| &e.device)
             .map(|d| ListEntry {
                 volume_id: d.mounted().id,
                 flags: d.mounted().flags,
@@ -524,9 +599,9 @@ fn list(state: &DriverState, input: &[u8], output_len: usize) -> Reply {
     ListReply { entries }.build(output_len).map_err(abi_err)
 }
 
-fn status(state: &DriverState, input: &[u8]) -> Reply {
+fn status(state: &DriverState, caller: &Caller, input: &[u8]) -> Reply {
     let request = VolumeRequest::parse(input).map_err(abi_err)?;
-    let device = find(state, request.target).ok_or(nts::NOT_FOUND)?;
+    let device = find_for_status(state, caller, request.target)?;
     let m = device.mounted();
     let gates = m.volume.effective().gates;
     StatusReply {

@@ -6,6 +6,7 @@
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use wdk_sys::ntddk::KeQueryActiveProcessorCountEx;
 use wdk_sys::DEVICE_OBJECT;
@@ -15,7 +16,7 @@ use super::irp::Irp;
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
 use super::thread::SystemThread;
 use super::work_item::WorkItemPool;
-use crate::platform::{Platform, ThreadRole};
+use crate::platform::{Event, Platform, Thread, ThreadRole};
 use crate::Status;
 
 /// ALL_PROCESSOR_GROUPS for KeQueryActiveProcessorCountEx.
@@ -71,13 +72,32 @@ impl Platform for KernelPlatform {
         match (&self.security, role.issues_host_io()) {
             (Some(security), true) => {
                 let security = Arc::clone(security);
-                SystemThread::spawn(Box::new(move || {
+                // W5: the thread reports whether it could impersonate before it runs `body`;
+                // one that cannot never runs it (no host I/O as System), and the spawn (so
+                // the mount) fails with SeImpersonateClientEx's status.
+                let started = Arc::new((KernelEvent::new(), AtomicU32::new(0)));
+                let report = Arc::clone(&started);
+                let thread = SystemThread::spawn(Box::new(move || {
                     // R11: host I/O of this thread runs as the mounting user, like
                     // VeraCrypt's I/O thread.
-                    security.impersonate();
-                    body();
-                    ClientSecurity::revert();
-                }))
+                    let impersonated = security.impersonate();
+                    if let Err(status) = impersonated {
+                        report.1.store(status.ntstatus(), Ordering::Release);
+                    }
+                    report.0.set();
+                    if impersonated.is_ok() {
+                        body();
+                        ClientSecurity::revert();
+                    }
+                }))?;
+                started.0.wait();
+                match started.1.load(Ordering::Acquire) {
+                    0 => Ok(thread),
+                    raw => {
+                        thread.join();
+                        Err(Status::from_ntstatus(raw))
+                    }
+                }
             }
             _ => SystemThread::spawn(body),
         }
@@ -140,12 +160,18 @@ impl ClientSecurity {
         Ok(Arc::new(ClientSecurity { context }))
     }
 
-    /// Makes the current (system) thread impersonate the captured client.
-    pub fn impersonate(&self) {
+    /// Makes the current (system) thread impersonate the captured client, or says why not.
+    ///
+    /// IRQL: PASSIVE_LEVEL.
+    pub fn impersonate(&self) -> Result<(), Status> {
         // SAFETY: a context captured by `capture`; NULL thread = the current thread.
-        let _ = unsafe {
+        let status = unsafe {
             wdk_sys::ntddk::SeImpersonateClientEx(self.context.get(), core::ptr::null_mut())
         };
+        if status < 0 {
+            return Err(Status::from_ntstatus(status as u32));
+        }
+        Ok(())
     }
 
     /// Ends impersonation on the current thread.
@@ -180,7 +206,9 @@ impl ClientSecurity {
         Ok(Arc::new(ClientSecurity))
     }
     /// No impersonation under Wine.
-    pub fn impersonate(&self) {}
+    pub fn impersonate(&self) -> Result<(), Status> {
+        Ok(())
+    }
     /// No impersonation under Wine.
     pub fn revert() {}
 }

@@ -93,7 +93,8 @@ fn decimal(mut n: u32) -> Vec<u16> {
 }
 
 impl VolumeDevice {
-    /// Creates the device `\Device\VcVolume<id>` and its links for `volume`.
+    /// Creates the device `\Device\VcVolume<id>` and its links for `volume`, with the
+    /// descriptor that limits raw opens to system, administrators and `owner` (W4).
     ///
     /// IRQL: PASSIVE_LEVEL.
     ///
@@ -106,6 +107,7 @@ impl VolumeDevice {
         drive_letter: Option<char>,
         read_only: bool,
         volume: Arc<Volume<KernelPlatform>>,
+        owner: &crate::access::Sid,
     ) -> Result<VolumeDevice, Status> {
         let mut device_name = utf16("\\Device\\VcVolume");
         device_name.extend(decimal(id));
@@ -163,8 +165,20 @@ impl VolumeDevice {
         unsafe { ext.lock.init() };
         d.Flags |= DO_DIRECT_IO;
         d.SectorSize = sector_size as u16;
-        d.Flags &= !DO_DEVICE_INITIALIZING;
         let this = VolumeDevice { device, mounted };
+        // W4: raw opens for system, administrators and the mounting user, set before the
+        // device can be opened; on failure Drop deletes the device.
+        // SAFETY: the device created above, not deleted.
+        if let Err(status) = unsafe {
+            super::super::identity::protect(
+                device.as_ptr(),
+                super::super::identity::DeviceAccess::Volume { owner },
+            )
+        } {
+            drop(this);
+            return Err(status);
+        }
+        d.Flags &= !DO_DEVICE_INITIALIZING;
         let links: [Option<Vec<u16>>; 2] = [
             Some(this.mounted.link_name.clone()),
             this.mounted.letter_link.clone(),

@@ -1,0 +1,185 @@
+//! The control IOCTLs' METHOD_BUFFERED system buffer (WINDOWS.md W5).
+//!
+//! Owns: copying a request out of the system buffer, wiping the buffer before anything else
+//! runs (a mount request carries the 64-byte master key), and writing the reply into it.
+//! Never: decides what a request does (the handler passed in does).
+
+use alloc::vec::Vec;
+use zeroize::{Zeroize, Zeroizing};
+
+use crate::Status;
+
+/// STATUS_BUFFER_TOO_SMALL: the reply does not fit the caller's output buffer.
+pub const BUFFER_TOO_SMALL: Status = Status::Host(0xC000_0023);
+
+/// Serves one buffered IOCTL. The first `input_len` bytes of `buf` are copied into zeroizing
+/// storage and the whole of `buf` is zeroed before `handler` sees the copy, so no path out
+/// (success, a refused or malformed request, a reply too large) leaves request bytes in the
+/// buffer the I/O manager copies back and frees. The reply is written only if it fits
+/// `output_len`. Returns the status and the IoStatus.Information (reply length).
+pub fn serve(
+    buf: &mut [u8],
+    input_len: usize,
+    output_len: usize,
+    handler: impl FnOnce(&[u8], usize) -> Result<Vec<u8>, Status>,
+) -> (Status, usize) {
+    let input = Zeroizing::new(buf[..input_len.min(buf.len())].to_vec());
+    buf.zeroize();
+    let output_len = output_len.min(buf.len());
+    match handler(&input, output_len) {
+        Err(status) => (status, 0),
+        Ok(reply) if reply.len() > output_len => (BUFFER_TOO_SMALL, 0),
+        Ok(reply) => {
+            buf[..reply.len()].copy_from_slice(&reply);
+            (Status::Success, reply.len())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    use super::*;
+    use crate::abi::{MasterKey, MountReply, MountRequest, KEY_LENGTH};
+
+    /// A key whose bytes (0xC0..=0xFF) appear nowhere else in a request or reply built here.
+    fn key() -> [u8; KEY_LENGTH] {
+        core::array::from_fn(|i| 0xC0 + i as u8)
+    }
+
+    fn request_bytes() -> Vec<u8> {
+        MountRequest {
+            flags: 0,
+            sector_size: 512,
+            data_offset: 131_072,
+            data_size: 1 << 20,
+            protected_range: (0, 0),
+            drive_letter: Some('V'),
+            key: MasterKey::new(key()),
+            host_path: "C:\\v.hc".encode_utf16().collect(),
+            wine_host_driver_name: Vec::new(),
+        }
+        .build()
+        .unwrap()
+        .to_vec()
+    }
+
+    /// The mount handler's shape in the glue: parse, the policy, the host open, the mount.
+    /// `fail_at` picks the step that fails (None: success).
+    fn mount_handler(
+        fail_at: Option<&'static str>,
+    ) -> impl FnOnce(&[u8], usize) -> Result<Vec<u8>, Status> {
+        move |input, output_len| {
+            let request = MountRequest::parse(input, false).map_err(|e| e.status())?;
+            assert_eq!(*request.key, key(), "the handler sees the key");
+            for step in ["policy", "host open", "mount"] {
+                if fail_at == Some(step) {
+                    return Err(Status::Host(0xC000_0022));
+                }
+            }
+            if output_len < MountReply::SIZE {
+                return Err(BUFFER_TOO_SMALL);
+            }
+            Ok(MountReply {
+                volume_id: 7,
+                drive_letter: request.drive_letter,
+            }
+            .build())
+        }
+    }
+
+    fn holds_key_byte(buf: &[u8]) -> bool {
+        buf.iter().any(|b| key().contains(b))
+    }
+
+    #[test]
+    fn w5_mount_buffer_holds_no_key_byte_after_success() {
+        let mut buf = request_bytes();
+        assert!(holds_key_byte(&buf));
+        let len = buf.len();
+        let (status, info) = serve(&mut buf, len, MountReply::SIZE, mount_handler(None));
+        assert_eq!(status, Status::Success);
+        assert_eq!(info, MountReply::SIZE);
+        assert_eq!(
+            MountReply::parse(&buf[..info]).unwrap(),
+            MountReply {
+                volume_id: 7,
+                drive_letter: Some('V')
+            }
+        );
+        assert!(!holds_key_byte(&buf));
+        assert!(
+            buf[info..].iter().all(|b| *b == 0),
+            "only the reply remains"
+        );
+    }
+
+    #[test]
+    fn w5_mount_buffer_holds_no_key_byte_after_each_failure() {
+        let len = request_bytes().len();
+        // (case, input length, output length, failing step, expected status)
+        let cases: [(&str, usize, usize, Option<&'static str>, Status); 6] = [
+            (
+                "refused by the policy",
+                len,
+                MountReply::SIZE,
+                Some("policy"),
+                Status::Host(0xC000_0022),
+            ),
+            (
+                "host open failed",
+                len,
+                MountReply::SIZE,
+                Some("host open"),
+                Status::Host(0xC000_0022),
+            ),
+            (
+                "mount failed",
+                len,
+                MountReply::SIZE,
+                Some("mount"),
+                Status::Host(0xC000_0022),
+            ),
+            (
+                "output too small",
+                len,
+                MountReply::SIZE - 1,
+                None,
+                BUFFER_TOO_SMALL,
+            ),
+            (
+                "input cut short",
+                len - 1,
+                MountReply::SIZE,
+                None,
+                Status::Host(0xC000_0004),
+            ),
+            ("no output buffer", len, 0, None, BUFFER_TOO_SMALL),
+        ];
+        for (case, input_len, output_len, fail_at, want) in cases {
+            let mut buf = request_bytes();
+            let (status, info) = serve(&mut buf, input_len, output_len, mount_handler(fail_at));
+            assert_eq!((status, info), (want, 0), "{case}");
+            assert!(buf.iter().all(|b| *b == 0), "{case}: buffer not wiped");
+        }
+        // A malformed request (wrong version) is refused by the parser and wiped as well.
+        let mut buf = request_bytes();
+        buf[0] = 9;
+        let (status, _) = serve(&mut buf, len, MountReply::SIZE, mount_handler(None));
+        assert_eq!(status, Status::Host(0xC000_0059));
+        assert!(
+            buf.iter().all(|b| *b == 0),
+            "wrong version: buffer not wiped"
+        );
+    }
+
+    #[test]
+    fn w5_a_reply_larger_than_the_output_buffer_is_not_written() {
+        let mut buf = vec![0xAA; 16];
+        let (status, info) = serve(&mut buf, 16, 8, |_, _| Ok(vec![1; 12]));
+        assert_eq!((status, info), (BUFFER_TOO_SMALL, 0));
+        assert_eq!(buf, vec![0; 16]);
+    }
+}

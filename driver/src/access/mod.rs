@@ -1,0 +1,150 @@
+//! Who may do what with the control device (WINDOWS.md W4).
+//!
+//! Owns: the caller's identity as the policy sees it ([`Caller`]: user SID, administrator,
+//! LocalSystem), the control operations ([`Operation`]) and the one decision ([`check`]):
+//! allowed, or the exact status to fail with; and which volumes a caller sees in a list or a
+//! dismount of all ([`Caller::sees`]).
+//! Never: asks the kernel who the caller is (the `wdm` glue captures the token and fills in a
+//! [`Caller`]), parses IOCTL buffers (`abi`) or acts on a request.
+//!
+//! The rules:
+//! - mount: anyone who can open the control device (as VeraCrypt: a standard user mounts
+//!   their own containers; the host open then checks access to the partition or file);
+//! - dismount, status: the volume's owner (the user who mounted it), administrators, system;
+//!   anyone else gets STATUS_ACCESS_DENIED;
+//! - list, dismount all: anyone, but a caller sees only their own volumes unless they are an
+//!   administrator or system;
+//! - gates get: anyone (it reveals the driver's defaults, nothing about a volume);
+//! - gates set, gates reload, erase keys: administrators and system only.
+
+use alloc::vec::Vec;
+
+use crate::Status;
+
+#[cfg(test)]
+mod tests;
+
+/// STATUS_ACCESS_DENIED: the caller may not do this.
+pub const ACCESS_DENIED: Status = Status::Host(0xC000_0022);
+/// STATUS_INVALID_SID: the token's user SID is malformed.
+pub const INVALID_SID: Status = Status::Host(0xC000_0078);
+
+/// Largest SID: revision, count, 6-byte authority and 15 sub-authorities.
+pub const MAX_SID_LENGTH: usize = 8 + 4 * 15;
+
+/// A security identifier in its binary form (revision 1, as `RtlLengthSid` measures it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sid(Vec<u8>);
+
+impl Sid {
+    /// A SID from its binary form: revision 1, at most 15 sub-authorities, and exactly
+    /// `8 + 4 x count` bytes; anything else is [`INVALID_SID`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Sid, Status> {
+        match bytes {
+            [1, count, ..] if *count <= 15 && bytes.len() == 8 + 4 * usize::from(*count) => {
+                Ok(Sid(bytes.to_vec()))
+            }
+            _ => Err(INVALID_SID),
+        }
+    }
+
+    /// A SID from its authority and sub-authorities (S-1-`authority`-`sub`...).
+    pub fn new(authority: u64, sub_authorities: &[u32]) -> Sid {
+        let count = sub_authorities.len().min(15);
+        let mut bytes = Vec::with_capacity(8 + 4 * count);
+        bytes.push(1);
+        bytes.push(count as u8);
+        // The identifier authority is 6 bytes, big-endian.
+        bytes.extend_from_slice(&authority.to_be_bytes()[2..]);
+        for s in &sub_authorities[..count] {
+            bytes.extend_from_slice(&s.to_le_bytes());
+        }
+        Sid(bytes)
+    }
+
+    /// S-1-5-18, LocalSystem.
+    pub fn local_system() -> Sid {
+        Sid::new(5, &[18])
+    }
+
+    /// S-1-5-32-544, BUILTIN\Administrators.
+    pub fn administrators() -> Sid {
+        Sid::new(5, &[32, 544])
+    }
+
+    /// The binary form.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Who sends a control IOCTL, from the token of the calling thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's user SID.
+    pub sid: Sid,
+    /// The token holds the Administrators group enabled (an elevated administrator).
+    pub administrator: bool,
+    /// The token's user is LocalSystem.
+    pub system: bool,
+}
+
+impl Caller {
+    /// A caller whose `system` flag follows from the SID (S-1-5-18).
+    pub fn new(sid: Sid, administrator: bool) -> Caller {
+        let system = sid == Sid::local_system();
+        Caller {
+            sid,
+            administrator,
+            system,
+        }
+    }
+
+    /// Administrators and system may act on every volume and change the driver's settings.
+    pub fn privileged(&self) -> bool {
+        self.administrator || self.system
+    }
+
+    /// Whether a list or a dismount of all shows this caller the volume `owner` mounted.
+    pub fn sees(&self, owner: &Sid) -> bool {
+        self.privileged() || self.sid == *owner
+    }
+}
+
+/// A control operation, with the owner of the volume it names where it names one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation<'a> {
+    /// Mount a volume (IOCTL_MOUNT).
+    Mount,
+    /// Dismount the volume mounted by the given owner (IOCTL_DISMOUNT).
+    Dismount(&'a Sid),
+    /// Dismount every volume the caller sees (vcctl: a list, then a dismount of each).
+    DismountAll,
+    /// Status of the volume mounted by the given owner (IOCTL_STATUS).
+    Status(&'a Sid),
+    /// List the mounted volumes the caller sees (IOCTL_LIST).
+    List,
+    /// Read the gates for future mounts (IOCTL_GATES_GET).
+    GatesGet,
+    /// Set the gates for future mounts (IOCTL_GATES_SET).
+    GatesSet,
+    /// Re-read the gates from the registry (IOCTL_GATES_RELOAD).
+    GatesReload,
+    /// Erase the keys of every mounted volume (IOCTL_ERASE_KEYS).
+    EraseKeys,
+}
+
+/// Whether `caller` may do `operation`: `Ok(())`, or the status to fail the IOCTL with
+/// before anything changes.
+pub fn check(caller: &Caller, operation: Operation<'_>) -> Result<(), Status> {
+    let allowed = match operation {
+        Operation::Mount | Operation::DismountAll | Operation::List | Operation::GatesGet => true,
+        Operation::Dismount(owner) | Operation::Status(owner) => caller.sees(owner),
+        Operation::GatesSet | Operation::GatesReload | Operation::EraseKeys => caller.privileged(),
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(ACCESS_DENIED)
+    }
+}
