@@ -217,12 +217,13 @@ volume_ok=0
 rm -f "$C/vctest/volume.img"
 printf '%s\n' "$PASSWORD" | "$VCCTL_LINUX" volume create "$C/vctest/volume.img" --size "$VOLUME_BYTES" \
     --prf sha512 --pim 1 --password-stdin >"$OUT/volume-create.log" 2>&1
+create_rc=$?
 if [ "$(stat -c %s "$C/vctest/volume.img" 2>/dev/null || echo 0)" -eq "$VOLUME_BYTES" ]; then
     volume_ok=1
     result PASS volume-create "$(tr -d '\n' <"$OUT/volume-create.log")"
 else
     # Every mount scenario below needs this volume: they fail with it.
-    result FAIL volume-create "$(head -c 300 "$OUT/volume-create.log" | tr -d '\n') (see $OUT/volume-create.log)"
+    result FAIL volume-create "vcctl volume create exited $create_rc: $(head -c 300 "$OUT/volume-create.log" | tr -d '\n') (see $OUT/volume-create.log)"
     head -c "$VOLUME_BYTES" /dev/zero > "$C/vctest/volume.img"
 fi
 
