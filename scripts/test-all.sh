@@ -30,7 +30,7 @@ total_start=$(date +%s)
 #   wine           builds of the test disk, client, shim and vcctl, then the Wine end to end
 CI_LIMIT=4500
 declare -A budget=(
-    [setup]=420 [lint]=540 [windows-check]=240 [unit]=780
+    [setup]=360 [lint]=540 [windows-check]=300 [unit]=780
     [sim]=480 [fuzz]=360 [sys]=960 [wine]=660
 )
 sum=0
