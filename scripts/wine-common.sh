@@ -14,3 +14,12 @@ await_log() {
 
 # cleanup: stops this prefix's wineserver (and with it winedevice.exe).
 cleanup() { timeout 30 wineserver -k >/dev/null 2>&1 || true; }
+
+# ensure_wine: installs Wine from Debian (wine64, wine) when it is missing.
+ensure_wine() {
+    command -v wine >/dev/null && command -v wineserver >/dev/null && return 0
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends wine64 wine
+}

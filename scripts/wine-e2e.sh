@@ -6,7 +6,9 @@
 # Builds everything it needs (WINE_E2E_BUILD=0 skips the build step), makes a VeraCrypt volume
 # with the Linux vcctl, sets up one Wine prefix under target/wine-e2e, and runs the scenarios.
 # Each prints PASS, FAIL or SKIP (reason); the last line is "N passed, M failed" and the exit
-# code is non-zero on any failure. Every Wine command runs under `timeout` with its output in a
+# code is non-zero on any failure. Only the checks in ALLOWED_SKIPS below (what Wine cannot
+# show) may be skipped: any other SKIP counts as a failure, so a run with nothing mounted (no
+# volume, no mount IOCTL, no vcdirect.sys) fails instead of passing with skips. Every Wine command runs under `timeout` with its output in a
 # file (never a pipe: services.exe inherits it); the prefix's wineserver is stopped on exit.
 #
 # Wine runs drivers in a user-mode process: this proves the glue and the IRP handling end to
@@ -31,17 +33,43 @@ CONTROL_PATH='\\.\vcdirect'
 DISK_PATH='\\.\VcTestDisk0'
 WIN_DIR='C:\vctest'
 
+# The checks Wine cannot show, and why: the only SKIPs a run may have. Each is printed with
+# this reason; anything else reported as SKIP fails the run.
+declare -A ALLOWED_SKIPS=(
+    [r1-upper-filter-completion]="needs a real upper filter driver whose completion routine submits and waits; Wine loads no filter stack (the simulator covers R1)"
+    [r10-product-exclusive-open]="the wine-host build finds the host by driver name (ObReferenceObjectByName), so the product's share-mode-0 ZwCreateFile and IoGetRelatedDeviceObject never run under Wine; the r10-wine-* checks show the path counters of exclusive and shared mounts in the Wine build only"
+    [r11-impersonation]="Wine's SeCreateClientSecurity/SeImpersonateClientEx are stubs: cannot be checked under Wine"
+    [r14-mdl-less-irp]="user mode cannot send a read/write IRP without an MDL to a DO_DIRECT_IO device"
+    [w4-other-user-refused]="Wine has one user, and its token and object security routines are stubs or missing: the wine-host build treats every caller as one administrator"
+    [w4-device-descriptors]="Wine's object security routines are stubs: the wine-host build applies no descriptor"
+)
 passed=0 failed=0 skipped=0
 result() { # PASS|FAIL|SKIP, name, detail
     case "$1" in
         PASS) passed=$((passed + 1)); echo "PASS $2${3:+ ($3)}" ;;
         FAIL) failed=$((failed + 1)); echo "FAIL $2${3:+ ($3)}" ;;
-        SKIP) skipped=$((skipped + 1)); echo "SKIP $2 (${3:-no reason given})" ;;
+        SKIP)
+            if [ -n "${ALLOWED_SKIPS[$2]:-}" ]; then
+                skipped=$((skipped + 1))
+                echo "SKIP $2 (${ALLOWED_SKIPS[$2]})"
+            else
+                failed=$((failed + 1))
+                echo "FAIL $2 (skipped, and not a check Wine cannot show: ${3:-no reason given})"
+            fi
+            ;;
     esac
+}
+# The allowed SKIPs, once each, at the end of every run.
+wine_cannot_show() {
+    local name
+    for name in $(printf '%s\n' "${!ALLOWED_SKIPS[@]}" | sort); do
+        result SKIP "$name"
+    done
+    echo "NOTE: Wine runs drivers in a user-mode process (winedevice.exe): these results prove the glue and the IRP handling end to end, not kernel-mode behaviour."
 }
 log() { echo "wine-e2e: $*"; }
 finish() {
-    echo "wine-e2e: $skipped skipped; logs in ${OUT#"$ROOT"/}"
+    echo "wine-e2e: $skipped skipped (only what Wine cannot show); logs in ${OUT#"$ROOT"/}"
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
     exit $?
@@ -49,12 +77,9 @@ finish() {
 
 # ---------------------------------------------------------------------------------------------
 # Wine and build.
-if ! command -v wine >/dev/null || ! command -v wineserver >/dev/null; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends wine64 wine
-fi
+# await_log, cleanup, ensure_wine
+. "$ROOT/scripts/wine-common.sh"
+ensure_wine
 
 # WINE_E2E_SYS: a prebuilt wine-host vcdirect.sys to use instead of building one.
 SYS="${WINE_E2E_SYS:-$ROOT/target/sys/x64-wine/vcdirect.sys}"
@@ -76,20 +101,21 @@ if [ "${WINE_E2E_BUILD:-1}" != 0 ]; then
     }
     b toolchain "$ROOT/scripts/setup-sys-toolchain.sh"
     # The wine-host image only; the lint pass and the ARM64 check belong to CI's build job.
-    # A vcdirect.sys that does not build fails that step but not the run: the test disk and
-    # the Windows programs are still checked.
+    # A vcdirect.sys that does not build fails the run, after the test disk and the Windows
+    # programs are still checked.
     if [ -n "${WINE_E2E_SYS:-}" ]; then
         log "using the prebuilt $WINE_E2E_SYS"
     elif ! env SYS_LINT="${SYS_LINT:-0}" SYS_ARM64_CHECK=0 "$ROOT/scripts/build-sys.sh" x64-wine >"$OUT/build-sys.log" 2>&1; then
         result FAIL build-sys "scripts/build-sys.sh x64-wine failed, see $OUT/build-sys.log"
         rm -f "$SYS"
     fi
-    BINDGEN_EXTRA_CLANG_ARGS="-fgnuc-version=4.2.1 -I$(clang -print-resource-dir)/include -include $ROOT/sys/mingw-compat.h"
+    # BINDGEN_EXTRA_CLANG_ARGS, no RUSTFLAGS (in a subshell: this script's own builds keep theirs).
+    bindgen_args=$(. "$ROOT/scripts/sys-env.sh" && echo "$BINDGEN_EXTRA_CLANG_ARGS")
     # Like sys/Cargo.lock, testdisk/Cargo.lock is committed with wdk-build from crates.io; the
     # [patch] of linux-cross.toml rewrites that entry during the build: put it back afterwards.
     cp "$WINE_DIR/testdisk/Cargo.lock" "$OUT/testdisk-Cargo.lock"
     testdisk_ok=0
-    env -u RUSTFLAGS BINDGEN_EXTRA_CLANG_ARGS="$BINDGEN_EXTRA_CLANG_ARGS" \
+    env -u RUSTFLAGS BINDGEN_EXTRA_CLANG_ARGS="$bindgen_args" \
         cargo build --release --manifest-path "$WINE_DIR/testdisk/Cargo.toml" \
         --target x86_64-pc-windows-msvc --config "$ROOT/sys/linux-cross.toml" \
         >"$OUT/build-testdisk.log" 2>&1 && testdisk_ok=1
@@ -121,8 +147,6 @@ w() { # log-name, timeout-seconds, command... ; the log is $OUT/<n>-<log-name>.l
     shift 2
     timeout "$secs" "$@" >"$LAST_LOG" 2>&1
 }
-# await_log, cleanup
-. "$ROOT/scripts/wine-common.sh"
 trap cleanup EXIT
 # vc-e2e under Wine; its PASS/FAIL lines are counted as results.
 client() { # log-name, args...
@@ -160,6 +184,15 @@ winedevice_pids() { # winedevice.exe processes of this prefix (other prefixes ma
     done
 }
 winedevices() { winedevice_pids | wc -l; }
+loaded_pid() { # the winedevice.exe of this prefix that has both images mapped (empty if none)
+    local p
+    for p in $(winedevice_pids); do
+        if grep -q 'vctestdisk\.sys' "/proc/$p/maps" 2>/dev/null && grep -q 'vcdirect\.sys' "/proc/$p/maps" 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+    done
+}
 restart_prefix() { # services.exe reads service keys only when it starts
     timeout 30 wineserver -k >/dev/null 2>&1 || true
     timeout 10 wineserver -p 600 >/dev/null 2>&1
@@ -186,15 +219,14 @@ volume_ok=0
 rm -f "$C/vctest/volume.img"
 printf '%s\n' "$PASSWORD" | "$VCCTL_LINUX" volume create "$C/vctest/volume.img" --size "$VOLUME_BYTES" \
     --prf sha512 --pim 1 --password-stdin >"$OUT/volume-create.log" 2>&1
+create_rc=$?
 if [ "$(stat -c %s "$C/vctest/volume.img" 2>/dev/null || echo 0)" -eq "$VOLUME_BYTES" ]; then
     volume_ok=1
     result PASS volume-create "$(tr -d '\n' <"$OUT/volume-create.log")"
 else
-    # TODO(vcctl): `vcctl volume create` is not on this branch's cli/ yet (it is on the vcctl
-    # branch). Until it lands, a placeholder file of random bytes stands in, and the scenarios
-    # that need a real volume are skipped.
-    head -c "$VOLUME_BYTES" /dev/urandom > "$C/vctest/volume.img"
-    result SKIP volume-create "vcctl has no 'volume create' yet; placeholder file used (TODO)"
+    # Every mount scenario below needs this volume: they fail with it.
+    result FAIL volume-create "vcctl volume create exited $create_rc: $(head -c 300 "$OUT/volume-create.log" | tr -d '\n') (see $OUT/volume-create.log)"
+    head -c "$VOLUME_BYTES" /dev/zero > "$C/vctest/volume.img"
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -223,7 +255,7 @@ if [ $volume_ok = 1 ]; then
         result FAIL vcctl-exe-volume-inspect "see $LAST_LOG"
     fi
 else
-    result SKIP vcctl-exe-volume-inspect "no volume (vcctl volume create missing)"
+    result FAIL vcctl-exe-volume-inspect "no volume (vcctl volume create failed)"
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -294,17 +326,8 @@ fi
 # ---------------------------------------------------------------------------------------------
 # 3. Both drivers in one process, the test disk over the volume.
 if [ $have_sys = 0 ]; then
-    for s in vcdirect-loads same-winedevice-process r10-exclusive-and-shared-mounts r13-random-mixed-dismount-remount \
-        r6-r8-malformed-gates hidden-volume-protection read-only-mount r2-r3-key-erasure-under-load cancel-queued-reads abi-malformed-mount-buffers; do
-        result SKIP "$s" "no vcdirect.sys (build failed)"
-    done
-    result SKIP r11-impersonation "Wine's SeCreateClientSecurity/SeImpersonateClientEx are stubs: cannot be checked under Wine"
-    W4_SKIP="Wine has one user, and its token and object security routines are stubs or missing: the wine-host build treats every caller as one administrator and applies no descriptor"
-    result SKIP w4-other-user-refused "$W4_SKIP"
-    result SKIP w4-device-descriptors "$W4_SKIP"
-    result SKIP r1-upper-filter-completion "needs a real upper filter driver whose completion routine submits and waits; not run under Wine (the simulator covers R1)"
-    result SKIP r14-mdl-less-irp "user mode cannot send a read/write IRP without an MDL to a DO_DIRECT_IO device"
-    echo "NOTE: Wine runs drivers in a user-mode process (winedevice.exe): these results prove the glue and the IRP handling end to end, not kernel-mode behaviour."
+    result FAIL vcdirect-scenarios "no vcdirect.sys ($SYS): no mount scenario ran"
+    wine_cannot_show
     cleanup
     log "build ${build_seconds}s, scenarios $(($(date +%s) - run_start))s"
     finish
@@ -327,12 +350,7 @@ else
     result FAIL vcdirect-loads "no load line in $BOTH_LOG (see $LAST_LOG)"
 fi
 # One winedevice.exe of this prefix must have both images mapped.
-shared_pid=""
-for p in $(winedevice_pids); do
-    if grep -q 'vctestdisk\.sys' "/proc/$p/maps" 2>/dev/null && grep -q 'vcdirect\.sys' "/proc/$p/maps" 2>/dev/null; then
-        shared_pid=$p
-    fi
-done
+shared_pid=$(loaded_pid)
 if [ -n "$shared_pid" ] && [ "$after_both" -eq "$after_disk" ]; then
     result PASS same-winedevice-process "Group $GROUP: both images mapped in winedevice.exe pid $shared_pid; processes $before -> $after_disk -> $after_both"
 else
@@ -348,13 +366,13 @@ probe_rc=$?
 if [ $probe_rc -eq 0 ]; then
     mount_supported=1
 elif [ $probe_rc -eq 3 ]; then
-    log "the mount IOCTL returns STATUS_INVALID_DEVICE_REQUEST: mount scenarios skipped"
+    result FAIL mount-probe "the mount IOCTL returns STATUS_INVALID_DEVICE_REQUEST: no mount scenario can run"
 else
     result FAIL mount-probe "exit $probe_rc, see $LAST_LOG"
 fi
 NEEDS=""
-[ $mount_supported = 1 ] || NEEDS="needs mount IOCTL"
-[ $volume_ok = 1 ] || NEEDS="${NEEDS:+$NEEDS; }needs a real volume (vcctl volume create)"
+[ $mount_supported = 1 ] || NEEDS="the mount IOCTL is unsupported"
+[ $volume_ok = 1 ] || NEEDS="${NEEDS:+$NEEDS; }no volume (vcctl volume create failed)"
 
 vcctl() { # log-name, args... (password from the file on stdin)
     local name="$1"
@@ -386,8 +404,14 @@ gates() { # read write: set the registry gates and reload them
     reg_add vcdirect VeraCryptEnableMountedVolumeFastWriteIo REG_DWORD "$2"
     vcctl gates-reload gates reload
 }
+# R10 in the Wine build: each gate setting mounted exclusive (the default) or --shared; the
+# volume's status must report the mount mode asked for, and its path counters must show every
+# read and write on the path the gates select. What this does not show: the wine-host build
+# reaches the test disk by driver name, so the product's exclusive open (share mode 0, one
+# handle, IoGetRelatedDeviceObject) does not run here (r10-product-exclusive-open, a SKIP).
 path_check() { # name, mount extra args, read gate, write gate
-    local name="$1" extra="$2"
+    local name="$1" extra="$2" mode=exclusive shared=false
+    [ "$extra" != "--shared" ] || { mode=shared; shared=true; }
     gates "$3" "$4"
     mount_volume "$name" "$extra" || return
     client "$name-fill" fill --device "$VOLUME_PATH" --model "$VM" --seed 21
@@ -397,10 +421,11 @@ path_check() { # name, mount extra args, read gate, write gate
     dr=$(status_counter "$s" direct_reads) dw=$(status_counter "$s" direct_writes)
     lr=$(status_counter "$s" legacy_reads) lw=$(status_counter "$s" legacy_writes)
     local ok=1
+    grep -aqE "\"shared\": *$shared" "$s" || ok=0
     { [ "$3" = 1 ] && [ "$dr" -gt 0 ] && [ "$lr" -eq 0 ]; } || { [ "$3" = 0 ] && [ "$dr" -eq 0 ] && [ "$lr" -gt 0 ]; } || ok=0
     { [ "$4" = 1 ] && [ "$dw" -gt 0 ] && [ "$lw" -eq 0 ]; } || { [ "$4" = 0 ] && [ "$dw" -eq 0 ] && [ "$lw" -gt 0 ]; } || ok=0
-    [ $ok = 1 ] && result PASS "$name" "direct reads $dr, legacy reads $lr, direct writes $dw, legacy writes $lw" \
-        || result FAIL "$name" "direct reads $dr, legacy reads $lr, direct writes $dw, legacy writes $lw (see $s)"
+    local what="Wine build, $mode mount (status shared=$shared), read gate $3, write gate $4: direct reads $dr, legacy reads $lr, direct writes $dw, legacy writes $lw"
+    [ $ok = 1 ] && result PASS "$name" "$what" || result FAIL "$name" "$what (see $s)"
     vcctl "$name-dismount" dismount "$VOL"
 }
 
@@ -408,7 +433,7 @@ if [ $mount_supported = 1 ]; then
     # Needs only the mount IOCTL: malformed requests get a clear error, the driver still serves.
     client abi-malformed-mount malformed-mount --device "$CONTROL_PATH"
 else
-    result SKIP "abi-malformed-mount-buffers (short, long, wrong version, bad offsets, unterminated path)" "needs mount IOCTL"
+    result FAIL abi-malformed-mount-buffers "not run: the mount IOCTL is unsupported"
 fi
 mount_volume() { # scenario name, extra vcctl mount args: mounts, or prints FAIL for the scenario
     vcctl "$1-mount" "$MOUNT_ARGS $2" && grep -aq '"volume_id"' "$LAST_LOG" && return 0
@@ -419,12 +444,13 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     # A std File on the test disk: a positional read works under Wine (a seek does not).
     client std-read-through-disk std-read --device "$DISK_PATH" --offset 0
 
-    # R10: path counters prove the path on exclusive and shared mounts.
-    path_check r10-exclusive-gates-off "" 0 0
-    path_check r10-exclusive-read-gate "" 1 0
-    path_check r10-exclusive-write-gate "" 0 1
-    path_check r10-shared-both-gates "--shared" 1 1
-    path_check r10-exclusive-both-gates "" 1 1
+    # R10 (Wine build): path counters on exclusive and shared mounts (see path_check).
+    path_check r10-wine-exclusive-gates-off "" 0 0
+    path_check r10-wine-exclusive-read-gate "" 1 0
+    path_check r10-wine-exclusive-write-gate "" 0 1
+    path_check r10-wine-shared-gates-off "--shared" 0 0
+    path_check r10-wine-shared-both-gates "--shared" 1 1
+    path_check r10-wine-exclusive-both-gates "" 1 1
 
     # R13: random mixed I/O on both paths, flush, dismount under load, remount, data = model.
     for g in "0 0" "1 1"; do
@@ -486,16 +512,28 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         vcctl r2-dismount dismount "$VOL" --force
     fi
 
-    # Cancel: on a slow disk (50 ms per operation), CancelIoEx on 32 reads: those still queued
-    # in the driver end with ERROR_OPERATION_ABORTED through its cancel routine, the others
-    # with the model's data, on both paths.
+    # Cancel: on a slow disk (50 ms per operation), CancelIoEx on 16 reads: 8 fill the direct
+    # workers (or the legacy queue's threads) and the rest wait in the path's FIFO, so some are
+    # still queued when the cancel arrives. Those end with ERROR_OPERATION_ABORTED through the
+    # driver's cancel routine, the others with the model's data, on both paths.
+    # Wine 8.0 bug (tests-usermode/wine/README.md, "What Wine gets wrong"): winedevice.exe may
+    # call IoCancelIrp on IRPs already completed and freed, which can crash it when many
+    # requests are in flight. 16 in flight (not 32) keeps that rare, and the check below says
+    # plainly when the driver host died instead of reporting it as a driver failure.
     for g in "1 1" "0 0"; do
         set -- $g
         gates "$1" "$2"
         t="cancel-queued-gates-$1$2"
         mount_volume "$t" "" || continue
+        host_pid=$(loaded_pid)
         w "$t-latency" 60 wine "$WIN_DIR\\vc-e2e.exe" disk-latency --us 50000
-        client "$t" cancel-queued --device "$VOLUME_PATH" --model "$VM" --count 32
+        client "$t" cancel-queued --device "$VOLUME_PATH" --model "$VM" --count 16
+        now_pid=$(loaded_pid)
+        if [ -n "$host_pid" ] && [ "$now_pid" = "$host_pid" ]; then
+            result PASS "$t-driver-host-survived" "winedevice.exe pid $host_pid still runs both drivers after CancelIoEx"
+        else
+            result FAIL "$t-driver-host-survived" "winedevice.exe pid ${host_pid:-?} is gone (now ${now_pid:-none}): Wine 8.0's stale IoCancelIrp (tests-usermode/wine/README.md)"
+        fi
         w "$t-latency-reset" 60 wine "$WIN_DIR\\vc-e2e.exe" disk-latency --us 1000
         vcctl "$t-dismount" dismount "$VOL"
     done
@@ -528,22 +566,10 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         result FAIL hidden-volume-create "see $OUT/hidden-create.log"
     fi
 else
-    for s in "r10-exclusive-and-shared-mounts: gates off legacy, read gate direct reads, write gate direct writes" \
-        "r13-random-mixed-both-paths-flush-dismount-under-load-remount" \
-        "r6-r8-malformed-gates-and-reload-only-later-mounts" \
-        "hidden-volume-protection" "read-only-mount" \
-        "r2-r3-key-erasure-under-load" "cancel-queued-reads-both-paths"; do
-        result SKIP "$s" "$NEEDS"
-    done
+    result FAIL mount-scenarios "none ran (r10-wine, r13, r6, r8, read-only, r2-r3, cancel-queued, hidden-volume-protection): $NEEDS"
 fi
 
-result SKIP r11-impersonation "Wine's SeCreateClientSecurity/SeImpersonateClientEx are stubs: cannot be checked under Wine"
-W4_SKIP="Wine has one user, and its token and object security routines are stubs or missing: the wine-host build treats every caller as one administrator and applies no descriptor"
-result SKIP w4-other-user-refused "$W4_SKIP"
-result SKIP w4-device-descriptors "$W4_SKIP"
-result SKIP r1-upper-filter-completion "needs a real upper filter driver whose completion routine submits and waits; not run under Wine (the simulator covers R1)"
-result SKIP r14-mdl-less-irp "user mode cannot send a read/write IRP without an MDL to a DO_DIRECT_IO device"
-echo "NOTE: Wine runs drivers in a user-mode process (winedevice.exe): these results prove the glue and the IRP handling end to end, not kernel-mode behaviour."
+wine_cannot_show
 
 w sc-stop-vcdirect 60 wine sc stop vcdirect
 w sc-stop-testdisk2 60 wine sc stop vctestdisk

@@ -11,12 +11,9 @@ SYS="$ROOT/target/sys/x64-wine/vcdirect.sys"
 OUT="$ROOT/target/wine-smoke"
 export WINEPREFIX="$OUT/prefix" WINEARCH=win64 WINEDLLOVERRIDES="mscoree,mshtml="
 
-if ! command -v wine >/dev/null || ! command -v wineserver >/dev/null; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends wine64 wine
-fi
+# await_log, cleanup, ensure_wine
+. "$ROOT/scripts/wine-common.sh"
+ensure_wine
 [ -f "$SYS" ] || { echo "wine-smoke: FAIL (no $SYS; run scripts/build-sys.sh)"; exit 1; }
 # The user-mode side: a Windows program that opens \\.\vcdirect (mingw linker).
 cargo build --release --quiet --manifest-path "$ROOT/sys/wine-probe/Cargo.toml" \
@@ -29,8 +26,6 @@ w() { # log-name, timeout-seconds, command...
     shift 2
     timeout "$secs" "$@" >"$log" 2>&1
 }
-# await_log, cleanup
-. "$ROOT/scripts/wine-common.sh"
 trap cleanup EXIT
 
 rm -rf "$OUT"
