@@ -13,42 +13,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TC="$ROOT/target/sys-toolchain"
 [ -f "$TC/wdk-build-0.6.0/.vcdirect-patched" ] || { echo "build-sys: run scripts/setup-sys-toolchain.sh first" >&2; exit 1; }
 
-# bindgen over mingw's headers: wdk-build passes -fms-compatibility, which hides __GNUC__ that
-# mingw's headers need; clang's own include folder gives mmintrin.h; mingw-compat.h declares
-# what mingw-w64 10 lacks.
-BINDGEN_EXTRA_CLANG_ARGS="-fgnuc-version=4.2.1 -I$(clang -print-resource-dir)/include -include $ROOT/sys/mingw-compat.h"
-export BINDGEN_EXTRA_CLANG_ARGS
-# RUSTFLAGS would replace the target rustflags of sys/linux-cross.toml (+crt-static). Warnings are
-# denied by the [lints] tables of sys/ and driver/ (warnings = "deny", clippy::all = "deny").
-unset RUSTFLAGS
-TRIPLE=x86_64-pc-windows-msvc
-# ARM64: no DDK header set on Linux has an ARM64 branch, so the aarch64 bindings are generated from
-# the same headers configured as x64 (both LLP64; the layouts the glue uses are asserted against
-# the ARM64 figures in driver/src/wdm/arm64-layouts.tsv, W14). bindgen reads this variable instead
-# of the generic one for that target; it undoes the ARM64 defines wdk-build passes.
-BINDGEN_EXTRA_CLANG_ARGS_aarch64_pc_windows_msvc="--target=x86_64-pc-windows-msvc -U_ARM64_ -UARM64 \
--U_USE_DECLSPECS_FOR_SAL -USTD_CALL -D_WIN64 -D_AMD64_ -DAMD64 $BINDGEN_EXTRA_CLANG_ARGS"
-export BINDGEN_EXTRA_CLANG_ARGS_aarch64_pc_windows_msvc
+# BINDGEN_EXTRA_CLANG_ARGS (x64 and the aarch64 bindings from x64-configured headers), no
+# RUSTFLAGS, keep_lock.
+. "$ROOT/scripts/sys-env.sh"
+keep_lock "$ROOT/sys/Cargo.lock"
 
-# sys/Cargo.lock is committed as Windows resolves it (wdk-build from crates.io); the [patch] of
-# linux-cross.toml rewrites that entry on every run. Put the committed file back on exit.
-LOCK_SAVED="$(mktemp)"
-cp "$ROOT/sys/Cargo.lock" "$LOCK_SAVED"
-trap 'cp "$LOCK_SAVED" "$ROOT/sys/Cargo.lock"; rm -f "$LOCK_SAVED"' EXIT
-
-# Lint pass (SYS_LINT=0 skips it): clippy over the kernel code, which the main workspace's
-# `cargo clippy` never compiles. Its own target dir keeps the wrapper out of the release build.
+# Lint pass (SYS_LINT=0 skips it; scripts/test-all.sh runs scripts/lint-sys.sh itself).
 if [ "${SYS_LINT:-1}" != 0 ]; then
-    echo "build-sys: clippy (kernel feature, wine-host feature; x64 and ARM64)"
-    CLIPPY_DRIVER="$(rustup which clippy-driver)" RUSTC_WRAPPER="$ROOT/scripts/sys-clippy-wrapper.sh" \
-        cargo check --release --manifest-path "$ROOT/sys/Cargo.toml" --target "$TRIPLE" \
-        --config "$ROOT/sys/linux-cross.toml" --target-dir "$ROOT/sys/target/clippy" --features wine-host
-    CLIPPY_DRIVER="$(rustup which clippy-driver)" RUSTC_WRAPPER="$ROOT/scripts/sys-clippy-wrapper.sh" \
-        cargo check --release --manifest-path "$ROOT/sys/Cargo.toml" --target "$TRIPLE" \
-        --config "$ROOT/sys/linux-cross.toml" --target-dir "$ROOT/sys/target/clippy"
-    CLIPPY_DRIVER="$(rustup which clippy-driver)" RUSTC_WRAPPER="$ROOT/scripts/sys-clippy-wrapper.sh" \
-        cargo check --release --manifest-path "$ROOT/sys/Cargo.toml" --target aarch64-pc-windows-msvc \
-        --config "$ROOT/sys/linux-cross.toml" --target-dir "$ROOT/sys/target/clippy"
+    "$ROOT/scripts/lint-sys.sh" release
 fi
 
 # W16: the test code-signing certificate, made once (RSA 3072, 10 years, codeSigning EKU). The

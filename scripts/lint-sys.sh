@@ -24,11 +24,16 @@ for profile in "${profiles[@]}"; do
         release) release=(--release) ;;
         *) echo "lint-sys: unknown profile $profile" >&2; exit 2 ;;
     esac
-    for features in "--features=wine-host" ""; do
-        echo "lint-sys: clippy $profile ${features:-(product)}"
+    # x64 wine-host, x64 product, and the ARM64 product in release (its code differs from x64's
+    # only in wdm/arm64.rs, the chkstk and the layout figures).
+    builds=("$TRIPLE --features=wine-host" "$TRIPLE")
+    [ "$profile" = debug ] || builds+=("aarch64-pc-windows-msvc")
+    for build in "${builds[@]}"; do
+        read -r triple features <<<"$build"
+        echo "lint-sys: clippy $profile $triple ${features:-(product)}"
         # Its own target dir keeps the wrapper's output away from build-sys.sh's images.
         CLIPPY_DRIVER="$(rustup which clippy-driver)" RUSTC_WRAPPER="$ROOT/scripts/sys-clippy-wrapper.sh" \
-            cargo check "${release[@]}" --manifest-path "$ROOT/sys/Cargo.toml" --target "$TRIPLE" \
+            cargo check "${release[@]}" --manifest-path "$ROOT/sys/Cargo.toml" --target "$triple" \
             --config "$ROOT/sys/linux-cross.toml" --target-dir "$ROOT/sys/target/clippy" ${features:+"$features"}
     done
 done

@@ -6,6 +6,13 @@
 # what mingw-w64 10 lacks.
 BINDGEN_EXTRA_CLANG_ARGS="-fgnuc-version=4.2.1 -I$(clang -print-resource-dir)/include -include $ROOT/sys/mingw-compat.h"
 export BINDGEN_EXTRA_CLANG_ARGS
+# ARM64: no DDK header set on Linux has an ARM64 branch, so the aarch64 bindings are generated from
+# the same headers configured as x64 (both LLP64; the layouts the glue uses are asserted against
+# the ARM64 figures in driver/src/wdm/arm64-layouts.tsv, W14). bindgen reads this variable instead
+# of the generic one for that target; it undoes the ARM64 defines wdk-build passes.
+BINDGEN_EXTRA_CLANG_ARGS_aarch64_pc_windows_msvc="--target=x86_64-pc-windows-msvc -U_ARM64_ -UARM64 \
+-U_USE_DECLSPECS_FOR_SAL -USTD_CALL -D_WIN64 -D_AMD64_ -DAMD64 $BINDGEN_EXTRA_CLANG_ARGS"
+export BINDGEN_EXTRA_CLANG_ARGS_aarch64_pc_windows_msvc
 # RUSTFLAGS would replace the target rustflags of sys/linux-cross.toml (+crt-static).
 unset RUSTFLAGS
 
