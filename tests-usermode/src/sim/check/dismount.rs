@@ -1,6 +1,6 @@
 //! REVIEW.md R13 and R3: when dismount returns, no host operation is outstanding and no request
-//! is in flight; at the end, no cancel hand-shake is left open, no crypto user outlived the key
-//! erasure, and the keys are erased.
+//! is in flight; at the end, no engine thread is left behind, no cancel hand-shake is left open,
+//! no crypto user outlived the key erasure, and the keys are erased.
 
 use vcdirect::volume::Volume;
 
@@ -45,4 +45,12 @@ pub(crate) fn check_keys(volume: &Volume<SimPlatform>, violations: &mut Vec<Stri
     if !volume.key().is_erased() {
         violations.push("keys not erased after dismount".into());
     }
+}
+
+/// R13, for a run shuttle ended as a deadlock (`deadlock` is its message, naming the blocked
+/// tasks): if the main thread is not among them, it returned after the final dismount and the
+/// blocked ones are engine threads the dismount left behind.
+pub(crate) fn check_threads_left(deadlock: &str) -> Option<String> {
+    (!deadlock.contains("main-thread"))
+        .then(|| format!("R13: threads left blocked after the run ended ({deadlock})"))
 }

@@ -5,8 +5,9 @@
 //!   each completion as it runs).
 //! - [`key_block`]: REVIEW.md R2, no host data transfer starts after the key block (checked by
 //!   the simulated host as each operation starts).
-//! - [`dismount`]: REVIEW.md R13 and R3, dismount drains everything, leaves no cancel
-//!   hand-shake open, no crypto user outlives the erasure, and the keys end erased.
+//! - [`dismount`]: REVIEW.md R13 and R3, dismount drains everything, leaves no engine thread
+//!   behind and no cancel hand-shake open, no crypto user outlives the erasure, and the keys
+//!   end erased.
 //! - [`bounds`]: the direct path's in-flight bound, and REVIEW.md R12 (no wait on a
 //!   non-overlapping request).
 //! - [`requests`]: each request's status and bytes, and each read's data against the model.
