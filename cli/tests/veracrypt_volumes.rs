@@ -183,25 +183,60 @@ fn damaged_primary_and_backup_headers_exit_2_naming_the_check() {
 
 #[test]
 fn reads_use_absolute_data_unit_numbers_at_any_offset() {
-    // A read that starts mid-sector returns the same bytes as the whole-sector read.
-    let whole = boot_sector("vc_1-sha512-xts-aes", OUTER, &["--prf", "sha512"]);
     let file = testdata("vc_1-sha512-xts-aes");
-    let part = ok(vcctl(
-        &[
-            "volume",
-            "read",
-            file.to_str().unwrap(),
-            "--password-stdin",
-            "--prf",
-            "sha512",
-            "--offset",
-            "3",
-            "--length",
-            "8",
-        ],
-        OUTER,
-    ));
-    assert_eq!(&part, &whole[3..11]);
+    let read = |offset: u64, length: u64| {
+        ok(vcctl(
+            &[
+                "volume",
+                "read",
+                file.to_str().unwrap(),
+                "--password-stdin",
+                "--prf",
+                "sha512",
+                "--offset",
+                &offset.to_string(),
+                "--length",
+                &length.to_string(),
+            ],
+            OUTER,
+        ))
+    };
+    // The whole data area at once. Two sectors prove their data-unit numbers: sector 0 is the
+    // FAT boot sector, and the first FAT (after the reserved sectors) starts with the media
+    // descriptor of the boot sector followed by two 0xFF bytes.
+    let size = inspect("vc_1-sha512-xts-aes", OUTER, &["--prf", "sha512"])["data_size"]
+        .as_u64()
+        .expect("data_size");
+    let whole = read(0, size);
+    assert_eq!(whole.len() as u64, size);
+    fat_serial(&whole[..512]);
+    let fat = usize::from(u16::from_le_bytes([whole[14], whole[15]])) * 512;
+    assert!(
+        fat > 0 && fat + 512 <= whole.len(),
+        "reserved sectors: {fat}"
+    );
+    assert_eq!(
+        whole[fat], whole[21],
+        "first FAT entry: the media descriptor"
+    );
+    assert_eq!(&whole[fat + 1..fat + 3], &[0xFF, 0xFF]);
+    // Reads that start anywhere, of any length (inside a sector, across sector boundaries,
+    // whole later sectors, up to the end of the data area) return the same bytes.
+    for (offset, length) in [
+        (3, 8),
+        (511, 2),
+        (700, 1500),
+        (fat as u64, 512),
+        (5 * 512 + 17, 3000),
+        (size - 700, 700),
+    ] {
+        let part = read(offset, length);
+        let at = offset as usize;
+        assert!(
+            part == whole[at..at + length as usize],
+            "read of {length} bytes at {offset} differs from the same bytes of the whole read"
+        );
+    }
     let err = fails(vcctl(
         &[
             "volume",

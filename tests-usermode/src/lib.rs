@@ -6,6 +6,7 @@ pub mod bench;
 mod condvar_sync;
 pub mod host;
 pub mod loom_platform;
+pub mod mount;
 pub mod request;
 pub mod sim;
 pub mod std_platform;

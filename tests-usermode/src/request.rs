@@ -7,6 +7,11 @@ use bytes::BytesMut;
 use vcdirect::platform::{IoBuf, RequestKind, UpperRequest};
 use vcdirect::Status;
 
+/// What a fresh read buffer holds before the read: a byte pattern no test volume or medium
+/// holds, so a read that leaves the buffer (or part of it) as it was cannot pass for one that
+/// returned the expected bytes.
+pub const UNREAD: u8 = 0xA5;
+
 /// A caller's buffer: owned, splittable into disjoint owned pieces and joined back.
 #[derive(Debug)]
 pub struct Buf(BytesMut);
@@ -19,6 +24,14 @@ impl Buf {
         let _ = b.split_to(pad);
         b.truncate(len);
         Buf(b)
+    }
+
+    /// `len` bytes of [`UNREAD`] whose first byte is aligned to `align`: a fresh read buffer,
+    /// every byte of which a successful read must overwrite.
+    pub fn unread_aligned(len: usize, align: usize) -> Self {
+        let mut b = Self::zeroed_aligned(len, align);
+        b.0.fill(UNREAD);
+        b
     }
 
     /// A page-aligned buffer holding a copy of `data`.
@@ -142,13 +155,13 @@ impl TestRequest {
         }
     }
 
-    /// A read of `length` bytes at `offset` into a fresh aligned buffer.
+    /// A read of `length` bytes at `offset` into a fresh aligned buffer of [`UNREAD`] bytes.
     pub fn read(offset: u64, length: u32, done: impl FnOnce(Completion) + Send + 'static) -> Self {
         Self::new(
             RequestKind::Read,
             offset as i64,
             length,
-            Some(Buf::zeroed_aligned(length as usize, 4096)),
+            Some(Buf::unread_aligned(length as usize, 4096)),
             done,
         )
     }

@@ -4,12 +4,13 @@
 use std::sync::{Arc, Condvar, Mutex};
 
 use vcdirect::platform::HostDevice;
-use vcdirect::registry::{Gates, Tunables};
-use vcdirect::volume::{MountParams, Volume};
+use vcdirect::registry::Gates;
+use vcdirect::volume::Volume;
 use vcdirect::Status;
 
 use super::target::{Mode, Target};
 use crate::host::StdHost;
+use crate::mount::mount_params;
 use crate::request::{Buf, Completion, TestRequest};
 use crate::std_platform::StdPlatform;
 
@@ -36,16 +37,7 @@ pub fn engine_factory(mode: Mode, host: &Arc<StdHost>) -> Option<Box<dyn Target>
     let size = host.size();
     // The data area, with room for the backup headers at the end, in whole 4 KiB.
     let data_size = size.checked_sub(2 * DATA_OFFSET)? / 4096 * 4096;
-    let params = MountParams {
-        data_offset: DATA_OFFSET,
-        data_size,
-        sector_size: 512,
-        read_only: false,
-        hidden: false,
-        protected_range: None,
-        gates,
-        tunables: Tunables::default(),
-    };
+    let params = mount_params(DATA_OFFSET, data_size, gates);
     let key: [u8; 64] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
     let volume = Volume::mount(StdPlatform::new(0), Arc::clone(host), &key, params).ok()?;
     Some(Box::new(EngineTarget { volume }))

@@ -40,7 +40,7 @@ fn main() {
     }
     if let Ok(s) = std::env::var("VCSIM_SEED") {
         let s: u64 = s.parse().unwrap_or_else(|_| usage());
-        seeds = s..s + 1;
+        seeds = s..s.saturating_add(1);
     }
     if let Some(f) = &fault {
         vcdirect_usermode::sim::set_fault(f).unwrap_or_else(|e| {

@@ -13,6 +13,8 @@ use shuttle::sync::Mutex;
 use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits};
 use vcdirect::Status;
 
+use super::check::key_block::check_key_block;
+
 type Probe = Box<dyn Fn() -> bool + Send + Sync>;
 type Decoder = Box<dyn Fn(u64, &[u8]) -> Option<u32> + Send + Sync>;
 
@@ -104,13 +106,10 @@ impl SimHost {
     }
 
     fn started(&self, what: u64, offset: u64, len: usize) {
-        // Data transfers only: a flush carries no data and needs no key.
         let probe = self.key_blocked.lock().unwrap();
-        if let Some(p) = probe.as_ref().filter(|_| what != 3) {
-            if p() {
-                self.violations.lock().unwrap().push(format!(
-                    "host I/O issued after the key block (op {what}, offset {offset}, {len} bytes)"
-                ));
+        if let Some(p) = probe.as_ref() {
+            if let Some(v) = check_key_block(p(), what, offset, len) {
+                self.violations.lock().unwrap().push(v);
             }
         }
         drop(probe);

@@ -12,7 +12,9 @@
 //! order); afterwards the log is replayed with the outcomes now known, and each read and the
 //! final medium must show, per sector, a write the ordering rules allow.
 
+mod check;
 mod host;
+mod log;
 mod platform;
 mod workload;
 

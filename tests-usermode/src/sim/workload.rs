@@ -1,4 +1,5 @@
-//! Seeded workloads and the checks that run after each.
+//! Seeded workloads: one simulated volume, its submitters and injected faults, and the log
+//! of every request that the checkers (`super::check`) replay after the run.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -13,13 +14,22 @@ use vcdirect::registry::{Gates, Tunables};
 use vcdirect::volume::{MountParams, Volume};
 use vcdirect::Status;
 
+use super::check::bounds::check_bounds;
+use super::check::completion_thread::check_completion_thread;
+use super::check::dismount::{
+    check_cancel_handshakes, check_drained, check_keys, check_threads_left,
+};
+use super::check::flushes::check_flushes;
+use super::check::medium::check_medium;
+use super::check::paths::check_paths;
+use super::check::requests::check_log;
 use super::host::SimHost;
+use super::log::{
+    decode_sector, fill_pattern, LogEntry, OpKind, Outcome, DATA_OFFSET, DATA_SECTORS, SECTOR,
+};
 use super::platform::{current_thread_name, SimEvent, SimPlatform};
+use crate::mount::mount_params;
 use crate::request::{Buf, Completion, TestRequest};
-
-const SECTOR: u64 = 512;
-const DATA_OFFSET: u64 = 128 * 1024;
-const DATA_SECTORS: u64 = 2048;
 
 /// Which faults a run may inject (each is then drawn per seed).
 #[derive(Clone, Copy, Debug)]
@@ -121,38 +131,6 @@ pub struct SeedReport {
     pub drawn: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum OpKind {
-    Read,
-    Write,
-    Flush,
-}
-
-struct Outcome {
-    status: Status,
-    information: usize,
-    data: Option<Vec<u8>>,
-}
-
-struct LogEntry {
-    kind: OpKind,
-    first_sector: u64,
-    sectors: u64,
-    id: u32,
-    /// For a malformed request: the status it must get.
-    expected: Option<Status>,
-    /// Its cancel routine ran (it was still queued): it must end cancelled, nothing issued.
-    routine_ran: bool,
-    outcome: Option<Outcome>,
-}
-
-impl LogEntry {
-    /// A failed write that cannot have put any of its sectors on the medium.
-    fn wrote_nothing(&self, o: &Outcome) -> bool {
-        NOTHING_WRITTEN.contains(&o.status) || self.routine_ran
-    }
-}
-
 struct Ctx {
     volume: Arc<Volume<SimPlatform>>,
     log: StdMutex<Vec<LogEntry>>,
@@ -162,31 +140,6 @@ struct Ctx {
     r1_violations: StdMutex<Vec<String>>,
     reentrant: bool,
     read_only: bool,
-}
-
-/// Sector pattern of write `id` at volume sector `sector`.
-fn fill_pattern(id: u32, first_sector: u64, buf: &mut [u8]) {
-    for (i, sec) in buf.chunks_mut(SECTOR as usize).enumerate() {
-        let s = first_sector + i as u64;
-        sec[..4].copy_from_slice(&id.to_le_bytes());
-        sec[4..12].copy_from_slice(&s.to_le_bytes());
-        let mut x = (u64::from(id) << 32) ^ s ^ 0x9E37_79B9_7F4A_7C15;
-        for chunk in sec[12..].chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let b = x.to_le_bytes();
-            chunk.copy_from_slice(&b[..chunk.len()]);
-        }
-    }
-}
-
-/// The write id a sector's plaintext carries, if it is an intact pattern for `sector`.
-fn decode_sector(sec: &[u8], sector: u64) -> Option<u32> {
-    let id = u32::from_le_bytes(sec[..4].try_into().ok()?);
-    let mut expect = [0u8; SECTOR as usize];
-    fill_pattern(id, sector, &mut expect);
-    (expect[..] == sec[..SECTOR as usize]).then_some(id)
 }
 
 fn master_key(seed: u64) -> [u8; 64] {
@@ -222,9 +175,16 @@ pub fn run_seed(cfg: &SimConfig, seed: u64) -> SeedReport {
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "panic".into());
+            // Shuttle reports a schedule in which every task is blocked as a panic starting
+            // with "deadlock!"; keep it apart from other panics (an overflow, a failed expect).
+            let violation = if !msg.starts_with("deadlock") {
+                format!("panic: {msg}")
+            } else {
+                check_threads_left(&msg).unwrap_or_else(|| format!("deadlock: {msg}"))
+            };
             SeedReport {
                 seed,
-                violations: vec![format!("panic or deadlock: {msg}")],
+                violations: vec![violation],
                 ..Default::default()
             }
         }
@@ -287,17 +247,12 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
         decode_sector(&sec, (host_offset - DATA_OFFSET) / SECTOR)
     }));
     let params = MountParams {
-        data_offset: DATA_OFFSET,
-        data_size: DATA_SECTORS * SECTOR,
-        sector_size: 512,
         read_only: cfg.read_only,
-        hidden: false,
-        protected_range: None,
-        gates: cfg.gates,
         tunables: Tunables {
             fragment_size: 32 * 1024,
             ..Tunables::default()
         },
+        ..mount_params(DATA_OFFSET, DATA_SECTORS * SECTOR, cfg.gates)
     };
     let volume = Volume::mount(SimPlatform, host, &key, params).expect("mount");
     let weak = Arc::downgrade(&volume);
@@ -320,7 +275,8 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     for i in 0..cfg.submitters {
         let ctx = Arc::clone(&ctx);
         let cfg = cfg.clone();
-        let sub_seed = seed ^ ((i as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
+        // A hash of the submitter index: the multiplication wraps by design.
+        let sub_seed = seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         threads.push(
             shuttle::thread::Builder::new()
                 .name(format!("submitter-{i}"))
@@ -344,19 +300,8 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
                     }
                     if dismount_early {
                         ctx.volume.dismount();
-                        let v = &ctx.volume;
-                        if v.host().outstanding() != 0 {
-                            ctx.r1_violations.lock().unwrap().push(format!(
-                                "R13: {} host operations outstanding when dismount returned",
-                                v.host().outstanding()
-                            ));
-                        }
-                        if v.in_flight() != 0 {
-                            ctx.r1_violations.lock().unwrap().push(format!(
-                                "R13: {} requests in flight when dismount returned",
-                                v.in_flight()
-                            ));
-                        }
+                        let drained = check_drained(&ctx.volume, "when dismount returned");
+                        ctx.r1_violations.lock().unwrap().extend(drained);
                     }
                 })
                 .unwrap(),
@@ -367,42 +312,13 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     }
     volume.dismount();
     let host = volume.host();
-    if host.outstanding() != 0 {
-        violations.push(format!(
-            "R13: {} host operations outstanding after dismount",
-            host.outstanding()
-        ));
-    }
-    if volume.open_cancel_handshakes() != 0 {
-        violations.push(format!(
-            "cancel: {} hand-shakes left open after dismount (a job parked for a routine that never came, or a key its taker never saw)",
-            volume.open_cancel_handshakes()
-        ));
-    }
+    violations.extend(check_drained(&volume, "after dismount"));
+    check_cancel_handshakes(&volume, &mut violations);
     violations.extend(ctx.r1_violations.lock().unwrap().iter().cloned());
     violations.extend(host.violations());
-    if volume.key().late_users() != 0 {
-        violations.push(format!(
-            "R3: {} crypto users outlived key erasure",
-            volume.key().late_users()
-        ));
-    }
-    if !volume.key().is_erased() {
-        violations.push("keys not erased after dismount".into());
-    }
+    check_keys(&volume, &mut violations);
     let counters = volume.counters.snapshot();
-    if counters.direct_in_flight_max > 8 {
-        violations.push(format!(
-            "direct in flight reached {}",
-            counters.direct_in_flight_max
-        ));
-    }
-    if volume.disjoint_waits() != 0 {
-        violations.push(format!(
-            "R12: {} waits on non-overlapping requests",
-            volume.disjoint_waits()
-        ));
-    }
+    check_bounds(&volume, &counters, &mut violations);
     let log = std::mem::take(&mut *ctx.log.lock().unwrap());
     let allowed_failures = allowed_failures(cfg, host_errors, erase, dismount_early);
     check_log(&log, &allowed_failures, &mut violations);
@@ -508,7 +424,7 @@ fn submit(
     let mut offset = (first * SECTOR) as i64;
     let mut length = len as u32;
     let mut buf = match kind {
-        OpKind::Read => Some(Buf::zeroed_aligned(len, 4096)),
+        OpKind::Read => Some(Buf::unread_aligned(len, 4096)),
         OpKind::Write => {
             let mut b = Buf::zeroed_aligned(len, 4096);
             fill_pattern(id, first, b.as_mut_slice());
@@ -568,12 +484,8 @@ fn submit(
     }
     let nested_seed: u64 = rng.gen();
     let req = TestRequest::new(request_kind, offset, length, buf, move |c: Completion| {
-        let name = current_thread_name();
-        if name.starts_with("vc-") {
-            ctx2.r1_violations
-                .lock()
-                .unwrap()
-                .push(format!("R1: upper completion ran on engine thread {name}"));
+        if let Some(v) = check_completion_thread(&current_thread_name()) {
+            ctx2.r1_violations.lock().unwrap().push(v);
         }
         let data = if kind == OpKind::Read {
             c.buf.map(|b| b.as_slice().to_vec())
@@ -618,213 +530,4 @@ fn submit(
         }
     }
     done
-}
-
-const NOTHING_WRITTEN: [Status; 4] = [
-    Status::InvalidParameter,
-    Status::MediaWriteProtected,
-    Status::InvalidUserBuffer,
-    Status::DeviceNotReady,
-];
-
-fn check_log(log: &[LogEntry], allowed: &[Status], violations: &mut Vec<String>) {
-    let mut model: Vec<Vec<u32>> = vec![vec![0]; DATA_SECTORS as usize];
-    for (i, e) in log.iter().enumerate() {
-        let Some(o) = &e.outcome else {
-            violations.push(format!("request {i} ({:?}) never completed", e.kind));
-            continue;
-        };
-        if let Some(exp) = e.expected {
-            if o.status != exp {
-                violations.push(format!(
-                    "malformed request {i} got {:?}, expected {exp:?}",
-                    o.status
-                ));
-            }
-            continue;
-        }
-        if !o.status.is_success() && !allowed.contains(&o.status) {
-            violations.push(format!(
-                "request {i} ({:?}) failed with {:?}",
-                e.kind, o.status
-            ));
-        }
-        if e.routine_ran && (o.status, o.information) != (Status::Cancelled, 0) {
-            violations.push(format!(
-                "request {i} ({:?}) was cancelled while queued but ended {:?} with {} bytes",
-                e.kind, o.status, o.information
-            ));
-        }
-        let range = e.first_sector as usize..(e.first_sector + e.sectors) as usize;
-        match e.kind {
-            OpKind::Flush => {}
-            OpKind::Write => {
-                if o.status.is_success() {
-                    if o.information != (e.sectors * SECTOR) as usize {
-                        violations.push(format!("write {i} reported {} bytes", o.information));
-                    }
-                    for s in range {
-                        model[s] = vec![e.id];
-                    }
-                } else if !e.wrote_nothing(o) {
-                    for s in range {
-                        if !model[s].contains(&e.id) {
-                            model[s].push(e.id);
-                        }
-                    }
-                }
-            }
-            OpKind::Read => {
-                if !o.status.is_success() {
-                    continue;
-                }
-                let Some(data) = &o.data else {
-                    violations.push(format!("read {i} succeeded without its buffer"));
-                    continue;
-                };
-                for (k, s) in range.enumerate() {
-                    let sec = &data[k * SECTOR as usize..(k + 1) * SECTOR as usize];
-                    match decode_sector(sec, s as u64) {
-                        Some(id) if model[s].contains(&id) => {}
-                        Some(id) => {
-                            violations.push(format!(
-                                "read {i} sector {s}: saw write {id}, model allows {:?}",
-                                model[s]
-                            ));
-                            break;
-                        }
-                        None => {
-                            violations.push(format!("read {i} sector {s}: corrupt data"));
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn check_medium(log: &[LogEntry], medium: &[u8], cipher: &XtsCipher, violations: &mut Vec<String>) {
-    // Final allowed set per sector: the replayed model after every request.
-    let mut model: Vec<Vec<u32>> = vec![vec![0]; DATA_SECTORS as usize];
-    for e in log {
-        let (Some(o), OpKind::Write, None) = (&e.outcome, e.kind, e.expected) else {
-            continue;
-        };
-        let range = e.first_sector as usize..(e.first_sector + e.sectors) as usize;
-        if o.status.is_success() {
-            for s in range {
-                model[s] = vec![e.id];
-            }
-        } else if !e.wrote_nothing(o) {
-            for s in range {
-                model[s].push(e.id);
-            }
-        }
-    }
-    let mut data =
-        medium[DATA_OFFSET as usize..(DATA_OFFSET + DATA_SECTORS * SECTOR) as usize].to_vec();
-    cipher.decrypt(&mut data, DATA_OFFSET / SECTOR);
-    for s in 0..DATA_SECTORS as usize {
-        let sec = &data[s * SECTOR as usize..(s + 1) * SECTOR as usize];
-        match decode_sector(sec, s as u64) {
-            Some(id) if model[s].contains(&id) => {}
-            other => {
-                violations.push(format!(
-                    "medium sector {s}: holds {other:?}, model allows {:?}",
-                    model[s]
-                ));
-                return;
-            }
-        }
-    }
-}
-
-fn check_flushes(
-    log: &[LogEntry],
-    host: &SimHost,
-    direct_write: bool,
-    violations: &mut Vec<String>,
-) {
-    let snapshots = host.flush_snapshots();
-    if !direct_write {
-        if !snapshots.is_empty() {
-            violations.push("R7: a volume without direct writes sent a flush to the host".into());
-        }
-        for (i, e) in log.iter().enumerate() {
-            if e.kind == OpKind::Flush
-                && e.outcome.as_ref().map(|o| o.status) != Some(Status::Success)
-            {
-                violations.push(format!(
-                    "flush {i} on a legacy-flush volume did not succeed at once"
-                ));
-            }
-        }
-        return;
-    }
-    let mut k = 0;
-    for (i, e) in log.iter().enumerate() {
-        if e.kind != OpKind::Flush || e.outcome.as_ref().map(|o| o.status) != Some(Status::Success)
-        {
-            continue;
-        }
-        let Some(snap) = snapshots.get(k) else {
-            violations.push(format!("flush {i} succeeded without a host flush"));
-            return;
-        };
-        k += 1;
-        for w in &log[..i] {
-            let ok = w.outcome.as_ref().is_some_and(|o| o.status.is_success());
-            if w.kind == OpKind::Write && ok && w.expected.is_none() {
-                let got = snap.get(&w.id).copied().unwrap_or(0);
-                if got < w.sectors * SECTOR {
-                    violations.push(format!(
-                        "flush {i} reached the host before write {} (id {}) was on the medium",
-                        w.first_sector, w.id
-                    ));
-                    return;
-                }
-            }
-        }
-    }
-}
-
-fn check_paths(
-    log: &[LogEntry],
-    cfg: &SimConfig,
-    c: &vcdirect::volume::CounterSnapshot,
-    limits: HostLimits,
-    violations: &mut Vec<String>,
-) {
-    let _ = limits;
-    let eff_read = cfg.gates.read && cfg.raw;
-    let eff_write = cfg.gates.write && cfg.raw && !cfg.read_only;
-    // A request cancelled while queued was never served by a path (its cancel routine took it
-    // out), one cancelled after a worker took it was: each cancelled one may count or not.
-    let (mut reads, mut writes) = (0u64, 0u64);
-    let (mut cancelled_reads, mut cancelled_writes) = (0u64, 0u64);
-    for e in log {
-        let Some(o) = &e.outcome else { continue };
-        if e.expected.is_some() || NOTHING_WRITTEN.contains(&o.status) {
-            continue;
-        }
-        let cancelled = o.status == Status::Cancelled;
-        match e.kind {
-            OpKind::Read if eff_read && cancelled => cancelled_reads += 1,
-            OpKind::Read if eff_read => reads += 1,
-            OpKind::Write if eff_write && cancelled => cancelled_writes += 1,
-            OpKind::Write if eff_write => writes += 1,
-            _ => {}
-        }
-    }
-    let within =
-        |got: u64, served: u64, cancelled: u64| (served..=served + cancelled).contains(&got);
-    if !within(c.direct_reads, reads, cancelled_reads)
-        || !within(c.direct_writes, writes, cancelled_writes)
-    {
-        violations.push(format!(
-            "path choice: {} direct reads and {} direct writes, expected {reads} (+ up to {cancelled_reads} cancelled) and {writes} (+ up to {cancelled_writes} cancelled) (every eligible request goes direct whatever the load)",
-            c.direct_reads, c.direct_writes
-        ));
-    }
 }

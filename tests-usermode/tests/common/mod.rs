@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use vcdirect::crypto::XtsCipher;
 use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, RequestKind};
-use vcdirect::registry::{Gates, Tunables};
+use vcdirect::registry::Gates;
 use vcdirect::volume::{CounterSnapshot, LegacyReason, MountParams, Volume};
 use vcdirect::Status;
 use vcdirect_usermode::host::{MemoryHost, ReadyIo};
-use vcdirect_usermode::request::{Buf, Completion, TestRequest};
+use vcdirect_usermode::mount::mount_params;
+use vcdirect_usermode::request::{Buf, Completion, TestRequest, UNREAD};
 use vcdirect_usermode::std_platform::StdPlatform;
 
 pub const KIB: u64 = 1024;
@@ -68,16 +69,7 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
 
 /// Mount parameters of a writable, non-hidden volume of `data_size` bytes at [`DATA_OFFSET`].
 pub fn params(data_size: u64, gates: Gates) -> MountParams {
-    MountParams {
-        data_offset: DATA_OFFSET,
-        data_size,
-        sector_size: 512,
-        read_only: false,
-        hidden: false,
-        protected_range: None,
-        gates,
-        tunables: Tunables::default(),
-    }
+    mount_params(DATA_OFFSET, data_size, gates)
 }
 
 /// The same parameters with legacy fragments of `fragment` bytes.
@@ -370,13 +362,19 @@ pub fn raw_request(
     }))
 }
 
-/// A buffer of `len` bytes whose address is `page_offset` bytes past a page boundary.
+/// A buffer of `len` [`UNREAD`] bytes whose address is `page_offset` bytes past a page
+/// boundary (a read must overwrite all of it; a write fills it first).
 pub fn buf_at_page_offset(len: usize, page_offset: usize) -> Buf {
     use vcdirect::platform::IoBuf;
-    let mut b = Buf::zeroed_aligned(len + page_offset, 4096);
+    let mut b = Buf::unread_aligned(len + page_offset, 4096);
     let _ = b.split_to(page_offset);
     assert_eq!(b.address() % 4096, page_offset);
     b
+}
+
+/// True when every byte of `b` is still [`UNREAD`] (nothing was transferred into it).
+pub fn unread(b: &[u8]) -> bool {
+    b.iter().all(|x| *x == UNREAD)
 }
 
 /// Counters: legacy routings for one reason.

@@ -156,17 +156,18 @@ fn r9_completion_consumes_the_request_and_reports_what_was_captured_before() {
             ),
         ];
         for (kind, offset, length, want) in cases {
+            // A write carries its data; a read gets a buffer of bytes the medium never holds,
+            // so only a real read-back can pass.
             let data = pattern(u64::from(length), length as usize);
+            let buf = match kind {
+                RequestKind::Write => Buf::from_slice(&data),
+                _ => Buf::unread_aligned(length as usize, 4096),
+            };
+            let sent = buf.as_slice().to_vec();
             let (tx, rx) = mpsc::channel();
-            let req = TestRequest::new(
-                kind,
-                offset,
-                length,
-                Some(Buf::from_slice(&data)),
-                move |c| {
-                    let _ = tx.send(c);
-                },
-            );
+            let req = TestRequest::new(kind, offset, length, Some(buf), move |c| {
+                let _ = tx.send(c);
+            });
             // Captured before dispatch: the request itself is gone once dispatched.
             let (k, o, l) = (req.kind(), req.offset(), req.length());
             vol.dispatch(req);
@@ -179,7 +180,7 @@ fn r9_completion_consumes_the_request_and_reports_what_was_captured_before() {
             if k == RequestKind::Write || !want.is_success() {
                 // A write's buffer is never encrypted in place; a refused one is untouched.
                 assert!(
-                    buf.as_slice() == &data[..],
+                    buf.as_slice() == &sent[..],
                     "{k:?} buffer changed ({gates})"
                 );
             } else {

@@ -1,7 +1,10 @@
 //! Differential: one seeded workload, run sequentially through a legacy-only volume and a
 //! direct-enabled volume on identical media, must give the same bytes on the medium, the same
-//! bytes in the callers' buffers and the same statuses (DESIGN.md §2.5), with and without
-//! host faults on sector ranges.
+//! bytes in the callers' buffers and the same statuses (DESIGN.md §2.5). With host faults on
+//! sector ranges, the statuses still agree, and so does every sector no failed write touched;
+//! what a failed write left in its sectors may differ by design (the legacy path's fragments
+//! and the direct path's segments cut a request differently, and the host moves nothing for a
+//! piece that touches a bad range), so those sectors are not compared.
 
 mod common;
 
@@ -145,7 +148,7 @@ fn direct_and_legacy_give_same_bytes_and_statuses() {
 }
 
 #[test]
-fn direct_and_legacy_write_same_bytes_when_host_fails_sector_range() {
+fn direct_and_legacy_agree_on_statuses_and_untouched_sectors_when_host_fails_sector_range() {
     for seed in [11u64, 12] {
         let reqs = workload(seed, 60);
         // Three bad ranges (host bytes) inside the data area.

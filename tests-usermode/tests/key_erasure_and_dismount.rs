@@ -20,6 +20,15 @@ use vcdirect_usermode::request::{Completion, TestRequest};
 /// Mounts a 4 MiB volume whose host takes at most 64 KiB per transfer; the first host
 /// operation of direction `write` erases the keys from another thread and returns only once
 /// the block flag is set.
+///
+/// What may happen meanwhile, and so what the hook waits for: a direct worker issues its
+/// segments one after the other, so while the hook holds the first nothing else moves, and the
+/// worker's check before the second segment must stop it. On the legacy path the main thread
+/// prepares the next fragment while the I/O thread is in the host: for a write it encrypts it
+/// (a second key use), and the hook waits for that, so the fragment was encrypted before the
+/// block and only the I/O thread's own check can still stop it (the harder case). A read's
+/// fragment is queued without the key (nothing to wait for): the main thread's check or the I/O
+/// thread's stops it, whichever sees the block first.
 fn r2_volume(gates: Gates, write: bool) -> (ProbeHost, Vol, Arc<Mutex<Option<JoinHandle<()>>>>) {
     let size = 4 * MIB;
     let p = with_fragment(params(size, gates), 64 * 1024);
@@ -35,9 +44,12 @@ fn r2_volume(gates: Gates, write: bool) -> (ProbeHost, Vol, Arc<Mutex<Option<Joi
     let slot = Arc::clone(&eraser);
     host.set_hook(write, move || {
         let v = weak.upgrade().expect("volume alive");
-        // Give the legacy main thread time to encrypt the next fragment first: the I/O
-        // thread's own check must then stop it (the harder case).
-        std::thread::sleep(Duration::from_millis(100));
+        if write && gates == BOTH_OFF {
+            wait_for(
+                "the main thread started encrypting the second fragment",
+                || v.key().uses() >= 2,
+            );
+        }
         let e = Arc::clone(&v);
         *slot.lock().unwrap() = Some(std::thread::spawn(move || e.erase_keys()));
         while !v.key().is_blocked() {

@@ -317,8 +317,8 @@ fn legacy_many_concurrent_submitters_match_a_reference_model() {
                                 let bad: Vec<usize> = (0..len as usize / 512)
                                     .filter(|k| back[k * 512..k * 512 + 512] != model[range.start + k * 512..range.start + k * 512 + 512])
                                     .collect();
-                                let zero = bad.iter().filter(|k| back[**k * 512..**k * 512 + 512].iter().all(|b| *b == 0)).count();
-                                panic!("thread {t} op {i} read {off}+{len} differs ({gates}): bad sectors {} of {}, first {:?} last {:?}, zero {zero}", bad.len(), len / 512, bad.first(), bad.last());
+                                let never_read = bad.iter().filter(|k| unread(&back[**k * 512..**k * 512 + 512])).count();
+                                panic!("thread {t} op {i} read {off}+{len} differs ({gates}): bad sectors {} of {}, first {:?} last {:?}, never read {never_read}", bad.len(), len / 512, bad.first(), bad.last());
                             }
                         }
                     }

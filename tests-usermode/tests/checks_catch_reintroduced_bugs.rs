@@ -1,6 +1,7 @@
-//! The checks of review.rs and erasure.rs can fail: with the engine's test-only fault switches
-//! re-introducing the reviewed bugs, the same observations show them. The switches are global,
-//! so this binary has a single test that sets them one at a time.
+//! The checks of completions_and_request_ownership.rs and key_erasure_and_dismount.rs can
+//! fail: with the engine's test-only fault switches re-introducing the reviewed bugs, the same
+//! observations show them. The switches are global, so this binary has a single test that sets
+//! them one at a time.
 
 mod common;
 
