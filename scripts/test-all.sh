@@ -68,7 +68,7 @@ run_stage setup scripts/setup.sh
 run_stage lint scripts/lint.sh
 run_stage windows-check scripts/windows-check.sh
 run_stage unit cargo test --workspace
-run_stage sim bash -c 'cargo build -q --release -p vcdirect-usermode --bin vcsim && target/release/vcsim --seeds 0..2000 && cargo test -q --release -p vcdirect-usermode --test harness_bites -- --test-threads 1'
+run_stage sim bash -c 'cargo build -q --release -p vcdirect-usermode --bin vcsim && target/release/vcsim --seeds 0..2000 && cargo test -q --release -p vcdirect-usermode --test harness_bites -- --test-threads 1 && cargo run -q -p vcdirect-usermode --bin vcsim -- --seeds 0..20'
 run_stage fuzz scripts/fuzz-smoke.sh 15
 # The kernel glue is linted here (debug and release) rather than in lint: it needs the sys
 # toolchain. build-sys.sh then builds the images without its own lint pass.

@@ -136,7 +136,7 @@ pub fn mount_request<R: std::io::Read + std::io::Seek>(
     if let Some(hc) = &args.hidden_creds {
         let hidden = volume::open_host(file, size, sector, hc, Kind::Hidden)?;
         flags |= abi::MOUNT_PROTECT_HIDDEN;
-        // DESIGN.md §4: [hidden encrypted-area start, + hidden-volume-size field).
+        // docs/design.md §4: [hidden encrypted-area start, + hidden-volume-size field).
         protected_range = (hidden.header.data_offset, hidden.header.hidden_volume_size);
     }
     let letter = match args.letter {

@@ -1,4 +1,4 @@
-//! The VeraCrypt volume header (DESIGN.md §4): layout, checks, and encoding.
+//! The VeraCrypt volume header (docs/design.md §4): layout, checks, and encoding.
 //!
 //! Owns: the byte layout of a decrypted 512-byte header (big-endian integers), its two CRC-32
 //! checks, and the geometry rules. [`parse_decrypted_header`] needs no key derivation, so the

@@ -1,4 +1,4 @@
-//! VeraCrypt keyfiles: the keyfile pool mixed into the password (DESIGN.md §4).
+//! VeraCrypt keyfiles: the keyfile pool mixed into the password (docs/design.md §4).
 //!
 //! Owns: reading keyfiles (first 1 MiB each), the CRC-32 pool algorithm and how the pool
 //! modifies the password. Never: derives keys.

@@ -1,4 +1,4 @@
-//! Reading passwords without leaving copies behind (WINDOWS.md W5).
+//! Reading passwords without leaving copies behind (docs/review.md W5).
 //!
 //! Owns: reading secret lines from stdin into zeroizing storage: one byte at a time from an
 //! unbuffered duplicate of the stdin handle (the standard library's stdin buffer never sees

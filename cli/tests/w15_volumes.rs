@@ -1,4 +1,4 @@
-//! WINDOWS.md W15: volumes laid out, filled and accepted as VeraCrypt 1.26 does.
+//! docs/review.md W15: volumes laid out, filled and accepted as VeraCrypt 1.26 does.
 
 mod common;
 use common::*;

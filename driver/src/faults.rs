@@ -1,4 +1,4 @@
-//! Test-only switches that reintroduce the bugs REVIEW.md found, so the reliability harness
+//! Test-only switches that reintroduce the bugs docs/review.md found, so the reliability harness
 //! can prove it catches each one. Without the cargo feature `fault-switches` every switch is a
 //! constant `false` and compiles away.
 

@@ -1,4 +1,4 @@
-//! Key material is never printable (WINDOWS.md W5).
+//! Key material is never printable (docs/review.md W5).
 //!
 //! Owns: [`assert_not_printable!`](crate::assert_not_printable), a compile-time check that a
 //! type implements neither `Debug` nor `Display`, and its use on the engine's key types.

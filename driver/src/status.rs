@@ -27,7 +27,7 @@ pub enum Status {
     EndOfFile,
     /// STATUS_INSUFFICIENT_RESOURCES: a pool was exhausted.
     InsufficientResources,
-    /// STATUS_INVALID_USER_BUFFER: the request carries no usable buffer (REVIEW.md R14).
+    /// STATUS_INVALID_USER_BUFFER: the request carries no usable buffer (docs/review.md R14).
     InvalidUserBuffer,
     /// STATUS_IO_DEVICE_ERROR: a generic host failure.
     IoDeviceError,

@@ -1,6 +1,6 @@
 //! Arbitrary registry values (type, bytes) into the gate parser, the tunable readers and the
 //! whole configuration load. Asserts: a gate is on only for REG_DWORD, exactly 4 bytes, value 1
-//! (REVIEW.md R8), the off reason is the right one, and clamped tunables are always usable.
+//! (docs/review.md R8), the off reason is the right one, and clamped tunables are always usable.
 #![no_main]
 
 use std::fmt::Write as _;

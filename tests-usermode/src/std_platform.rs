@@ -29,7 +29,7 @@ struct WorkerState {
 
 /// The OS's shared worker threads: a work item never waits behind another one (a new thread
 /// is started whenever no idle thread is free for it), as blocked upper completions must not
-/// hold up later ones (REVIEW.md R1).
+/// hold up later ones (docs/review.md R1).
 #[derive(Default)]
 struct SystemWorkers {
     state: Mutex<WorkerState>,

@@ -1,6 +1,6 @@
 //! Differential: one seeded workload, run sequentially through a legacy-only volume and a
 //! direct-enabled volume on identical media, must give the same bytes on the medium, the same
-//! bytes in the callers' buffers and the same statuses (DESIGN.md §2.5). With host faults on
+//! bytes in the callers' buffers and the same statuses (docs/design.md §2.5). With host faults on
 //! sector ranges, the statuses still agree, and so does every sector no failed write touched;
 //! what a failed write left in its sectors may differ by design (the legacy path's fragments
 //! and the direct path's segments cut a request differently, and the host moves nothing for a

@@ -1,4 +1,4 @@
-//! WINDOWS.md W12: a host transfer shorter than asked is an error on both paths
+//! docs/review.md W12: a host transfer shorter than asked is an error on both paths
 //! (STATUS_END_OF_FILE), and a failed fragment or segment stops its request: nothing of it
 //! is issued afterwards.
 

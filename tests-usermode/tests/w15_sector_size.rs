@@ -1,4 +1,4 @@
-//! WINDOWS.md W15: a volume's sector size is compared with a raw host's at mount, and a
+//! docs/review.md W15: a volume's sector size is compared with a raw host's at mount, and a
 //! 4,096-byte-sector host serves a 4,096-byte-sector volume on both paths.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The control IOCTLs' METHOD_BUFFERED system buffer (WINDOWS.md W5).
+//! The control IOCTLs' METHOD_BUFFERED system buffer (docs/review.md W5).
 //!
 //! Owns: copying a request out of the system buffer, wiping the buffer before anything else
 //! runs (a mount request carries the 64-byte master key), and writing the reply into it.

@@ -288,7 +288,7 @@ fn check_prefix(r: &Reader<'_>) -> Result<(), AbiError> {
 }
 
 /// Key material for AES-256-XTS, zeroized on drop. Deliberately neither `Debug` nor
-/// `Display` (WINDOWS.md W5; checked at compile time in `crate::secret`).
+/// `Display` (docs/review.md W5; checked at compile time in `crate::secret`).
 #[derive(Clone, PartialEq, Eq)]
 pub struct MasterKey(Zeroizing<[u8; KEY_LENGTH]>);
 

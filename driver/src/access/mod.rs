@@ -1,4 +1,4 @@
-//! Who may do what with the control device (WINDOWS.md W4).
+//! Who may do what with the control device (docs/review.md W4).
 //!
 //! Owns: the caller's identity as the policy sees it ([`Caller`]: user SID, administrator,
 //! LocalSystem), the control operations ([`Operation`]) and the one decision ([`check`]):

@@ -3,7 +3,7 @@
 //! Owns: the per-volume table of byte ranges in flight and who waits for whom.
 //! Never: issues I/O, touches buffers, or completes requests.
 //! A request registers at dispatch ([`RangeLock::register`]) and is granted in arrival order
-//! among the requests it overlaps; it never waits for one it does not overlap (REVIEW.md R12):
+//! among the requests it overlaps; it never waits for one it does not overlap (docs/review.md R12):
 //! - a write waits for every earlier overlapping read or write;
 //! - a read waits for every earlier overlapping write;
 //! - a flush waits for every earlier write, wherever it is, and nobody waits for a flush.
@@ -104,7 +104,7 @@ impl RangeLock {
         self.live
     }
 
-    /// Waits registered on a request that does not overlap (REVIEW.md R12: must stay 0).
+    /// Waits registered on a request that does not overlap (docs/review.md R12: must stay 0).
     pub fn disjoint_waits(&self) -> u64 {
         self.disjoint_waits
     }

@@ -5,7 +5,7 @@
 //! Never: runs upper completion code on an engine thread (workers, queue threads, or its own
 //! completion thread), except under the test-only R1 fault switch.
 //!
-//! Why this cannot deadlock (REVIEW.md R1). An upper completion routine may submit a new
+//! Why this cannot deadlock (docs/review.md R1). An upper completion routine may submit a new
 //! request to the same volume and block until it completes. Such a routine runs on a system
 //! worker thread from [`Platform::queue_work_item`], never on one of our 8 workers or queue
 //! threads, and every engine resource a request holds (its range, its slot, its fragment

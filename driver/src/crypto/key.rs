@@ -1,6 +1,6 @@
 //! The volume key: used under rundown protection, erased only after every user left.
 //!
-//! Erase (REVIEW.md R3): set the block flag, so no new user can start; wait until every
+//! Erase (docs/review.md R3): set the block flag, so no new user can start; wait until every
 //! in-flight encrypt/decrypt has released its reference; then drop the last reference, which
 //! zeroizes the AES round keys. A user that could not acquire gets [`CryptoError::KeyErased`],
 //! so no crypto ever runs on erased keys and no data decrypted with them reaches a caller.

@@ -3,7 +3,7 @@
 //! Owns: the data-unit cipher (batched for speed), the key schedule's lifetime (erase with
 //! rundown, zeroize) and the encryption pool that splits large buffers across CPUs.
 //! Never: decides which unit number a buffer has (callers pass the absolute data-unit number,
-//! DESIGN.md §4) or touches requests.
+//! docs/design.md §4) or touches requests.
 //!
 //! Backend, chosen deliberately: RustCrypto `aes` 0.8 picks AES-NI at run time on x86_64
 //! (CPUID through `cpufeatures`). AES-NI uses XMM registers only, which a Windows x64 driver may

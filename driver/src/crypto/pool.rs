@@ -1,6 +1,6 @@
 //! How a buffer's crypto is split across the shared encryption threads.
 //!
-//! VeraCrypt's model (DESIGN.md §4): one global pool of (CPU count - free CPU count) threads;
+//! VeraCrypt's model (docs/design.md §4): one global pool of (CPU count - free CPU count) threads;
 //! the caller splits its data units into at most that many pieces and blocks until all pieces
 //! are done; a single data unit runs inline. The split policy lives here; the threads belong to
 //! the platform ([`Platform::run_pieces`]), because only it can lend a borrowed buffer to

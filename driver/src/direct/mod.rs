@@ -6,14 +6,14 @@
 //! A queued job can be cancelled (its cancel routine takes it out of the FIFO: STATUS_CANCELLED,
 //! nothing issued); a worker claims a job before it starts it (`Finisher::claim`).
 //! Never: decides eligibility or ordering (`volume` and `barrier` did, once, at dispatch:
-//! a request never changes path because of load, REVIEW.md R12), or completes requests
+//! a request never changes path because of load, docs/review.md R12), or completes requests
 //! (`completion` does).
 //! Hands to: the `Finisher` it was started with, each job once it is done.
 //!
 //! Reads go straight into the caller's buffer and are decrypted in place per segment; writes
 //! are encrypted per segment into the worker's own buffer (never into the caller's) and
 //! written through. Before every segment the worker checks cancellation and the key block
-//! (REVIEW.md R2). Every child request is waited for before the next step, so none is ever
+//! (docs/review.md R2). Every child request is waited for before the next step, so none is ever
 //! abandoned (R13).
 
 use alloc::boxed::Box;
@@ -169,7 +169,7 @@ fn transfer<P: Platform>(
         if request.is_cancelled() {
             return Status::Cancelled;
         }
-        // REVIEW.md R2: no new segment once the key block is set.
+        // docs/review.md R2: no new segment once the key block is set.
         if context.key.is_blocked() && !(faults::is_on(Fault::R2CheckBlockOnce) && pos > 0) {
             return Status::DeviceBusy;
         }
@@ -188,7 +188,7 @@ fn transfer<P: Platform>(
                 Ok(_) => return Status::EndOfFile,
                 Err(s) => return s,
             }
-            // REVIEW.md R3: decryption takes the key under rundown; after the block it fails.
+            // docs/review.md R3: decryption takes the key under rundown; after the block it fails.
             if crypto
                 .run(
                     &context.platform,

@@ -59,7 +59,7 @@ pub(crate) struct PathContext<P: Platform> {
     pub(crate) platform: P,
     /// The host device.
     pub(crate) host: P::Host,
-    /// The volume key (blocked and erased by the volume, REVIEW.md R3).
+    /// The volume key (blocked and erased by the volume, docs/review.md R3).
     pub(crate) key: VolumeKey<P>,
     /// Where the data area is.
     pub(crate) geometry: Geometry,
@@ -81,7 +81,7 @@ pub(crate) trait Finisher<P: Platform>: Send + Sync + 'static {
 
     /// The path is done with a job: gives the buffer back, releases the range (starting whoever
     /// it unblocks) and hands the request to the completion stage. The request holds no engine
-    /// resource after this (REVIEW.md R1).
+    /// resource after this (docs/review.md R1).
     fn finish(
         &self,
         request: P::Request,

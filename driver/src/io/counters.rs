@@ -1,4 +1,4 @@
-//! Per-volume path counters: what proves which path served what (REVIEW.md R10, R12).
+//! Per-volume path counters: what proves which path served what (docs/review.md R10, R12).
 
 use core::sync::atomic::{AtomicU64, Ordering};
 

@@ -42,7 +42,7 @@ pub trait Event: Send + Sync {
     fn new() -> Self;
     /// Signals the event.
     fn set(&self);
-    /// Blocks until the event is signalled. There is no timeout, on purpose (REVIEW.md R13).
+    /// Blocks until the event is signalled. There is no timeout, on purpose (docs/review.md R13).
     fn wait(&self);
 }
 
@@ -63,7 +63,7 @@ pub trait Thread: Send {
 }
 
 /// What an engine thread does: its name, and whether it issues host I/O (and so runs in the
-/// mounting user's security context, as VeraCrypt's I/O thread does: REVIEW.md R11).
+/// mounting user's security context, as VeraCrypt's I/O thread does: docs/review.md R11).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThreadRole {
     /// The volume's completion thread (hands requests to work items).
@@ -113,7 +113,7 @@ pub trait Platform: Clone + Send + Sync + 'static {
     type Host: HostDevice;
 
     /// Starts a system thread in `role` running `body`. A thread whose role issues host I/O
-    /// runs in the mounting user's security context (REVIEW.md R11).
+    /// runs in the mounting user's security context (docs/review.md R11).
     fn spawn(
         &self,
         role: ThreadRole,

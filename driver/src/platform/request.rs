@@ -37,7 +37,7 @@ pub trait IoBuf: Send + 'static {
 }
 
 /// A request from above (an IRP in the kernel). Owned: completing it consumes it, so nothing
-/// can read it afterwards (REVIEW.md R9).
+/// can read it afterwards (docs/review.md R9).
 pub trait UpperRequest: Send + 'static {
     /// The caller's buffer type.
     type Buf: IoBuf;
@@ -49,7 +49,7 @@ pub trait UpperRequest: Send + 'static {
     /// Length in bytes.
     fn length(&self) -> u32;
     /// Takes the caller's buffer (the MDL's system address in the kernel), exactly `length`
-    /// bytes, or `None` when the request carries no usable buffer (REVIEW.md R14).
+    /// bytes, or `None` when the request carries no usable buffer (docs/review.md R14).
     fn take_buffer(&mut self) -> Option<Self::Buf>;
     /// Gives the (whole, re-joined) buffer back before completion.
     fn put_buffer(&mut self, buf: Self::Buf);
@@ -109,7 +109,7 @@ impl HostLimits {
 }
 
 /// A started host operation. It borrows its buffer until it has finished; dropping it without
-/// `wait` still waits, so a child request is never abandoned (REVIEW.md R13).
+/// `wait` still waits, so a child request is never abandoned (docs/review.md R13).
 pub trait HostIo {
     /// Blocks until the operation finished; the bytes transferred or the host's status.
     fn wait(self) -> Result<usize, Status>;

@@ -1,7 +1,7 @@
 //! Rundown protection: users acquire, one closer waits until they are all gone.
 //!
 //! The engine's own primitive (Wine stubs Ex*RundownProtection), used for key erasure
-//! (REVIEW.md R3) and the dismount drain (R13).
+//! (docs/review.md R3) and the dismount drain (R13).
 
 use super::{Event, Lock, Platform};
 

@@ -212,7 +212,7 @@ fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F
         let mut pos = 0usize;
         let mut failure = None;
         while pos < total {
-            // REVIEW.md R2: no new fragment once the key block is set.
+            // docs/review.md R2: no new fragment once the key block is set.
             if context.key.is_blocked() && !(faults::is_on(Fault::R2CheckBlockOnce) && pos > 0) {
                 failure = Some(Status::DeviceBusy);
                 break;
@@ -439,7 +439,7 @@ fn completion_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finish
         if let FragmentData::Read(piece) = &mut frag.data {
             if frag.status.is_success() {
                 let unit = unit_of(context, frag.offset);
-                // REVIEW.md R3: a read whose host I/O finished after the key block is failed,
+                // docs/review.md R3: a read whose host I/O finished after the key block is failed,
                 // never decrypted with erased keys.
                 if context
                     .crypto_pool

@@ -1,6 +1,6 @@
 //! Registry values: the two direct-path gates and VeraCrypt's legacy tunables.
 //!
-//! Owns: every registry value name (defined once, REVIEW.md R5), their strict parsing (R8),
+//! Owns: every registry value name (defined once, docs/review.md R5), their strict parsing (R8),
 //! VeraCrypt's clamps, the snapshot semantics of the gates (R6) and the rule for when a volume
 //! is direct-read or direct-write configured (R7).
 //! Never: reads the registry itself (the `wdm` glue does, with ZwQueryValueKey, and hands the
@@ -34,7 +34,7 @@ pub use tunables::{
     MAX_FRAGMENT_KIB, MAX_IO_REQUEST_COUNT, MIN_IO_REQUEST_COUNT,
 };
 
-/// The direct-path gates of one volume, copied at mount (REVIEW.md R6).
+/// The direct-path gates of one volume, copied at mount (docs/review.md R6).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Gates {
     /// `VeraCryptEnableMountedVolumeFastReadIo` was exactly REG_DWORD 1.
@@ -73,7 +73,7 @@ pub const fn direct_read_configured(gates: Gates, raw_host: bool) -> bool {
     gates.read && raw_host
 }
 
-/// True only when writes of this volume can actually take the direct path (REVIEW.md R7): the
+/// True only when writes of this volume can actually take the direct path (docs/review.md R7): the
 /// volume's write gate is on, it is mounted writable, it is not a hidden volume, it is not an
 /// outer volume mounted with hidden-volume protection, and its host is a raw partition or
 /// drive. A volume for which this is false keeps exactly the legacy flush behaviour.
@@ -87,7 +87,7 @@ pub const fn direct_write_configured(
     gates.write && volume_writable && !hidden && !protect_hidden && raw_host
 }
 
-/// VeraCrypt's legacy queue tunables, after its clamps (DESIGN.md §4).
+/// VeraCrypt's legacy queue tunables, after its clamps (docs/design.md §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tunables {
     /// Fragment size in bytes (`VeraCryptEncryptionFragmentSize`, KiB in the registry).

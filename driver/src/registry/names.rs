@@ -1,4 +1,4 @@
-//! Every registry name vcdirect reads, defined once (REVIEW.md R5).
+//! Every registry name vcdirect reads, defined once (docs/review.md R5).
 //!
 //! The names are spelled by macros so that the `reg add` command lines below are built from the
 //! very same literals the parser looks up: docs and tests compare against these constants.

@@ -1,4 +1,4 @@
-//! Strict parsing of one raw registry value (REVIEW.md R8).
+//! Strict parsing of one raw registry value (docs/review.md R8).
 //!
 //! A value counts only when its type is REG_DWORD and its data is exactly 4 bytes; nothing here
 //! reads a byte outside the slice it is given, whatever the type or length claims.
@@ -65,7 +65,7 @@ impl Gate {
     }
 }
 
-/// Why a gate is off (logged once per load or reload, REVIEW.md R8).
+/// Why a gate is off (logged once per load or reload, docs/review.md R8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OffReason {
     /// The value does not exist.
@@ -103,7 +103,7 @@ impl GateState {
     }
 }
 
-/// Parses a gate: on only for type REG_DWORD, length exactly 4, value 1 (REVIEW.md R8).
+/// Parses a gate: on only for type REG_DWORD, length exactly 4, value 1 (docs/review.md R8).
 pub fn parse_gate(raw: Option<RawValue<'_>>) -> GateState {
     let Some(raw) = raw else {
         return GateState::Off(OffReason::Missing);

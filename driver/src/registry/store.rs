@@ -1,4 +1,4 @@
-//! The driver-wide current gates and their reload (REVIEW.md R6).
+//! The driver-wide current gates and their reload (docs/review.md R6).
 //!
 //! Both gates and a reload counter live in one atomic word, so a snapshot can never mix the
 //! read gate of one reload with the write gate of another. A volume copies a snapshot at mount

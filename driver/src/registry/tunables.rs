@@ -1,4 +1,4 @@
-//! VeraCrypt's legacy queue tunables: strict reading and VeraCrypt 1.26's clamps (DESIGN.md §4).
+//! VeraCrypt's legacy queue tunables: strict reading and VeraCrypt 1.26's clamps (docs/design.md §4).
 //!
 //! VeraCrypt reads these once at driver load; a value that is absent counts as 0, and each
 //! clamp turns 0 into the default. A malformed value (not REG_DWORD, or not exactly 4 bytes) is

@@ -6,7 +6,7 @@
 //! one of them completes a cancelled request, nothing is issued for it, and its range is
 //! released like any other request's.
 //! Never: stops a request that a path has taken (that one checks `is_cancelled` before every
-//! segment or fragment, REVIEW.md R2).
+//! segment or fragment, docs/review.md R2).
 //!
 //! The protocol, with `arm`/`disarm` the request's atomic exchange of its cancel hook (in the
 //! kernel: `IoSetCancelRoutine`):

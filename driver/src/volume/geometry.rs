@@ -1,4 +1,4 @@
-//! The mount-time sector-size check (WINDOWS.md W15).
+//! The mount-time sector-size check (docs/review.md W15).
 //!
 //! Owns: whether a volume's sector size (from its header) fits the host it is mounted on.
 //! VeraCrypt 1.26 refuses to mount a volume on a raw partition or drive whose logical sector

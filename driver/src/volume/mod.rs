@@ -2,8 +2,8 @@
 //! lifecycle.
 //!
 //! Owns: the checks VeraCrypt makes before a request reaches its queue (statuses of
-//! DESIGN.md §4), hidden-volume protection, the choice between the legacy queue and the
-//! direct path (recorded with its reason), the volume's range lock, and dismount (REVIEW.md
+//! docs/design.md §4), hidden-volume protection, the choice between the legacy queue and the
+//! direct path (recorded with its reason), the volume's range lock, and dismount (docs/review.md
 //! R13: close admission, serve what was admitted, wait for every child request, erase keys).
 //! Never: does host I/O or crypto itself.
 //! Hands to: `queue` or `direct`, granted requests (each path gets the volume's
@@ -54,7 +54,7 @@ pub struct MountParams {
     pub hidden: bool,
     /// Outer volume with hidden-volume protection: the protected host byte range.
     pub protected_range: Option<Range<u64>>,
-    /// The gates, copied from the driver's global snapshot at mount (REVIEW.md R6).
+    /// The gates, copied from the driver's global snapshot at mount (docs/review.md R6).
     pub gates: Gates,
     /// The legacy queue's tunables.
     pub tunables: Tunables,
@@ -199,7 +199,7 @@ impl<P: Platform> Volume<P> {
         Ok(())
     }
 
-    /// The effective gates and path configuration (REVIEW.md R6, R7).
+    /// The effective gates and path configuration (docs/review.md R6, R7).
     pub fn effective(&self) -> Effective {
         self.effective
     }
@@ -268,7 +268,7 @@ impl<P: Platform> Volume<P> {
             (JobKind::Flush, _) => None,
             (_, Some(buf)) => Some(buf),
             (_, None) => {
-                // REVIEW.md R14: no usable buffer, a clean failure on both paths.
+                // docs/review.md R14: no usable buffer, a clean failure on both paths.
                 Counters::add(&self.counters.rejected, 1);
                 request.complete(Status::InvalidUserBuffer, 0);
                 return;
@@ -432,7 +432,7 @@ impl<P: Platform> Volume<P> {
         }
     }
 
-    /// Blocks new users of the key, waits for in-flight crypto, zeroizes it (REVIEW.md R3).
+    /// Blocks new users of the key, waits for in-flight crypto, zeroizes it (docs/review.md R3).
     /// Requests that reach a segment or fragment afterwards fail with STATUS_DEVICE_BUSY.
     pub fn erase_keys(&self) {
         self.context.key.erase();
@@ -448,7 +448,7 @@ impl<P: Platform> Volume<P> {
         self.admitted.active()
     }
 
-    /// Dismounts (REVIEW.md R13): refuses new requests with STATUS_DEVICE_NOT_READY, serves
+    /// Dismounts (docs/review.md R13): refuses new requests with STATUS_DEVICE_NOT_READY, serves
     /// every admitted one, waits until each child request has completed and every completion
     /// work item has returned, stops the threads, and erases the keys. Idempotent.
     pub fn dismount(self: &Arc<Self>) {

@@ -1,4 +1,4 @@
-//! Who sends a control IOCTL (WINDOWS.md W4), and the descriptors of our devices.
+//! Who sends a control IOCTL (docs/review.md W4), and the descriptors of our devices.
 //!
 //! Owns: reading the calling thread's token into a [`Caller`] (user SID from TokenUser,
 //! administrator from SeTokenIsAdmin), and building and applying the device objects'

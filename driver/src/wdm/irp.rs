@@ -281,7 +281,7 @@ impl UpperRequest for Irp {
             return None;
         }
         let length = self.length();
-        // REVIEW.md R14: no MDL (or no mapping) means no buffer, never a crash.
+        // docs/review.md R14: no MDL (or no mapping) means no buffer, never a crash.
         let (address, mdl_bytes) = self.system_address()?;
         if mdl_bytes < length {
             return None;

@@ -1,4 +1,4 @@
-//! The control device's KMUTEX (WINDOWS.md W4): one control IOCTL at a time.
+//! The control device's KMUTEX (docs/review.md W4): one control IOCTL at a time.
 //!
 //! Owns: the KMUTEX object and its wait and release. Never: decides what it serializes (the
 //! control module wraps each control IOCTL in it).

@@ -115,7 +115,7 @@ impl Platform for KernelPlatform {
 }
 
 /// The mounting user's security context (SeCreateClientSecurity), impersonated by the
-/// threads that issue host I/O (REVIEW.md R11).
+/// threads that issue host I/O (docs/review.md R11).
 #[cfg(not(feature = "wine-host"))]
 pub struct ClientSecurity {
     context: Box<core::cell::UnsafeCell<wdk_sys::SECURITY_CLIENT_CONTEXT>>,

@@ -3,7 +3,7 @@
 //! Owns: the command line, the interleaved rounds (every mode of a profile runs once per round,
 //! so each ratio is taken between runs close in time), and the reports.
 //! Never: builds engine volumes itself; an [`EngineFactory`] supplies the `legacy` and
-//! `direct` targets (DESIGN.md §6).
+//! `direct` targets (docs/design.md §6).
 
 pub mod crypto;
 pub mod engine;

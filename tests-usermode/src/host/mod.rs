@@ -3,7 +3,7 @@
 //! Owns: three implementations of [`HostDevice`] (memory, a real file or block device, and a
 //! modelled NVMe device) and [`StdHost`], the one concrete type the std platform names, with
 //! its spec parser (`file:PATH`, `model:nvme,...`, `memory:SIZE`).
-//! Never: encrypts, or knows about volumes; every write is write-through (DESIGN.md §4).
+//! Never: encrypts, or knows about volumes; every write is write-through (docs/design.md §4).
 
 mod file;
 mod memory;

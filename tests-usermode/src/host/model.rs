@@ -1,4 +1,4 @@
-//! A modelled device (DESIGN.md §9): memory-backed, with the timing of an NVMe drive.
+//! A modelled device (docs/design.md §9): memory-backed, with the timing of an NVMe drive.
 //!
 //! Each operation takes a channel (at most `channels` in progress; later ones wait for the
 //! earliest free channel), spends the fixed latency, then transfers its bytes through the
@@ -131,7 +131,7 @@ impl Slot {
     /// Returns at the operation's completion time. When the device was nearly idle at
     /// submission (`spin` non-zero), the waiter times itself (1 ns timer slack, then yields
     /// for the last microseconds): being woken by the timer thread costs tens of microseconds
-    /// here and would distort the latency of a lone operation (DESIGN.md §9). Under load it
+    /// here and would distort the latency of a lone operation (docs/design.md §9). Under load it
     /// waits for the timer thread's signal, which measured ~13 % more throughput here than
     /// every waiter timing itself.
     fn wait(&self) {

@@ -51,7 +51,7 @@ impl Platform for SimPlatform {
     }
 
     /// Crypto is where a real CPU spends time while holding a key reference: let the
-    /// scheduler preempt there, so erasure can race it (REVIEW.md R3).
+    /// scheduler preempt there, so erasure can race it (docs/review.md R3).
     fn crypto_scope<R>(&self, f: impl FnOnce() -> R) -> R {
         shuttle::thread::yield_now();
         let r = f();

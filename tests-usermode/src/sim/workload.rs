@@ -42,7 +42,7 @@ pub struct FaultMix {
     pub key_erasure: bool,
     /// The volume is dismounted at a random point under load.
     pub dismount: bool,
-    /// Some read completions submit a nested read and wait for it (REVIEW.md R1).
+    /// Some read completions submit a nested read and wait for it (docs/review.md R1).
     pub reentrant: bool,
     /// Misaligned, out-of-range and bufferless requests.
     pub bad_requests: bool,

@@ -1,4 +1,4 @@
-//! Completion hand-off: work items, exactly once, bounded (REVIEW.md R1).
+//! Completion hand-off: work items, exactly once, bounded (docs/review.md R1).
 
 use std::sync::Arc;
 

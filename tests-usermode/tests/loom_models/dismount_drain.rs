@@ -1,4 +1,4 @@
-//! Dismount drain: admission rundown + work queue (REVIEW.md R13), then the real volume.
+//! Dismount drain: admission rundown + work queue (docs/review.md R13), then the real volume.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Key erasure under rundown (REVIEW.md R3).
+//! Key erasure under rundown (docs/review.md R3).
 
 use std::sync::Arc;
 
@@ -41,7 +41,7 @@ fn key_erase_model(expected: Arc<Vec<u8>>) {
                 guard.cipher().encrypt(&mut buf, UNIT);
                 assert!(
                     !erase_returned.load(Ordering::SeqCst),
-                    "a key guard is alive after erase returned (REVIEW.md R3)"
+                    "a key guard is alive after erase returned (docs/review.md R3)"
                 );
                 assert_eq!(buf, *expected, "ciphertext with the right key");
             }
@@ -59,7 +59,7 @@ fn key_erase_model(expected: Arc<Vec<u8>>) {
             assert_eq!(
                 key.late_users(),
                 0,
-                "a key user outlived erase (REVIEW.md R3)"
+                "a key user outlived erase (docs/review.md R3)"
             );
             assert!(matches!(key.acquire(), Err(CryptoError::KeyErased)));
         })
@@ -70,7 +70,7 @@ fn key_erase_model(expected: Arc<Vec<u8>>) {
     assert_eq!(
         key.late_users(),
         0,
-        "a key user outlived erase (REVIEW.md R3)"
+        "a key user outlived erase (docs/review.md R3)"
     );
 }
 
@@ -84,7 +84,7 @@ fn key_erase_waits_for_users_and_refuses_new_ones() {
 }
 
 #[test]
-#[should_panic(expected = "REVIEW.md R3")]
+#[should_panic(expected = "docs/review.md R3")]
 fn key_erase_model_catches_r3_skipped_rundown() {
     let _f = FaultsOn::new(&[Fault::R3SkipKeyRundown]);
     let expected = expected_ciphertext();

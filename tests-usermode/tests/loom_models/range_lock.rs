@@ -161,7 +161,7 @@ impl RangeModel {
         }
         self.table.with(|t| {
             assert_eq!(t.lock.in_flight(), 0);
-            assert_eq!(t.lock.disjoint_waits(), 0, "REVIEW.md R12");
+            assert_eq!(t.lock.disjoint_waits(), 0, "docs/review.md R12");
         });
     }
 }

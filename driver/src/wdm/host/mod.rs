@@ -7,7 +7,7 @@
 //! IRP per segment, completed into a KEVENT). Never: decides what to read or write (the
 //! engine's paths do).
 //!
-//! REVIEW.md R10: the device object that child requests go to comes from the mount's single
+//! docs/review.md R10: the device object that child requests go to comes from the mount's single
 //! handle (ObReferenceObjectByHandle -> FILE_OBJECT -> IoGetRelatedDeviceObject); no second
 //! handle exists, so an exclusive mount keeps share mode 0. R13: every child request holds the
 //! host's remove lock until its completion routine ran and the IRP was freed; dropping the host

@@ -1,4 +1,4 @@
-//! The direct path keeps at most 8 requests in flight, and REVIEW.md R12: no request ever waits
+//! The direct path keeps at most 8 requests in flight, and docs/review.md R12: no request ever waits
 //! on one whose range does not overlap its own.
 
 use vcdirect::volume::{CounterSnapshot, Volume};

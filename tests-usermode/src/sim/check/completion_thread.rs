@@ -1,4 +1,4 @@
-//! REVIEW.md R1: an upper completion never runs on an engine thread (they are named `vc-...`;
+//! docs/review.md R1: an upper completion never runs on an engine thread (they are named `vc-...`;
 //! completions run on system workers).
 
 /// The violation, if the running (simulated) thread `name` is an engine thread.

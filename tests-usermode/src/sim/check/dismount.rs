@@ -1,4 +1,4 @@
-//! REVIEW.md R13 and R3: when dismount returns, no host operation is outstanding and no request
+//! docs/review.md R13 and R3: when dismount returns, no host operation is outstanding and no request
 //! is in flight; at the end, no engine thread is left behind, no cancel hand-shake is left open,
 //! no crypto user outlived the key erasure, and the keys are erased.
 

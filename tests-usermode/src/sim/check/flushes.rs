@@ -1,4 +1,4 @@
-//! Flushes (REVIEW.md R7): a volume without direct writes never sends a flush to the host and
+//! Flushes (docs/review.md R7): a volume without direct writes never sends a flush to the host and
 //! completes each flush at once; with direct writes, a successful flush reaches the host only
 //! after every write that succeeded before it is on the medium.
 

@@ -1,4 +1,4 @@
-//! REVIEW.md R2: once the volume's keys are blocked, no host data transfer starts (a flush
+//! docs/review.md R2: once the volume's keys are blocked, no host data transfer starts (a flush
 //! carries no data and needs no key). Only the host sees the moment an operation starts, so the
 //! simulated host calls this at each start, with the volume's block flag read through a probe.
 

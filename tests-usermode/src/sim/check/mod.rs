@@ -1,18 +1,18 @@
 //! The invariants every seed is checked against, one file each (or one per small group). The
 //! workload (`super::workload`) records the run; these say what the record must show.
 //!
-//! - [`completion_thread`]: REVIEW.md R1, no upper completion on an engine thread (checked in
+//! - [`completion_thread`]: docs/review.md R1, no upper completion on an engine thread (checked in
 //!   each completion as it runs).
-//! - [`key_block`]: REVIEW.md R2, no host data transfer starts after the key block (checked by
+//! - [`key_block`]: docs/review.md R2, no host data transfer starts after the key block (checked by
 //!   the simulated host as each operation starts).
-//! - [`dismount`]: REVIEW.md R13 and R3, dismount drains everything, leaves no engine thread
+//! - [`dismount`]: docs/review.md R13 and R3, dismount drains everything, leaves no engine thread
 //!   behind and no cancel hand-shake open, no crypto user outlives the erasure, and the keys
 //!   end erased.
-//! - [`bounds`]: the direct path's in-flight bound, and REVIEW.md R12 (no wait on a
+//! - [`bounds`]: the direct path's in-flight bound, and docs/review.md R12 (no wait on a
 //!   non-overlapping request).
 //! - [`requests`]: each request's status and bytes, and each read's data against the model.
 //! - [`medium`]: the final medium against the model.
-//! - [`flushes`]: REVIEW.md R7 and flush ordering.
+//! - [`flushes`]: docs/review.md R7 and flush ordering.
 //! - [`paths`]: every eligible request goes direct.
 //!
 //! Each violation names its invariant first (`R13: ...`), so a fault switch can be matched to
