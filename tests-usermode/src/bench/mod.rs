@@ -21,7 +21,10 @@ use vcdirect::platform::HostDevice;
 
 pub use load::{builtin_profile, builtin_profiles, run_profile, Class, Profile, RunResult, Timing};
 pub use report::RunRecord;
-pub use target::{no_engine, target_for, EngineFactory, GatedTarget, Mode, RawTarget, Target};
+pub use target::{
+    no_engine, run_all, target_for, CompletionQueue, Done, EngineFactory, Mode, Op, RawTarget,
+    Target,
+};
 
 use crate::host::{parse_size, FileHost, FileOptions, StdHost};
 
@@ -33,12 +36,15 @@ usage:
   vcbench crypto [--json PATH]
   vcbench lock
   vcbench [-b SIZE] [-o N] [-t N] [-r] [-w PCT] [-d SECS] [-W SECS] [-Sh] [-L]
-          [--host file:PATH|model:nvme[,lat_us=80,gbps=3.5,channels=32]|memory:SIZE]
+          [--host file:PATH|model:nvme[,lat_us=80,gbps=3.5,channels=32,max-transfer=128K]|memory:SIZE]
           [--file PATH] [--size BYTES] [--mode raw,raw-qd8,legacy,direct] [--pairs N]
           [--profile NAME]... [--json PATH] [--chart PATH.svg]
 
-profiles: seq-read, seq-write, rand-read, rand-write, mixed-70-30, seqwrite-randread
-  (default: all six; -b/-o/-t/-r/-w without --profile define one custom profile)
+profiles: seq-read, seq-write, rand-read, rand-write, mixed-70-30, seqwrite-randread (DiskSpd),
+  seq1m-q8t1, seq1m-q1t1, rnd4k-q32t1, rnd4k-q1t1 (CrystalDiskMark's read profiles)
+  (default: all ten; -b/-o/-t/-r/-w without --profile define one custom profile)
+each -t thread keeps its -o I/Os in flight (no thread per I/O); every run reports the process's
+CPU time per operation (user + system); Q1T1 profiles also the latency the engine adds.
 without --host or --file: a temporary file of --size (default 1G) in the current directory,
 removed afterwards. File hosts always use O_DIRECT where the file system allows it (-Sh).";
 
@@ -379,7 +385,10 @@ pub fn run_bench(o: &Options, engine: EngineFactory) -> Result<Value, String> {
         }
     }
     let names: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();
-    let summary = report::summarize(&names, &runs);
+    let mut summary = report::summarize(&names, &runs);
+    for (s, p) in summary.iter_mut().zip(&profiles) {
+        s.lone = p.is_lone();
+    }
     println!();
     if let StdHost::Model(_) = host.as_ref() {
         println!("MODEL RESULTS (model, not hardware):");
