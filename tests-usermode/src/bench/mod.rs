@@ -306,7 +306,8 @@ pub fn run_bench(o: &Options, engine: EngineFactory) -> Result<Value, String> {
             host_json["kind"] = json!("model");
             host_json["label"] = json!("model, not hardware");
             host_json["params"] = json!({"preset": p.preset, "lat_us": p.latency.as_secs_f64() * 1e6,
-                                         "gbps": p.bytes_per_sec / 1e9, "channels": p.channels});
+                                         "gbps": p.bytes_per_sec / 1e9, "channels": p.channels,
+                                         "max_transfer": p.max_transfer});
             host_json["measured_qd1_mean_latency_us"] = json!(measured);
             println!(
                 "host: {} -- MODEL, NOT HARDWARE; mean latency at QD1 (4 KiB reads): measured {measured:.1} us, configured {:.1} us",
@@ -532,5 +533,21 @@ mod tests {
         assert_eq!(j["runs"].as_array().unwrap().len(), 4);
         assert_eq!(j["host"]["label"], "model, not hardware");
         assert!(j["host"]["measured_qd1_mean_latency_us"].as_f64().unwrap() >= 80.0);
+    }
+
+    #[test]
+    fn raw_modes_split_requests_at_the_model_hosts_maximum_transfer() {
+        let o = parse_options(&args(
+            "--host model:nvme,size=16M,max-transfer=128K --profile seq1m-q1t1 -d0.2 -W0 --pairs 1",
+        ))
+        .unwrap();
+        let j = run_bench(&o, no_engine).unwrap();
+        assert_eq!(j["host"]["params"]["max_transfer"], 128 * 1024);
+        for run in j["runs"].as_array().unwrap() {
+            assert_eq!(run["errors"], 0, "{run}");
+            assert!(run["iops"].as_f64().unwrap() > 0.0, "{run}");
+            assert!(run["cpu_us_per_op"].is_number(), "{run}");
+        }
+        assert_eq!(j["summary"][0]["one_request_in_flight"], true);
     }
 }

@@ -38,6 +38,10 @@ pub struct ModelParams {
     pub bytes_per_sec: f64,
     /// Operations in progress at most.
     pub channels: usize,
+    /// Longest transfer the device takes in one operation (reported in its limits, so the
+    /// engine segments by it; longer operations fail as on a real device); `None`: no limit.
+    /// Many NVMe stacks report 128 KiB.
+    pub max_transfer: Option<u32>,
 }
 
 impl ModelParams {
@@ -48,10 +52,12 @@ impl ModelParams {
             latency: Duration::from_micros(80),
             bytes_per_sec: 3.5e9,
             channels: 32,
+            max_transfer: None,
         }
     }
 
-    /// Parses `nvme[,lat_us=N][,gbps=G][,channels=C][,size=S]` (gbps in 10^9 bytes/s).
+    /// Parses `nvme[,lat_us=N][,gbps=G][,channels=C][,max-transfer=M][,size=S]` (gbps in 10^9
+    /// bytes/s; M and S with an optional K/M/G suffix, M a non-zero multiple of 512).
     /// Returns the parameters and the size, if given.
     pub fn parse(text: &str) -> Result<(ModelParams, Option<u64>), SpecError> {
         let mut parts = text.split(',');
@@ -80,9 +86,18 @@ impl ModelParams {
                 "gbps" => p.bytes_per_sec = num()? * 1e9,
                 "channels" => p.channels = (num()? as usize).max(1),
                 "size" => size = Some(super::parse_size(value)?),
+                "max-transfer" | "max_transfer" => {
+                    let m = super::parse_size(value)?;
+                    if m == 0 || !m.is_multiple_of(512) || m > u64::from(u32::MAX) {
+                        return Err(SpecError(format!(
+                            "model option {key}: {value:?} is not a non-zero multiple of 512 below 4 GiB"
+                        )));
+                    }
+                    p.max_transfer = Some(m as u32);
+                }
                 _ => {
                     return Err(SpecError(format!(
-                        "unknown model option {key:?} (lat_us, gbps, channels, size)"
+                        "unknown model option {key:?} (lat_us, gbps, channels, max-transfer, size)"
                     )))
                 }
             }
@@ -100,7 +115,12 @@ impl std::fmt::Display for ModelParams {
             self.latency.as_secs_f64() * 1e6,
             self.bytes_per_sec / 1e9,
             self.channels
-        )
+        )?;
+        match self.max_transfer {
+            Some(m) if m % 1024 == 0 => write!(f, ",max-transfer={}K", m / 1024),
+            Some(m) => write!(f, ",max-transfer={m}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -314,8 +334,16 @@ impl ModelHost {
                 .spawn(move || timer_thread(sched))
                 .ok()
         };
+        let mut mem = MemoryHost::new(size);
+        if let Some(max_transfer) = params.max_transfer {
+            let limits = HostLimits {
+                max_transfer,
+                ..mem.limits()
+            };
+            mem = mem.with_limits(limits);
+        }
         ModelHost {
-            mem: MemoryHost::new(size),
+            mem,
             params,
             sched,
             timer,
@@ -449,9 +477,33 @@ mod tests {
             "nvme,gbps=0",
             "nvme,speed=3",
             "nvme,lat_us=nan",
+            "nvme,max-transfer=0",
+            "nvme,max-transfer=1000",
+            "nvme,max-transfer=8G",
         ] {
             assert!(ModelParams::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_maximum_transfer_is_reported_and_enforced() {
+        let (p, _) = ModelParams::parse("nvme,max-transfer=128K").unwrap();
+        assert_eq!(p.max_transfer, Some(128 * 1024));
+        assert!(p.to_string().ends_with(",max-transfer=128K"), "{p}");
+        assert_eq!(
+            ModelParams::parse(&p.to_string()["model:".len()..])
+                .unwrap()
+                .0,
+            p
+        );
+        let h = ModelHost::new(1 << 20, p);
+        assert_eq!(h.limits().max_transfer, 128 * 1024);
+        let mut buf = vec![0u8; 256 * 1024];
+        assert_eq!(h.read(0, &mut buf[..128 * 1024]), Ok(128 * 1024));
+        assert_eq!(h.read(0, &mut buf), Err(Status::InvalidParameter));
+        let unlimited = ModelHost::new(1 << 20, ModelParams::nvme());
+        assert_eq!(unlimited.limits(), HostLimits::unlimited());
+        assert!(!ModelParams::nvme().to_string().contains("max-transfer"));
     }
 
     #[test]
