@@ -64,6 +64,8 @@ impl Target for EngineTarget {
             buf,
             tag,
             queue,
+            // Every request goes through dispatch, lone or not (the engine's own threads).
+            alone: _,
         } = op;
         let kind = if write {
             RequestKind::Write

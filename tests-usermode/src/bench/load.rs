@@ -329,6 +329,7 @@ fn generator_thread(
             buf,
             tag,
             queue: Arc::clone(&queue),
+            alone: c.outstanding == 1,
         });
     };
     for tag in 0..c.outstanding {

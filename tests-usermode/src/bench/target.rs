@@ -81,6 +81,10 @@ pub struct Op {
     pub tag: usize,
     /// Where the completion goes.
     pub queue: Arc<CompletionQueue>,
+    /// The issuer has no other operation in flight and waits for this one next: a raw target
+    /// carries it out in the calling thread, as the old one-thread-per-I/O generator did (a
+    /// lone request's latency is then the device's, without a hand-off to a device thread).
+    pub alone: bool,
 }
 
 impl Op {
@@ -228,12 +232,16 @@ struct PoolState {
     queue: VecDeque<Piece>,
     /// Device threads holding a piece.
     busy: usize,
+    /// Operations carried out by their issuing thread (`Op::alone`).
+    inline: usize,
     threads: usize,
     shutdown: bool,
 }
 
 struct Shared<H> {
     host: Arc<H>,
+    /// Operations in flight at the device at most (device threads and inline).
+    limit: usize,
     state: Mutex<PoolState>,
     cv: Condvar,
 }
@@ -264,9 +272,11 @@ fn device_thread<H: HostDevice>(shared: Arc<Shared<H>>) {
         let piece = {
             let mut st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
             loop {
-                if let Some(p) = st.queue.pop_front() {
-                    st.busy += 1;
-                    break p;
+                if st.busy + st.inline < shared.limit {
+                    if let Some(p) = st.queue.pop_front() {
+                        st.busy += 1;
+                        break p;
+                    }
                 }
                 if st.shutdown {
                     return;
@@ -284,7 +294,6 @@ fn device_thread<H: HostDevice>(shared: Arc<Shared<H>>) {
 /// `limit` operations in flight at the device.
 pub struct RawTarget<H: HostDevice> {
     shared: Arc<Shared<H>>,
-    limit: usize,
     /// Longest device operation: the host's maximum transfer, in whole sectors and alignment
     /// units.
     max_piece: usize,
@@ -311,15 +320,16 @@ impl<H: HostDevice> RawTarget<H> {
         RawTarget {
             shared: Arc::new(Shared {
                 host,
+                limit: limit.max(1),
                 state: Mutex::new(PoolState {
                     queue: VecDeque::new(),
                     busy: 0,
+                    inline: 0,
                     threads: 0,
                     shutdown: false,
                 }),
                 cv: Condvar::new(),
             }),
-            limit: limit.max(1),
             max_piece: (max / unit * unit).max(unit),
             threads: Mutex::new(Vec::new()),
         }
@@ -367,10 +377,31 @@ impl<H: HostDevice> Target for RawTarget<H> {
             buf,
             tag,
             queue,
+            alone,
         } = op;
         let len = buf.as_slice().len();
         let mut st = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         let count = len.div_ceil(self.max_piece).max(1);
+        if alone && count == 1 && st.busy + st.inline < self.shared.limit {
+            st.inline += 1;
+            drop(st);
+            let piece = Piece {
+                write,
+                offset,
+                buf,
+                owner: Owner::Whole(tag, queue),
+            };
+            run_piece(&*self.shared.host, piece, || {
+                let mut st = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+                st.inline -= 1;
+                let waiting = !st.queue.is_empty();
+                drop(st);
+                if waiting {
+                    self.shared.cv.notify_one();
+                }
+            });
+            return;
+        }
         if count == 1 {
             st.queue.push_back(Piece {
                 write,
@@ -406,7 +437,7 @@ impl<H: HostDevice> Target for RawTarget<H> {
         }
         // Every queued piece needs a device thread not holding one (waiting, woken, just
         // started or just done); start more up to the limit.
-        while st.queue.len() > st.threads - st.busy && st.threads < self.limit {
+        while st.queue.len() > st.threads - st.busy && st.threads < self.shared.limit {
             if !self.spawn() {
                 break;
             }
@@ -472,6 +503,7 @@ pub fn run_all(target: &dyn Target, ops: Vec<(bool, u64, Buf)>) -> Vec<Done> {
             buf,
             tag,
             queue: Arc::clone(&queue),
+            alone: n == 1,
         });
     }
     let mut done = Vec::with_capacity(n);
@@ -549,6 +581,34 @@ mod tests {
         assert!(done.iter().all(|d| d.result == Ok(4096)));
         assert!(host.peak.load(Ordering::SeqCst) <= 3);
         assert!(target.device_threads() <= 3);
+    }
+
+    #[test]
+    fn a_lone_operation_runs_in_its_issuers_thread_within_the_limit() {
+        let host = counting(HostLimits::unlimited());
+        let target = RawTarget::with_limit(Arc::clone(&host), 2);
+        let done = run_all(&target, vec![(false, 0, Buf::zeroed_aligned(4096, 4096))]);
+        assert_eq!(done[0].result, Ok(4096));
+        assert_eq!(target.device_threads(), 0);
+        // Lone operations from many threads, beside a batch, still respect the limit.
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let target = &target;
+                s.spawn(move || {
+                    for i in 0..10 {
+                        let off = (t * 10 + i) * 4096;
+                        let d =
+                            run_all(target, vec![(false, off, Buf::zeroed_aligned(4096, 4096))]);
+                        assert_eq!(d[0].result, Ok(4096));
+                    }
+                });
+            }
+            let ops = (0..16)
+                .map(|i| (true, i * 4096, Buf::zeroed_aligned(4096, 4096)))
+                .collect();
+            assert!(run_all(&target, ops).iter().all(|d| d.result == Ok(4096)));
+        });
+        assert!(host.peak.load(Ordering::SeqCst) <= 2);
     }
 
     #[test]
