@@ -1,14 +1,13 @@
 //! The engine as a benchmark target: a volume mounted on the host with the gates off
 //! (`legacy`) or both on (`direct`), driven with real upper requests through the std platform.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
-use vcdirect::platform::HostDevice;
+use vcdirect::platform::{HostDevice, RequestKind};
 use vcdirect::registry::Gates;
 use vcdirect::volume::Volume;
-use vcdirect::Status;
 
-use super::target::{Mode, Target};
+use super::target::{Mode, Op, Target};
 use crate::host::StdHost;
 use crate::mount::mount_params;
 use crate::request::{Buf, Completion, TestRequest};
@@ -43,35 +42,6 @@ pub fn engine_factory(mode: Mode, host: &Arc<StdHost>) -> Option<Box<dyn Target>
     Some(Box::new(EngineTarget { volume }))
 }
 
-impl EngineTarget {
-    fn call(
-        &self,
-        request: impl FnOnce(Box<dyn FnOnce(Completion) + Send>) -> TestRequest,
-        buf: &mut Buf,
-    ) -> Result<usize, Status> {
-        let slot = Arc::new((Mutex::new(None::<Completion>), Condvar::new()));
-        let s2 = Arc::clone(&slot);
-        let req = request(Box::new(move |c| {
-            *s2.0.lock().unwrap() = Some(c);
-            s2.1.notify_one();
-        }));
-        self.volume.dispatch(req);
-        let mut g = slot.0.lock().unwrap();
-        while g.is_none() {
-            g = slot.1.wait(g).unwrap();
-        }
-        let c = g.take().expect("completed");
-        if let Some(b) = c.buf {
-            *buf = b;
-        }
-        if c.status.is_success() {
-            Ok(c.information)
-        } else {
-            Err(c.status)
-        }
-    }
-}
-
 impl Target for EngineTarget {
     fn size(&self) -> u64 {
         self.volume.size()
@@ -79,37 +49,40 @@ impl Target for EngineTarget {
     fn alignment(&self) -> usize {
         (self.volume.host().limits().alignment_mask as usize + 1).max(4096)
     }
-    fn read(&self, offset: u64, buf: &mut Buf) -> Result<usize, Status> {
-        let len = buf.as_slice().len() as u32;
-        let owned = std::mem::replace(buf, Buf::zeroed_aligned(0, 1));
-        self.call(
-            |done| {
-                TestRequest::new(
-                    vcdirect::platform::RequestKind::Read,
-                    offset as i64,
-                    len,
-                    Some(owned),
-                    done,
-                )
-            },
+    fn submit(&self, op: Op) {
+        let Op {
+            write,
+            offset,
             buf,
-        )
-    }
-    fn write(&self, offset: u64, buf: &mut Buf) -> Result<usize, Status> {
+            tag,
+            queue,
+            // Every request goes through dispatch, lone or not (the engine's own threads).
+            alone: _,
+        } = op;
+        let kind = if write {
+            RequestKind::Write
+        } else {
+            RequestKind::Read
+        };
         let len = buf.as_slice().len() as u32;
-        let owned = std::mem::replace(buf, Buf::zeroed_aligned(0, 1));
-        self.call(
-            |done| {
-                TestRequest::new(
-                    vcdirect::platform::RequestKind::Write,
-                    offset as i64,
-                    len,
-                    Some(owned),
-                    done,
-                )
+        // The upper completion pushes straight to the issuing generator thread's queue.
+        self.volume.dispatch(TestRequest::new(
+            kind,
+            offset as i64,
+            len,
+            Some(buf),
+            move |c: Completion| {
+                let result = if c.status.is_success() {
+                    Ok(c.information)
+                } else {
+                    Err(c.status)
+                };
+                let buf = c
+                    .buf
+                    .unwrap_or_else(|| Buf::zeroed_aligned(len as usize, 4096));
+                Op::finish(&queue, tag, result, buf);
             },
-            buf,
-        )
+        ));
     }
     fn counters(&self) -> Option<serde_json::Value> {
         let c = self.volume.counters.snapshot();

@@ -1,17 +1,22 @@
 //! Profiles and the load generator.
 //!
-//! Each outstanding I/O is one generator thread making blocking calls on the [`Target`], as
-//! DiskSpd's `-t` threads with `-o` outstanding I/Os each. Sequential streams are per thread
-//! (each thread covers its own region of the target, so threads never re-read each other's
-//! blocks); random offsets are uniform over the target, aligned to the block size.
+//! As DiskSpd: each of a class's `-t` threads keeps its `-o` I/Os in flight with
+//! [`Target::submit`] and waits on its own [`CompletionQueue`] (DiskSpd's completion port),
+//! reissuing each I/O as it completes, so the generator costs the same few threads in every
+//! mode. Latency runs from submission to the target's completion. Sequential streams are per
+//! thread (each thread covers its own region of the target, so threads never re-read each
+//! other's blocks); random offsets are uniform over the target, aligned to the block size.
+//! Each run also measures the CPU time of the whole process (user and system, from
+//! `getrusage`) over its measured window.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use vcdirect::Status;
 
-use super::target::Target;
+use super::target::{CompletionQueue, Done, Op, Target};
 use crate::request::Buf;
 
 /// One class of traffic in a profile (DiskSpd's parameters for one group of threads).
@@ -58,7 +63,10 @@ fn class(
     }
 }
 
-/// The six built-in profiles, in report order.
+/// The built-in profiles, in report order: the seed's six DiskSpd profiles, then the four
+/// CrystalDiskMark read profiles VeraCrypt users post (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1,
+/// RND4K Q1T1): the Q1T1 ones give the latency the engine adds to a lone request and a single
+/// sequential reader's throughput (a file copy).
 pub fn builtin_profiles() -> Vec<Profile> {
     let one = |name: &str, c: Class| Profile {
         name: name.into(),
@@ -77,7 +85,22 @@ pub fn builtin_profiles() -> Vec<Profile> {
                 class("rand-read", 4096, 32, 4, true, 0),
             ],
         },
+        one("seq1m-q8t1", class("seq1m-q8t1", 1 << 20, 8, 1, false, 0)),
+        one("seq1m-q1t1", class("seq1m-q1t1", 1 << 20, 1, 1, false, 0)),
+        one("rnd4k-q32t1", class("rnd4k-q32t1", 4096, 32, 1, true, 0)),
+        one("rnd4k-q1t1", class("rnd4k-q1t1", 4096, 1, 1, true, 0)),
     ]
+}
+
+impl Profile {
+    /// One request in flight at a time: its latency is a lone request's.
+    pub fn is_lone(&self) -> bool {
+        self.classes
+            .iter()
+            .map(|c| c.threads * c.outstanding)
+            .sum::<usize>()
+            == 1
+    }
 }
 
 /// A built-in profile by name.
@@ -159,13 +182,35 @@ pub struct RunResult {
     pub errors: u64,
     /// The first failure's status.
     pub first_error: Option<Status>,
+    /// CPU time of the whole process in user mode during the measured window, in seconds.
+    pub cpu_user_s: f64,
+    /// CPU time of the whole process in the kernel during the measured window, in seconds.
+    pub cpu_system_s: f64,
 }
 
 impl RunResult {
+    /// Operations completed in the measured window.
+    pub fn ops(&self) -> u64 {
+        self.classes.iter().map(|c| c.reads + c.writes).sum()
+    }
     /// Operations per second.
     pub fn iops(&self) -> f64 {
-        let ops: u64 = self.classes.iter().map(|c| c.reads + c.writes).sum();
-        ops as f64 / self.seconds.max(1e-9)
+        self.ops() as f64 / self.seconds.max(1e-9)
+    }
+    /// CPU time of the whole process (user + system) per operation, in microseconds; `None`
+    /// without operations.
+    pub fn cpu_us_per_op(&self) -> Option<f64> {
+        let ops = self.ops();
+        (ops > 0).then(|| (self.cpu_user_s + self.cpu_system_s) * 1e6 / ops as f64)
+    }
+    /// Mean latency of every operation, in microseconds (`None` without operations).
+    pub fn mean_latency_us(&self) -> Option<f64> {
+        let n = self.read_lat.count + self.write_lat.count;
+        (n > 0).then(|| {
+            (self.read_lat.mean_us * self.read_lat.count as f64
+                + self.write_lat.mean_us * self.write_lat.count as f64)
+                / n as f64
+        })
     }
     /// MiB per second.
     pub fn mib_per_s(&self) -> f64 {
@@ -198,6 +243,21 @@ impl Rng {
     }
 }
 
+/// User and system CPU time of the whole process so far, in seconds.
+#[allow(unsafe_code)]
+pub fn process_cpu_times() -> (f64, f64) {
+    // SAFETY: an all-zero `rusage` is a valid value of that plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage that outlives the call; RUSAGE_SELF reads the
+    // calling process's own counters.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(usage.ru_utime), secs(usage.ru_stime))
+}
+
 #[derive(Default)]
 struct SlotOut {
     reads: u64,
@@ -207,6 +267,112 @@ struct SlotOut {
     write_lat: Vec<u64>,
     errors: u64,
     first_error: Option<Status>,
+}
+
+/// Where a thread's sequential stream is.
+struct Stream {
+    blocks_total: u64,
+    region_start: u64,
+    region_blocks: u64,
+    cursor: u64,
+}
+
+/// What a thread remembers of one of its I/Os in flight.
+#[derive(Clone, Copy)]
+struct InFlight {
+    issued: Instant,
+    write: bool,
+    /// Issued inside the measured window.
+    measured: bool,
+}
+
+/// One generator thread: keeps `c.outstanding` I/Os in flight on `target` until the phase
+/// says stop, then waits for all of them (their buffers are theirs until they complete).
+#[allow(clippy::too_many_arguments)]
+fn generator_thread(
+    target: &dyn Target,
+    c: &Class,
+    mut stream: Stream,
+    rng: &mut Rng,
+    align: usize,
+    phase: &AtomicU8,
+    live_ops: &AtomicU64,
+) -> SlotOut {
+    let queue = Arc::new(CompletionQueue::default());
+    let mut out = SlotOut::default();
+    let mut slots = vec![
+        InFlight {
+            issued: Instant::now(),
+            write: false,
+            measured: false,
+        };
+        c.outstanding
+    ];
+    let mut issue = |tag: usize, buf: Buf, rng: &mut Rng, slots: &mut [InFlight]| {
+        let offset = if c.random {
+            (rng.next() % stream.blocks_total) * c.block as u64
+        } else {
+            let n = stream.cursor % stream.region_blocks;
+            stream.cursor += 1;
+            (stream.region_start + n) * c.block as u64
+        };
+        let write =
+            c.write_pct >= 100 || (c.write_pct > 0 && (rng.next() % 100) < u64::from(c.write_pct));
+        slots[tag] = InFlight {
+            issued: Instant::now(),
+            write,
+            measured: phase.load(Ordering::Acquire) == MEASURE,
+        };
+        target.submit(Op {
+            write,
+            offset,
+            buf,
+            tag,
+            queue: Arc::clone(&queue),
+            alone: c.outstanding == 1,
+        });
+    };
+    for tag in 0..c.outstanding {
+        let mut buf = Buf::zeroed_aligned(c.block, align);
+        for b in buf.as_mut_slice().iter_mut() {
+            *b = rng.next() as u8;
+        }
+        issue(tag, buf, rng, &mut slots);
+    }
+    let mut in_flight = c.outstanding;
+    let mut batch: Vec<Done> = Vec::with_capacity(c.outstanding);
+    while in_flight > 0 {
+        queue.wait_into(&mut batch);
+        let now_phase = phase.load(Ordering::Acquire);
+        for d in batch.drain(..) {
+            let s = slots[d.tag];
+            match d.result {
+                Ok(_) if s.measured && now_phase == MEASURE => {
+                    let lat = d.at.saturating_duration_since(s.issued).as_nanos() as u64;
+                    if s.write {
+                        out.writes += 1;
+                        out.write_lat.push(lat);
+                    } else {
+                        out.reads += 1;
+                        out.read_lat.push(lat);
+                    }
+                    out.bytes += c.block as u64;
+                    live_ops.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(_) => {}
+                Err(status) => {
+                    out.errors += 1;
+                    out.first_error.get_or_insert(status);
+                }
+            }
+            if now_phase == STOP || out.errors > 1000 {
+                in_flight -= 1;
+            } else {
+                issue(d.tag, d.buf, rng, &mut slots);
+            }
+        }
+    }
+    out
 }
 
 /// Runs `profile` against `target`. `progress` labels the live line on stderr (none if empty).
@@ -237,6 +403,7 @@ pub fn run_profile(
     let live_ops = AtomicU64::new(0);
     let align = target.alignment();
     let mut seed = 0x1234_5678_9ABC_DEF1u64;
+    let mut cpu = ((0.0, 0.0), (0.0, 0.0));
 
     let outs: Vec<Vec<SlotOut>> = std::thread::scope(|s| {
         let mut handles = Vec::new();
@@ -244,73 +411,32 @@ pub fn run_profile(
             let mut class_handles = Vec::new();
             let blocks_total = size / c.block as u64;
             let region_blocks = blocks_total / c.threads as u64;
-            let cursors: Vec<AtomicU64> = (0..c.threads).map(|_| AtomicU64::new(0)).collect();
-            let cursors = std::sync::Arc::new(cursors);
             for t in 0..c.threads {
-                for _ in 0..c.outstanding {
-                    seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                    let mut rng = Rng(seed | 1);
-                    let (phase, live_ops, cursors) =
-                        (&phase, &live_ops, std::sync::Arc::clone(&cursors));
-                    class_handles.push(s.spawn(move || {
-                        let mut buf = Buf::zeroed_aligned(c.block, align);
-                        for b in buf.as_mut_slice().iter_mut() {
-                            *b = rng.next() as u8;
-                        }
-                        let mut out = SlotOut::default();
-                        loop {
-                            let ph = phase.load(Ordering::Acquire);
-                            if ph == STOP {
-                                break;
-                            }
-                            let offset = if c.random {
-                                (rng.next() % blocks_total) * c.block as u64
-                            } else {
-                                let n = cursors[t].fetch_add(1, Ordering::Relaxed) % region_blocks;
-                                (t as u64 * region_blocks + n) * c.block as u64
-                            };
-                            let write = c.write_pct >= 100
-                                || (c.write_pct > 0 && (rng.next() % 100) < u64::from(c.write_pct));
-                            let t0 = Instant::now();
-                            let result = if write {
-                                target.write(offset, &mut buf)
-                            } else {
-                                target.read(offset, &mut buf)
-                            };
-                            let lat = t0.elapsed().as_nanos() as u64;
-                            match result {
-                                Ok(_)
-                                    if ph == MEASURE
-                                        && phase.load(Ordering::Acquire) == MEASURE =>
-                                {
-                                    if write {
-                                        out.writes += 1;
-                                        out.write_lat.push(lat);
-                                    } else {
-                                        out.reads += 1;
-                                        out.read_lat.push(lat);
-                                    }
-                                    out.bytes += c.block as u64;
-                                    live_ops.fetch_add(1, Ordering::Relaxed);
-                                }
-                                Ok(_) => {}
-                                Err(status) => {
-                                    out.errors += 1;
-                                    out.first_error.get_or_insert(status);
-                                    if out.errors > 1000 {
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                        out
-                    }));
-                }
+                seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut rng = Rng(seed | 1);
+                let (phase, live_ops) = (&phase, &live_ops);
+                class_handles.push(s.spawn(move || {
+                    generator_thread(
+                        target,
+                        c,
+                        Stream {
+                            blocks_total,
+                            region_start: t as u64 * region_blocks,
+                            region_blocks,
+                            cursor: 0,
+                        },
+                        &mut rng,
+                        align,
+                        phase,
+                        live_ops,
+                    )
+                }));
             }
             handles.push(class_handles);
         }
 
         std::thread::sleep(timing.warmup);
+        let cpu_start = process_cpu_times();
         phase.store(MEASURE, Ordering::Release);
         let start = Instant::now();
         let end = start + timing.duration;
@@ -332,6 +458,7 @@ pub fn run_profile(
             }
         }
         phase.store(STOP, Ordering::Release);
+        cpu = (cpu_start, process_cpu_times());
         handles
             .into_iter()
             .map(|hs| {
@@ -345,8 +472,11 @@ pub fn run_profile(
         eprint!("\r{:120}\r", "");
     }
 
+    let ((user0, sys0), (user1, sys1)) = cpu;
     let mut result = RunResult {
         seconds: timing.duration.as_secs_f64(),
+        cpu_user_s: (user1 - user0).max(0.0),
+        cpu_system_s: (sys1 - sys0).max(0.0),
         ..RunResult::default()
     };
     let (mut all_r, mut all_w) = (Vec::new(), Vec::new());
@@ -398,7 +528,7 @@ mod tests {
     }
 
     #[test]
-    fn six_builtin_profiles_with_the_seed_parameters() {
+    fn builtin_profiles_are_the_seed_six_and_crystaldiskmark_four() {
         let names: Vec<_> = builtin_profiles().into_iter().map(|p| p.name).collect();
         assert_eq!(
             names,
@@ -408,8 +538,23 @@ mod tests {
                 "rand-read",
                 "rand-write",
                 "mixed-70-30",
-                "seqwrite-randread"
+                "seqwrite-randread",
+                "seq1m-q8t1",
+                "seq1m-q1t1",
+                "rnd4k-q32t1",
+                "rnd4k-q1t1"
             ]
+        );
+        let lone: Vec<_> = builtin_profiles()
+            .into_iter()
+            .filter(Profile::is_lone)
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(lone, ["seq1m-q1t1", "rnd4k-q1t1"]);
+        let q32 = &builtin_profile("rnd4k-q32t1").unwrap().classes[0];
+        assert_eq!(
+            (q32.block, q32.outstanding, q32.threads, q32.random),
+            (4096, 32, 1, true)
         );
         let rr = builtin_profile("rand-read").unwrap();
         assert_eq!(
@@ -445,6 +590,7 @@ mod tests {
         assert!((0.2..0.4).contains(&share), "write share {share}");
         assert_eq!(r.errors, 0);
         assert!(r.iops() > 0.0 && r.read_lat.p99_us > 0.0);
+        assert!(r.cpu_us_per_op().is_some_and(|c| c > 0.0));
 
         let r = run_profile(
             &target,
@@ -456,6 +602,58 @@ mod tests {
         assert_eq!(r.classes.len(), 2);
         assert!(r.classes[0].writes > 0 && r.classes[0].reads == 0);
         assert!(r.classes[1].reads > 0 && r.classes[1].writes == 0);
+    }
+
+    /// A raw target that records which threads submit.
+    struct Recorder {
+        inner: RawTarget<MemoryHost>,
+        submitters: std::sync::Mutex<std::collections::HashSet<std::thread::ThreadId>>,
+    }
+
+    impl Target for Recorder {
+        fn size(&self) -> u64 {
+            self.inner.size()
+        }
+        fn alignment(&self) -> usize {
+            self.inner.alignment()
+        }
+        fn submit(&self, op: Op) {
+            self.submitters
+                .lock()
+                .unwrap()
+                .insert(std::thread::current().id());
+            self.inner.submit(op);
+        }
+    }
+
+    #[test]
+    fn each_generator_thread_keeps_all_its_ios_in_flight() {
+        // 2 ms per operation: the 2 x 8 I/Os of the profile are in flight together, from 2
+        // generator threads.
+        let host = Arc::new(MemoryHost::new(8 << 20).with_latency(Duration::from_millis(2)));
+        let target = Recorder {
+            inner: RawTarget::new(host),
+            submitters: Default::default(),
+        };
+        let profile = Profile {
+            name: "p".into(),
+            classes: vec![class("p", 4096, 8, 2, true, 0)],
+        };
+        let timing = Timing {
+            warmup: Duration::from_millis(50),
+            duration: Duration::from_millis(300),
+        };
+        let r = run_profile(&target, &profile, timing, "").unwrap();
+        assert_eq!(r.errors, 0);
+        assert!(r.read_lat.count > 0 && r.read_lat.mean_us >= 2000.0);
+        assert_eq!(target.submitters.lock().unwrap().len(), 2);
+        // The device needed a thread per I/O in flight, the generator only one per -t.
+        assert!(
+            target.inner.device_threads() > 2,
+            "{}",
+            target.inner.device_threads()
+        );
+        assert!(target.inner.device_threads() <= 16);
     }
 
     #[test]

@@ -21,7 +21,10 @@ use vcdirect::platform::HostDevice;
 
 pub use load::{builtin_profile, builtin_profiles, run_profile, Class, Profile, RunResult, Timing};
 pub use report::RunRecord;
-pub use target::{no_engine, target_for, EngineFactory, GatedTarget, Mode, RawTarget, Target};
+pub use target::{
+    no_engine, run_all, target_for, CompletionQueue, Done, EngineFactory, Mode, Op, RawTarget,
+    Target,
+};
 
 use crate::host::{parse_size, FileHost, FileOptions, StdHost};
 
@@ -33,12 +36,15 @@ usage:
   vcbench crypto [--json PATH]
   vcbench lock
   vcbench [-b SIZE] [-o N] [-t N] [-r] [-w PCT] [-d SECS] [-W SECS] [-Sh] [-L]
-          [--host file:PATH|model:nvme[,lat_us=80,gbps=3.5,channels=32]|memory:SIZE]
+          [--host file:PATH|model:nvme[,lat_us=80,gbps=3.5,channels=32,max-transfer=128K]|memory:SIZE]
           [--file PATH] [--size BYTES] [--mode raw,raw-qd8,legacy,direct] [--pairs N]
           [--profile NAME]... [--json PATH] [--chart PATH.svg]
 
-profiles: seq-read, seq-write, rand-read, rand-write, mixed-70-30, seqwrite-randread
-  (default: all six; -b/-o/-t/-r/-w without --profile define one custom profile)
+profiles: seq-read, seq-write, rand-read, rand-write, mixed-70-30, seqwrite-randread (DiskSpd),
+  seq1m-q8t1, seq1m-q1t1, rnd4k-q32t1, rnd4k-q1t1 (CrystalDiskMark's read profiles)
+  (default: all ten; -b/-o/-t/-r/-w without --profile define one custom profile)
+each -t thread keeps its -o I/Os in flight (no thread per I/O); every run reports the process's
+CPU time per operation (user + system); Q1T1 profiles also the latency the engine adds.
 without --host or --file: a temporary file of --size (default 1G) in the current directory,
 removed afterwards. File hosts always use O_DIRECT where the file system allows it (-Sh).";
 
@@ -300,7 +306,8 @@ pub fn run_bench(o: &Options, engine: EngineFactory) -> Result<Value, String> {
             host_json["kind"] = json!("model");
             host_json["label"] = json!("model, not hardware");
             host_json["params"] = json!({"preset": p.preset, "lat_us": p.latency.as_secs_f64() * 1e6,
-                                         "gbps": p.bytes_per_sec / 1e9, "channels": p.channels});
+                                         "gbps": p.bytes_per_sec / 1e9, "channels": p.channels,
+                                         "max_transfer": p.max_transfer});
             host_json["measured_qd1_mean_latency_us"] = json!(measured);
             println!(
                 "host: {} -- MODEL, NOT HARDWARE; mean latency at QD1 (4 KiB reads): measured {measured:.1} us, configured {:.1} us",
@@ -379,7 +386,10 @@ pub fn run_bench(o: &Options, engine: EngineFactory) -> Result<Value, String> {
         }
     }
     let names: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();
-    let summary = report::summarize(&names, &runs);
+    let mut summary = report::summarize(&names, &runs);
+    for (s, p) in summary.iter_mut().zip(&profiles) {
+        s.lone = p.is_lone();
+    }
     println!();
     if let StdHost::Model(_) = host.as_ref() {
         println!("MODEL RESULTS (model, not hardware):");
@@ -523,5 +533,21 @@ mod tests {
         assert_eq!(j["runs"].as_array().unwrap().len(), 4);
         assert_eq!(j["host"]["label"], "model, not hardware");
         assert!(j["host"]["measured_qd1_mean_latency_us"].as_f64().unwrap() >= 80.0);
+    }
+
+    #[test]
+    fn raw_modes_split_requests_at_the_model_hosts_maximum_transfer() {
+        let o = parse_options(&args(
+            "--host model:nvme,size=16M,max-transfer=128K --profile seq1m-q1t1 -d0.2 -W0 --pairs 1",
+        ))
+        .unwrap();
+        let j = run_bench(&o, no_engine).unwrap();
+        assert_eq!(j["host"]["params"]["max_transfer"], 128 * 1024);
+        for run in j["runs"].as_array().unwrap() {
+            assert_eq!(run["errors"], 0, "{run}");
+            assert!(run["iops"].as_f64().unwrap() > 0.0, "{run}");
+            assert!(run["cpu_us_per_op"].is_number(), "{run}");
+        }
+        assert_eq!(j["summary"][0]["one_request_in_flight"], true);
     }
 }

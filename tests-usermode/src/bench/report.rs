@@ -49,6 +49,10 @@ pub struct Medians {
     pub read_p99_us: Option<f64>,
     /// Write p99 (None without writes).
     pub write_p99_us: Option<f64>,
+    /// CPU time of the whole process per operation, user + system (None without operations).
+    pub cpu_us_per_op: Option<f64>,
+    /// Mean latency of all operations (None without operations).
+    pub mean_latency_us: Option<f64>,
 }
 
 /// The summary of one profile.
@@ -66,6 +70,14 @@ pub struct ProfileSummary {
     pub ratio_direct_raw_same_qd: Option<f64>,
     /// Median over rounds of raw-qd8/raw IOPS.
     pub ratio_raw_qd8_raw: Option<f64>,
+    /// Median over rounds of the direct path's mean latency minus raw's, in microseconds:
+    /// the latency the engine adds (to a lone request in a Q1T1 profile).
+    pub added_latency_direct_us: Option<f64>,
+    /// The same for the legacy path.
+    pub added_latency_legacy_us: Option<f64>,
+    /// One request in flight at a time (set by the caller; the table lists the added latency
+    /// of these profiles).
+    pub lone: bool,
 }
 
 impl ProfileSummary {
@@ -102,22 +114,36 @@ pub fn summarize(profiles: &[String], runs: &[RunRecord]) -> Vec<ProfileSummary>
                     mib_per_s: pick(&|r| Some(r.mib_per_s())).unwrap_or(0.0),
                     read_p99_us: pick(&|r| p99(&r.read_lat)),
                     write_p99_us: pick(&|r| p99(&r.write_lat)),
+                    cpu_us_per_op: pick(&|r| r.cpu_us_per_op()),
+                    mean_latency_us: pick(&|r| r.mean_latency_us()),
                 };
                 s.modes.push((mode, m));
             }
+            // The median over rounds of `combine` applied to each round's runs of `a` and `b`.
+            let per_round =
+                |a: Mode,
+                 b: Mode,
+                 value: &dyn Fn(&RunResult) -> Option<f64>,
+                 combine: &dyn Fn(f64, f64) -> Option<f64>| {
+                    let mut v: Vec<f64> = (0..rounds)
+                        .filter_map(|round| {
+                            let get = |m: Mode| {
+                                of(m)
+                                    .find(|r| r.round == round)
+                                    .and_then(|r| value(&r.result))
+                            };
+                            combine(get(a)?, get(b)?)
+                        })
+                        .collect();
+                    median(&mut v)
+                };
             let ratio = |a: Mode, b: Mode| {
-                let mut v: Vec<f64> = (0..rounds)
-                    .filter_map(|round| {
-                        let get =
-                            |m: Mode| of(m).find(|r| r.round == round).map(|r| r.result.iops());
-                        match (get(a), get(b)) {
-                            (Some(x), Some(y)) if y > 0.0 => Some(x / y),
-                            _ => None,
-                        }
-                    })
-                    .collect();
-                median(&mut v)
+                per_round(a, b, &|r| Some(r.iops()), &|x, y| (y > 0.0).then(|| x / y))
             };
+            let added =
+                |a: Mode| per_round(a, Mode::Raw, &|r| r.mean_latency_us(), &|x, y| Some(x - y));
+            s.added_latency_direct_us = added(Mode::Direct);
+            s.added_latency_legacy_us = added(Mode::Legacy);
             s.ratio_direct_legacy = ratio(Mode::Direct, Mode::Legacy);
             s.ratio_direct_raw = ratio(Mode::Direct, Mode::Raw);
             s.ratio_direct_raw_same_qd = ratio(Mode::Direct, Mode::RawQd8);
@@ -134,23 +160,27 @@ fn fmt_opt(v: Option<f64>, width: usize, prec: usize) -> String {
     }
 }
 
-/// The table printed on stdout: medians per profile and mode, then the ratios.
+/// The table printed on stdout: medians per profile and mode (with the process's CPU time
+/// per operation and the mean latency), the ratios, then the latency the engine adds to a lone
+/// request.
 pub fn table(summary: &[ProfileSummary], runs: &[RunRecord], latency: bool) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<18} {:<8} {:>10} {:>9} {:>10} {:>10}\n",
-        "profile", "mode", "IOPS", "MiB/s", "rd p99 us", "wr p99 us"
+        "{:<18} {:<8} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9}\n",
+        "profile", "mode", "IOPS", "MiB/s", "rd p99 us", "wr p99 us", "mean us", "CPU us/op"
     ));
     for s in summary {
         for (mode, m) in &s.modes {
             out.push_str(&format!(
-                "{:<18} {:<8} {:>10.0} {:>9.1} {} {}\n",
+                "{:<18} {:<8} {:>10.0} {:>9.1} {} {} {} {}\n",
                 s.profile,
                 mode.name(),
                 m.iops,
                 m.mib_per_s,
                 fmt_opt(m.read_p99_us, 10, 1),
-                fmt_opt(m.write_p99_us, 10, 1)
+                fmt_opt(m.write_p99_us, 10, 1),
+                fmt_opt(m.mean_latency_us, 10, 1),
+                fmt_opt(m.cpu_us_per_op, 9, 1)
             ));
         }
     }
@@ -167,6 +197,21 @@ pub fn table(summary: &[ProfileSummary], runs: &[RunRecord], latency: bool) -> S
             fmt_opt(s.ratio_direct_raw_same_qd, 16, 3),
             fmt_opt(s.ratio_raw_qd8_raw, 12, 3)
         ));
+    }
+    if summary.iter().any(|s| s.lone) {
+        out.push_str(&format!(
+            "\n{:<18} {:>12} {:>15} {:>15}   (one request in flight; median over rounds of per-round differences of mean latency)\n",
+            "profile", "raw mean us", "legacy-raw us", "direct-raw us"
+        ));
+        for s in summary.iter().filter(|s| s.lone) {
+            out.push_str(&format!(
+                "{:<18} {} {} {}\n",
+                s.profile,
+                fmt_opt(s.get(Mode::Raw).and_then(|m| m.mean_latency_us), 12, 1),
+                fmt_opt(s.added_latency_legacy_us, 15, 1),
+                fmt_opt(s.added_latency_direct_us, 15, 1)
+            ));
+        }
     }
     if latency {
         out.push_str(&format!(
@@ -218,7 +263,9 @@ pub fn summary_json(summary: &[ProfileSummary]) -> Value {
                 for mode in Mode::ALL {
                     let v = match s.get(mode) {
                         Some(m) => json!({"iops": m.iops, "mib_per_s": m.mib_per_s,
-                                          "read_p99_us": m.read_p99_us, "write_p99_us": m.write_p99_us}),
+                                          "read_p99_us": m.read_p99_us, "write_p99_us": m.write_p99_us,
+                                          "mean_latency_us": m.mean_latency_us,
+                                          "cpu_us_per_op": m.cpu_us_per_op}),
                         None => Value::Null,
                     };
                     median.insert(mode.key().into(), v);
@@ -227,7 +274,10 @@ pub fn summary_json(summary: &[ProfileSummary]) -> Value {
                        "ratio_direct_legacy": s.ratio_direct_legacy,
                        "ratio_direct_raw": s.ratio_direct_raw,
                        "ratio_direct_raw_same_qd": s.ratio_direct_raw_same_qd,
-                       "ratio_raw_qd8_raw": s.ratio_raw_qd8_raw})
+                       "ratio_raw_qd8_raw": s.ratio_raw_qd8_raw,
+                       "one_request_in_flight": s.lone,
+                       "added_mean_latency_us": {"legacy": s.added_latency_legacy_us,
+                                                 "direct": s.added_latency_direct_us}})
             })
             .collect(),
     )
@@ -248,6 +298,8 @@ pub fn runs_json(runs: &[RunRecord]) -> Value {
                 json!({"round": r.round + 1, "profile": r.profile, "mode": r.mode.name(),
                        "seconds": r.result.seconds, "iops": r.result.iops(), "mib_per_s": r.result.mib_per_s(),
                        "read_latency": lat_json(&r.result.read_lat), "write_latency": lat_json(&r.result.write_lat),
+                       "cpu_user_s": r.result.cpu_user_s, "cpu_system_s": r.result.cpu_system_s,
+                       "cpu_us_per_op": r.result.cpu_us_per_op(),
                        "errors": r.result.errors,
                        "first_error": r.result.first_error.map(|s| format!("{s:?} (0x{:08X})", s.ntstatus())),
                        "classes": classes, "counters": r.counters})
@@ -378,10 +430,41 @@ mod tests {
                     ..Default::default()
                 }],
                 read_lat: LatStats::from_nanos(&mut lat),
+                // 2 us of CPU per operation, half user, half system.
+                cpu_user_s: ops as f64 * 1e-6,
+                cpu_system_s: ops as f64 * 1e-6,
                 ..Default::default()
             },
             counters: None,
         }
+    }
+
+    #[test]
+    fn cpu_per_operation_and_the_latency_the_engine_adds_are_reported() {
+        // Mean latency of run(_, _, n) is 50.5 * n us.
+        let runs = vec![
+            run(0, Mode::Raw, 1),
+            run(0, Mode::Legacy, 4),
+            run(0, Mode::Direct, 2),
+            run(1, Mode::Raw, 2),
+            run(1, Mode::Legacy, 4),
+            run(1, Mode::Direct, 3),
+        ];
+        let mut s = summarize(&["rand-read".to_string()], &runs);
+        let raw = s[0].get(Mode::Raw).unwrap();
+        assert!((raw.cpu_us_per_op.unwrap() - 2.0).abs() < 1e-9);
+        assert!((raw.mean_latency_us.unwrap() - 75.75).abs() < 1e-9);
+        assert!((s[0].added_latency_direct_us.unwrap() - 50.5).abs() < 1e-9);
+        assert!((s[0].added_latency_legacy_us.unwrap() - 126.25).abs() < 1e-9);
+        assert!(!table(&s, &runs, false).contains("direct-raw"));
+        s[0].lone = true;
+        let t = table(&s, &runs, false);
+        assert!(t.contains("CPU us/op") && t.contains("direct-raw"), "{t}");
+        let j = summary_json(&s);
+        assert!(j[0]["median"]["direct"]["cpu_us_per_op"].is_number());
+        let added = j[0]["added_mean_latency_us"]["direct"].as_f64().unwrap();
+        assert!((added - 50.5).abs() < 1e-9);
+        assert!(runs_json(&runs)[0]["cpu_us_per_op"].is_number());
     }
 
     #[test]

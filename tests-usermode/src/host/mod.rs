@@ -122,7 +122,7 @@ impl HostIo for StdIo<'_> {
 
 impl StdHost {
     /// A host from a spec: `file:PATH[,kind=raw|container]`, `memory:SIZE`, or
-    /// `model:nvme[,lat_us=80][,gbps=3.5][,channels=32][,size=1G]`. `default_size` is the
+    /// `model:nvme[,lat_us=80][,gbps=3.5][,channels=32][,max-transfer=128K][,size=1G]`. `default_size` is the
     /// medium size of memory-backed hosts when the spec names none.
     pub fn from_spec(spec: &str, default_size: u64) -> Result<StdHost, SpecError> {
         let (scheme, rest) = spec.split_once(':').ok_or_else(|| {

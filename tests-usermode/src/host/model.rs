@@ -38,6 +38,11 @@ pub struct ModelParams {
     pub bytes_per_sec: f64,
     /// Operations in progress at most.
     pub channels: usize,
+    /// Longest transfer the device takes in one operation, reported in its limits so the
+    /// engine segments by it; `None`: no limit. Many NVMe stacks report 128 KiB. A longer
+    /// operation is split into device operations in flight together, as the disk class driver
+    /// under a Windows partition splits it (so the legacy queue's large fragments still work).
+    pub max_transfer: Option<u32>,
 }
 
 impl ModelParams {
@@ -48,10 +53,12 @@ impl ModelParams {
             latency: Duration::from_micros(80),
             bytes_per_sec: 3.5e9,
             channels: 32,
+            max_transfer: None,
         }
     }
 
-    /// Parses `nvme[,lat_us=N][,gbps=G][,channels=C][,size=S]` (gbps in 10^9 bytes/s).
+    /// Parses `nvme[,lat_us=N][,gbps=G][,channels=C][,max-transfer=M][,size=S]` (gbps in 10^9
+    /// bytes/s; M and S with an optional K/M/G suffix, M a non-zero multiple of 512).
     /// Returns the parameters and the size, if given.
     pub fn parse(text: &str) -> Result<(ModelParams, Option<u64>), SpecError> {
         let mut parts = text.split(',');
@@ -80,9 +87,18 @@ impl ModelParams {
                 "gbps" => p.bytes_per_sec = num()? * 1e9,
                 "channels" => p.channels = (num()? as usize).max(1),
                 "size" => size = Some(super::parse_size(value)?),
+                "max-transfer" | "max_transfer" => {
+                    let m = super::parse_size(value)?;
+                    if m == 0 || !m.is_multiple_of(512) || m > u64::from(u32::MAX) {
+                        return Err(SpecError(format!(
+                            "model option {key}: {value:?} is not a non-zero multiple of 512 below 4 GiB"
+                        )));
+                    }
+                    p.max_transfer = Some(m as u32);
+                }
                 _ => {
                     return Err(SpecError(format!(
-                        "unknown model option {key:?} (lat_us, gbps, channels, size)"
+                        "unknown model option {key:?} (lat_us, gbps, channels, max-transfer, size)"
                     )))
                 }
             }
@@ -100,7 +116,12 @@ impl std::fmt::Display for ModelParams {
             self.latency.as_secs_f64() * 1e6,
             self.bytes_per_sec / 1e9,
             self.channels
-        )
+        )?;
+        match self.max_transfer {
+            Some(m) if m % 1024 == 0 => write!(f, ",max-transfer={}K", m / 1024),
+            Some(m) => write!(f, ",max-transfer={m}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -337,17 +358,29 @@ impl ModelHost {
         self.mem.counters()
     }
 
-    /// Places an operation of `bytes` on the timeline and returns its completion flag.
+    /// Places an operation of `bytes` on the timeline (as device operations of at most the
+    /// maximum transfer, each on its own channel) and returns its completion flag.
     fn schedule(&self, bytes: usize) -> Option<Arc<Slot>> {
         // Without the timer thread nothing would ever signal; complete at once instead.
         self.timer.as_ref()?;
         let now = Instant::now();
-        let transfer = Duration::from_secs_f64(bytes as f64 / self.params.bytes_per_sec);
+        let piece_max = self.params.max_transfer.map_or(usize::MAX, |m| m as usize);
         let mut st = self.sched.state.lock().unwrap_or_else(|e| e.into_inner());
-        let Reverse(channel_free) = st.channel_free.pop().unwrap_or(Reverse(now));
-        let admitted = channel_free.max(now);
-        let transfer_start = (admitted + self.params.latency).max(st.pipe_free);
-        let done = transfer_start + transfer;
+        let mut left = bytes;
+        let done = loop {
+            let piece = left.min(piece_max);
+            left -= piece;
+            let transfer = Duration::from_secs_f64(piece as f64 / self.params.bytes_per_sec);
+            let Reverse(channel_free) = st.channel_free.pop().unwrap_or(Reverse(now));
+            let admitted = channel_free.max(now);
+            let transfer_start = (admitted + self.params.latency).max(st.pipe_free);
+            let done = transfer_start + transfer;
+            st.pipe_free = done;
+            st.channel_free.push(Reverse(done));
+            if left == 0 {
+                break done;
+            }
+        };
         let spin = if st.pending.len() < SPIN_WHEN_PENDING_AT_MOST {
             WAITER_SPIN
         } else {
@@ -359,8 +392,6 @@ impl ModelHost {
             deadline: done,
             spin,
         });
-        st.pipe_free = done;
-        st.channel_free.push(Reverse(done));
         st.seq += 1;
         let seq = st.seq;
         let is_head = st.pending.peek().is_none_or(|Reverse(p)| done < p.deadline);
@@ -413,7 +444,11 @@ impl HostDevice for ModelHost {
         self.mem.size()
     }
     fn limits(&self) -> HostLimits {
-        self.mem.limits()
+        let limits = self.mem.limits();
+        HostLimits {
+            max_transfer: self.params.max_transfer.unwrap_or(limits.max_transfer),
+            ..limits
+        }
     }
     fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ModelIo<'a> {
         let result = self.mem.do_read(offset, buf);
@@ -449,9 +484,42 @@ mod tests {
             "nvme,gbps=0",
             "nvme,speed=3",
             "nvme,lat_us=nan",
+            "nvme,max-transfer=0",
+            "nvme,max-transfer=1000",
+            "nvme,max-transfer=8G",
         ] {
             assert!(ModelParams::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_maximum_transfer_is_reported_and_longer_operations_are_split() {
+        let (p, _) = ModelParams::parse("nvme,max-transfer=128K").unwrap();
+        assert_eq!(p.max_transfer, Some(128 * 1024));
+        assert!(p.to_string().ends_with(",max-transfer=128K"), "{p}");
+        assert_eq!(
+            ModelParams::parse(&p.to_string()["model:".len()..])
+                .unwrap()
+                .0,
+            p
+        );
+        let h = ModelHost::new(1 << 20, p);
+        assert_eq!(h.limits().max_transfer, 128 * 1024);
+        // A longer operation is two device operations: on one channel with 2 ms each, at
+        // least 4 ms.
+        let p = ModelParams {
+            latency: Duration::from_millis(2),
+            channels: 1,
+            ..p
+        };
+        let h = ModelHost::new(1 << 20, p);
+        let mut buf = vec![0u8; 256 * 1024];
+        let t = Instant::now();
+        assert_eq!(h.read(0, &mut buf), Ok(256 * 1024));
+        assert!(t.elapsed() >= Duration::from_millis(4), "{:?}", t.elapsed());
+        let unlimited = ModelHost::new(1 << 20, ModelParams::nvme());
+        assert_eq!(unlimited.limits(), HostLimits::unlimited());
+        assert!(!ModelParams::nvme().to_string().contains("max-transfer"));
     }
 
     #[test]
