@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use vcdirect::abi::{
     self, AbiError, GatesMessage, ListReply, MountReply, MountRequest, StatusReply, Target,
 };
-use vcdirect::volume::{CounterSnapshot, LegacyReason};
+use vcdirect::volume::{CounterSnapshot, LegacyReason, VolumeMemory};
 use zeroize::Zeroizing;
 
 use crate::volume::{self, Credentials, Kind};
@@ -206,7 +206,21 @@ pub fn status_json(s: &StatusReply) -> Value {
         "crypto_backend": String::from_utf8_lossy(&s.backend),
         "counters": counters_json(&s.counters),
         "data_size": s.data_size,
+        "volume_memory": memory_json(s.memory.as_ref()),
     })
+}
+
+/// Nonpaged bytes by purpose and their total (null from a driver without the memory block).
+fn memory_json(m: Option<&VolumeMemory>) -> Value {
+    let Some(m) = m else {
+        return Value::Null;
+    };
+    let mut map = serde_json::Map::new();
+    for (name, v) in m.fields() {
+        map.insert(name.to_string(), v.into());
+    }
+    map.insert("total_bytes".to_string(), m.total().into());
+    map.into()
 }
 
 fn counters_json(c: &CounterSnapshot) -> Value {
@@ -337,9 +351,17 @@ mod tests {
             backend: b"aes-ni".to_vec(),
             counters,
             data_size: 1 << 20,
+            memory: Some(VolumeMemory {
+                direct_bounce: 8 << 20,
+                legacy_fragments: 1 << 20,
+                ..Default::default()
+            }),
         };
         let parsed = StatusReply::parse(&reply.build().unwrap()).unwrap();
         let j = status_json(&parsed);
+        assert_eq!(j["volume_memory"]["direct_bounce"], 8 << 20);
+        assert_eq!(j["volume_memory"]["legacy_unaligned"], 0);
+        assert_eq!(j["volume_memory"]["total_bytes"], 9 << 20);
         assert_eq!(j["letter"], "V:");
         assert_eq!(j["gates"]["read"], true);
         assert_eq!(j["gates"]["write"], false);
@@ -348,6 +370,14 @@ mod tests {
         assert_eq!(j["counters"]["direct_reads"], 5);
         assert_eq!(j["counters"]["slot_waits"], 0);
         assert_eq!(j["counters"]["legacy_by_reason"]["gate_off"], 2);
+        // An older driver's reply (no memory block) still prints, with a null figure.
+        let older = StatusReply {
+            memory: None,
+            ..parsed
+        };
+        let j = status_json(&StatusReply::parse(&older.build().unwrap()).unwrap());
+        assert!(j["volume_memory"].is_null());
+        assert_eq!(j["counters"]["direct_reads"], 5);
     }
 
     #[test]

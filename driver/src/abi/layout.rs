@@ -4,7 +4,7 @@ use alloc::vec::Vec;
 use zeroize::Zeroizing;
 
 use super::{open_exact, AbiError, MasterKey, Reader, Writer};
-use crate::io::CounterSnapshot;
+use crate::io::{CounterSnapshot, VolumeMemory};
 
 /// Key bytes for AES-256-XTS: primary key 0..32, tweak key 32..64.
 pub const KEY_LENGTH: usize = 64;
@@ -380,6 +380,10 @@ pub const STATUS_COUNTERS: usize = 15;
 pub const STATUS_LEGACY_REASONS: usize = 4;
 const OFF_COUNTERS: usize = 40;
 const OFF_STATUS_DATA_SIZE: usize = OFF_COUNTERS + 8 * (STATUS_COUNTERS + STATUS_LEGACY_REASONS);
+/// Purposes of [`VolumeMemory`] carried by a status reply, in `fields()` order.
+/// (Adding a purpose breaks the build here until the reply grows by another block.)
+pub const STATUS_MEMORY_PURPOSES: usize = 4;
+const OFF_STATUS_MEMORY: usize = OFF_STATUS_DATA_SIZE + 8;
 
 /// `IOCTL_STATUS` output, [`StatusReply::SIZE`] bytes:
 ///
@@ -395,6 +399,12 @@ const OFF_STATUS_DATA_SIZE: usize = OFF_COUNTERS + 8 * (STATUS_COUNTERS + STATUS
 /// | 40 | path counters | [u64; 15], `CounterSnapshot::fields()` order (direct_reads first) |
 /// | 160 | legacy routings by reason | [u64; 4], `LegacyReason::ALL` order |
 /// | 192 | data_size | u64 |
+/// | 200 | nonpaged bytes held by the volume's buffers, by purpose (absent in a reply of [`StatusReply::SIZE_V1`] bytes) | [u64; 4], `VolumeMemory::fields()` order (direct_bounce first) |
+///
+/// The reply grows at its end only, and its `size` field says which layout it is: a driver
+/// writes the memory block only when the caller's output buffer has room for it (an older
+/// vcctl asks for [`StatusReply::SIZE_V1`] bytes and gets exactly those), and vcctl accepts
+/// a [`StatusReply::SIZE_V1`] reply from an older driver (`memory` is then `None`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusReply {
     /// The volume's id.
@@ -411,18 +421,27 @@ pub struct StatusReply {
     pub counters: CounterSnapshot,
     /// Data area size in bytes.
     pub data_size: u64,
+    /// Nonpaged bytes the volume's buffers hold, by purpose (`None`: a reply without the
+    /// memory block).
+    pub memory: Option<VolumeMemory>,
 }
 
 impl StatusReply {
-    /// Exact byte size.
-    pub const SIZE: usize = OFF_STATUS_DATA_SIZE + 8;
+    /// Byte size of the first layout, without the memory block.
+    pub const SIZE_V1: usize = OFF_STATUS_DATA_SIZE + 8;
+    /// Byte size with the memory block (what vcctl asks for).
+    pub const SIZE: usize = OFF_STATUS_MEMORY + 8 * STATUS_MEMORY_PURPOSES;
 
     /// Encodes (driver side).
     pub fn build(&self) -> Result<Vec<u8>, AbiError> {
         if self.backend.len() >= BACKEND_CHARS || self.backend.contains(&0) {
             return Err(AbiError::TooLong);
         }
-        let mut w = Writer::new(Self::SIZE);
+        let mut w = Writer::new(if self.memory.is_some() {
+            Self::SIZE
+        } else {
+            Self::SIZE_V1
+        });
         w.u32(8, self.volume_id);
         w.u32(12, self.flags);
         w.u32(
@@ -440,12 +459,23 @@ impl StatusReply {
             w.u64(OFF_COUNTERS + 8 * i, v);
         }
         w.u64(OFF_STATUS_DATA_SIZE, self.data_size);
+        if let Some(memory) = &self.memory {
+            let named: [(&str, u64); STATUS_MEMORY_PURPOSES] = memory.fields();
+            for (i, (_, v)) in named.iter().enumerate() {
+                w.u64(OFF_STATUS_MEMORY + 8 * i, *v);
+            }
+        }
         Ok(w.0)
     }
 
     /// Decodes (vcctl side).
     pub fn parse(buf: &[u8]) -> Result<StatusReply, AbiError> {
-        let r = open_exact(buf, Self::SIZE)?;
+        let expected = if buf.len() == Self::SIZE_V1 {
+            Self::SIZE_V1
+        } else {
+            Self::SIZE
+        };
+        let r = open_exact(buf, expected)?;
         let gates = r.u32(16);
         if gates & !3 != 0 {
             return Err(AbiError::BadGateValue(gates));
@@ -491,6 +521,15 @@ impl StatusReply {
             backend: field[..end].to_vec(),
             counters,
             data_size: r.u64(OFF_STATUS_DATA_SIZE),
+            memory: (expected == Self::SIZE).then(|| {
+                let m = |i: usize| r.u64(OFF_STATUS_MEMORY + 8 * i);
+                VolumeMemory {
+                    direct_bounce: m(0),
+                    legacy_fragments: m(1),
+                    legacy_read_ahead: m(2),
+                    legacy_unaligned: m(3),
+                }
+            }),
         })
     }
 }

@@ -4,7 +4,7 @@ use alloc::vec::Vec;
 use proptest::prelude::*;
 
 use super::*;
-use crate::io::CounterSnapshot;
+use crate::io::{CounterSnapshot, VolumeMemory};
 use crate::Status;
 
 fn utf16(s: &str) -> Vec<u16> {
@@ -222,6 +222,7 @@ fn status_counters_follow_the_snapshot_field_order() {
         backend: b"aes-ni".to_vec(),
         counters: c,
         data_size: 4096,
+        memory: None,
     }
     .build()
     .unwrap();
@@ -231,6 +232,52 @@ fn status_counters_follow_the_snapshot_field_order() {
     assert_eq!(&s[184..192], &33u64.to_le_bytes());
     assert_eq!(&s[192..200], &4096u64.to_le_bytes());
     assert_eq!(&s[16..20], &3u32.to_le_bytes());
+}
+
+/// The memory block follows data_size; a reply without it (an older driver, or a caller
+/// whose buffer holds only the first layout) still parses, with no memory figure.
+#[test]
+fn status_memory_block_follows_the_first_layout_and_stays_optional() {
+    let mut reply = StatusReply {
+        volume_id: 1,
+        flags: 0,
+        gates: GatesMessage::default(),
+        drive_letter: None,
+        backend: b"soft".to_vec(),
+        counters: CounterSnapshot::default(),
+        data_size: 4096,
+        memory: Some(VolumeMemory {
+            direct_bounce: 44,
+            legacy_fragments: 55,
+            legacy_read_ahead: 66,
+            legacy_unaligned: 77,
+        }),
+    };
+    let s = reply.build().unwrap();
+    assert_eq!((s.len(), StatusReply::SIZE), (232, 232));
+    assert_eq!(&s[4..8], &232u32.to_le_bytes());
+    assert_eq!(&s[200..208], &44u64.to_le_bytes());
+    assert_eq!(&s[224..232], &77u64.to_le_bytes());
+    assert_eq!(StatusReply::parse(&s).unwrap(), reply);
+    reply.memory = None;
+    let v1 = reply.build().unwrap();
+    assert_eq!((v1.len(), StatusReply::SIZE_V1), (200, 200));
+    assert_eq!(&v1[4..8], &200u32.to_le_bytes());
+    assert_eq!(v1[..4], s[..4]);
+    assert_eq!(v1[8..], s[8..200], "the first layout is unchanged");
+    assert_eq!(StatusReply::parse(&v1).unwrap(), reply);
+    // Any other length, or a size field that does not match the length, is refused.
+    for len in [199, 201, 231, 233] {
+        let mut b = s.clone();
+        b.resize(len, 0);
+        assert!(StatusReply::parse(&b).is_err(), "{len}");
+    }
+    let mut b = s.clone();
+    b[4..8].copy_from_slice(&200u32.to_le_bytes());
+    assert_eq!(
+        StatusReply::parse(&b),
+        Err(AbiError::SizeFieldMismatch(200))
+    );
 }
 
 #[test]
@@ -316,6 +363,7 @@ fn small_messages_reject_malformed_buffers() {
         backend: b"aes-ni".to_vec(),
         counters: CounterSnapshot::default(),
         data_size: 512,
+        memory: None,
     }
     .build()
     .unwrap();
@@ -364,7 +412,7 @@ proptest! {
     fn status_and_list_round_trip(
         id in 1u32.., flags in any::<u32>(), r in any::<bool>(), w in any::<bool>(),
         letter in letter(), c in any::<[u64; 19]>(), size in any::<u64>(),
-        n in 0usize..=MAX_LIST_ENTRIES,
+        n in 0usize..=MAX_LIST_ENTRIES, mem in prop::option::of(any::<[u64; 4]>()),
     ) {
         let s = StatusReply {
             volume_id: id, flags, gates: GatesMessage { read: r, write: w }, drive_letter: letter,
@@ -378,6 +426,10 @@ proptest! {
                 legacy_by_reason: [c[15], c[16], c[17], c[18]],
             },
             data_size: size,
+            memory: mem.map(|m| VolumeMemory {
+                direct_bounce: m[0], legacy_fragments: m[1], legacy_read_ahead: m[2],
+                legacy_unaligned: m[3],
+            }),
         };
         prop_assert_eq!(StatusReply::parse(&s.build().unwrap()).unwrap(), s);
         let l = ListReply {

@@ -2,7 +2,8 @@
 //! host's limits.
 //!
 //! Owns: the per-volume FIFO of granted direct requests, the 8 workers (one request each, so
-//! the 8 workers are the 8 slots) and their preallocated write bounce buffers.
+//! the 8 workers are the 8 slots) and their preallocated write bounce buffers (only when
+//! direct writes are effective, each the largest write segment the host takes).
 //! A queued job can be cancelled (its cancel routine takes it out of the FIFO: STATUS_CANCELLED,
 //! nothing issued); a worker claims a job before it starts it (`Finisher::claim`).
 //! Never: decides eligibility or ordering (`volume` and `barrier` did, once, at dispatch:
@@ -24,8 +25,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::io::{
-    AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, SegmentLimits,
-    MAX_DIRECT_REQUEST,
+    AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, Purpose,
+    SegmentLimits, RANGE_ENTRIES,
 };
 use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest};
 use crate::Status;
@@ -43,27 +44,49 @@ pub(crate) struct DirectPath<P: Platform> {
 }
 
 impl<P: Platform> DirectPath<P> {
-    pub(crate) fn new(context: Arc<PathContext<P>>) -> Self {
+    /// The direct path of a volume; `active`: a gate makes it usable (otherwise its FIFO
+    /// reserves no room, as no job ever reaches it).
+    pub(crate) fn new(context: Arc<PathContext<P>>, active: bool) -> Self {
         DirectPath {
             context,
-            ready: JobQueue::new(),
+            ready: JobQueue::with_capacity(if active { RANGE_ENTRIES } else { 0 }),
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
         }
     }
 
-    /// Starts the 8 workers, each with a 1 MiB bounce buffer allocated now (at mount). They
-    /// give every job back to `finisher`.
+    /// The limits every segment of this volume is cut by: the workers cut by them, and the
+    /// write bounce buffers are sized by them ([`SegmentLimits::largest_aligned`]).
+    fn segment_limits(&self) -> SegmentLimits {
+        SegmentLimits::direct(
+            &self.context.host.limits(),
+            self.context.geometry.sector_size,
+        )
+    }
+
+    /// Starts the 8 workers. With `writes` (direct writes are effective), each gets a bounce
+    /// buffer allocated now (at mount), as large as the largest write segment the host takes;
+    /// without, none (reads decrypt in the caller's buffer). They give every job back to
+    /// `finisher`.
     pub(crate) fn start<F: Finisher<P>>(
         self: &Arc<Self>,
         finisher: &Arc<F>,
+        writes: bool,
     ) -> Result<Vec<P::Thread>, Status> {
         let mut threads = Vec::with_capacity(WORKERS);
         let limits = self.context.host.limits();
+        let bounce_len = self.segment_limits().largest_aligned();
         for _ in 0..WORKERS {
             let direct = Arc::clone(self);
             let finisher = Arc::clone(finisher);
-            let bounce = AlignedBuffer::new(MAX_DIRECT_REQUEST as usize, &limits);
+            let bounce = writes.then(|| {
+                AlignedBuffer::new(
+                    bounce_len,
+                    &limits,
+                    &self.context.memory,
+                    Purpose::DirectBounce,
+                )
+            });
             threads.push(self.context.platform.spawn(
                 ThreadRole::DirectWorker,
                 Box::new(move || worker(&direct, &*finisher, bounce)),
@@ -93,11 +116,11 @@ impl<P: Platform> DirectPath<P> {
 fn worker<P: Platform, F: Finisher<P>>(
     direct: &DirectPath<P>,
     finisher: &F,
-    mut bounce: AlignedBuffer,
+    mut bounce: Option<AlignedBuffer>,
 ) {
     let context = &*direct.context;
     let counters = &*context.counters;
-    let limits = SegmentLimits::direct(&context.host.limits(), context.geometry.sector_size);
+    let limits = direct.segment_limits();
     loop {
         let job = match direct.ready.next(finisher) {
             // Dropping the bounce buffer zeroizes it.
@@ -130,7 +153,7 @@ fn worker<P: Platform, F: Finisher<P>>(
                 offset,
                 buf,
                 &limits,
-                bounce.window(MAX_DIRECT_REQUEST as usize),
+                bounce.as_mut(),
             ),
             (_, None) => Status::InvalidUserBuffer,
         };
@@ -158,7 +181,7 @@ fn transfer<P: Platform>(
     offset: u64,
     buf: &mut <P::Request as UpperRequest>::Buf,
     limits: &SegmentLimits,
-    bounce: &mut [u8],
+    mut bounce: Option<&mut AlignedBuffer>,
 ) -> Status {
     let address = buf.address();
     let data = buf.bytes();
@@ -202,7 +225,15 @@ fn transfer<P: Platform>(
                 return Status::DeviceBusy;
             }
         } else {
-            let out = &mut bounce[..n];
+            // Sized by the same limits at mount, so a segment always fits; a worker without a
+            // buffer never gets a write (its volume's writes take the legacy queue).
+            let Some(out) = bounce
+                .as_deref_mut()
+                .filter(|b| n <= b.capacity())
+                .map(|b| b.window(n))
+            else {
+                return Status::InsufficientResources;
+            };
             out.copy_from_slice(segment);
             // The block may have been set while this segment was encrypted: issue nothing then.
             if crypto

@@ -7,6 +7,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use zeroize::Zeroize;
 
+use super::memory::{MemoryBook, Purpose};
 use crate::platform::HostLimits;
 
 /// A buffer of `capacity` bytes starting at an address aligned for the host.
@@ -24,16 +25,28 @@ impl AlignedBuffer {
             .next_power_of_two()
     }
 
-    /// `capacity` zero bytes aligned for `limits`, allocated now.
-    pub(crate) fn new(capacity: usize, limits: &HostLimits) -> Self {
+    /// `capacity` zero bytes aligned for `limits`, allocated now and counted in `book` for
+    /// `purpose` (the volume's memory report).
+    pub(crate) fn new(
+        capacity: usize,
+        limits: &HostLimits,
+        book: &MemoryBook,
+        purpose: Purpose,
+    ) -> Self {
         let align = Self::alignment_for(limits);
         let storage = vec![0u8; capacity + align];
+        book.add(purpose, storage.len());
         let start = storage.as_ptr().align_offset(align).min(align);
         AlignedBuffer {
             storage,
             start,
             capacity,
         }
+    }
+
+    /// Usable bytes.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// The first `len` bytes of the aligned window.

@@ -4,7 +4,7 @@
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Counters, IoJob, JobKind};
+use super::{Counters, IoJob, JobKind, MemoryBook};
 use crate::barrier::Ticket;
 use crate::crypto::{CryptoPool, VolumeKey};
 use crate::platform::{Platform, UpperRequest};
@@ -69,6 +69,8 @@ pub(crate) struct PathContext<P: Platform> {
     pub(crate) crypto_pool: CryptoPool,
     /// Writes granted and finished, for the legacy read-ahead.
     pub(crate) writes: WriteGeneration,
+    /// Bytes the paths' buffers hold, by purpose (counted as they are allocated, at mount).
+    pub(crate) memory: MemoryBook,
 }
 
 /// How a path gives a job back to its volume (`volume` implements it). Held by a path's

@@ -31,8 +31,13 @@ pub(crate) struct JobQueue<P: Platform> {
 
 impl<P: Platform> JobQueue<P> {
     pub(crate) fn new() -> Self {
+        Self::with_capacity(RANGE_ENTRIES)
+    }
+
+    /// A FIFO with room for `capacity` jobs before it grows (0 for a path no job reaches).
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         JobQueue {
-            slots: WorkQueue::with_capacity(RANGE_ENTRIES),
+            slots: WorkQueue::with_capacity(capacity),
         }
     }
 

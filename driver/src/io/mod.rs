@@ -4,7 +4,7 @@
 //! through which it gives a job back.
 //!
 //! Owns: `IoJob` and `JobKind`, `JobQueue` (including the hole a cancel routine leaves),
-//! `AlignedBuffer`, [`SegmentLimits`], [`Counters`] and their [`CounterSnapshot`],
+//! `AlignedBuffer` and the [`VolumeMemory`] it is counted in, [`SegmentLimits`], [`Counters`] and their [`CounterSnapshot`],
 //! `RANGE_ENTRIES`, and `PathContext` (host, key, platform, geometry, counters, encryption
 //! pool, write generation).
 //! Never: imports `volume`, `queue`, `direct` or `completion`; decides a request's path or its
@@ -18,6 +18,7 @@ mod context;
 mod counters;
 mod job;
 mod job_queue;
+mod memory;
 mod segment;
 
 pub(crate) use buffer::AlignedBuffer;
@@ -26,6 +27,8 @@ pub use counters::{CounterSnapshot, Counters, LegacyReason};
 pub use job::Path;
 pub(crate) use job::{IoJob, JobKind};
 pub(crate) use job_queue::{JobQueue, Next};
+pub use memory::VolumeMemory;
+pub(crate) use memory::{MemoryBook, Purpose};
 pub use segment::{SegmentLimits, MAX_DIRECT_REQUEST};
 
 /// Range-lock entries per volume: the legacy queue's requests, the direct slots and their

@@ -41,6 +41,14 @@ impl SegmentLimits {
         }
     }
 
+    /// The longest segment [`SegmentLimits::next_len`] can return for a buffer that starts on
+    /// a page boundary (an engine buffer: the direct path's write bounce buffers are sized by
+    /// this, and a write segment is cut by `next_len` at page offset 0, so the two agree by
+    /// construction: `next_len` never grows when fewer bytes remain).
+    pub fn largest_aligned(&self) -> usize {
+        self.next_len(usize::MAX, 0)
+    }
+
     /// Length of the next segment: `remaining` bytes are left and the segment's buffer starts
     /// at address `buffer_address`. Always at least one granule when `remaining` is non-zero.
     pub fn next_len(&self, remaining: usize, buffer_address: usize) -> usize {
@@ -126,6 +134,44 @@ mod tests {
     fn never_more_than_1mib() {
         let l = SegmentLimits::direct(&host(u32::MAX, u32::MAX, 0), 512);
         assert_eq!(l.next_len(8 << 20, 0), 1 << 20);
+    }
+
+    /// Hosts with 128 KiB and 1 MiB maximum transfer, odd page limits and alignments: no write
+    /// segment (cut at page offset 0, whatever is left of a request up to 1 MiB) is longer than
+    /// the bounce buffer `largest_aligned` sizes.
+    #[test]
+    fn a_write_segment_never_exceeds_the_largest_aligned_segment() {
+        let mut seen_equal = 0;
+        for max_transfer in [128 << 10, (128 << 10) + 512, 1 << 20, u32::MAX] {
+            for pages in [u32::MAX, 1, 17, 33, 255, 257] {
+                for align in [0, 1, 511, 4095] {
+                    for sector in [512, 4096] {
+                        let l = SegmentLimits::direct(&host(max_transfer, pages, align), sector);
+                        let largest = l.largest_aligned();
+                        assert!(
+                            largest <= MAX_DIRECT_REQUEST as usize
+                                || largest == l.granularity as usize
+                        );
+                        for remaining in (sector as usize..=1 << 20).step_by(sector as usize * 7) {
+                            let n = l.next_len(remaining, 0);
+                            assert!(n <= largest, "{n} > {largest} for {l:?}");
+                            seen_equal += usize::from(n == largest);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen_equal > 0, "the bound is reached, so it is not loose");
+    }
+
+    #[test]
+    fn largest_aligned_on_128k_and_1m_hosts() {
+        let l = SegmentLimits::direct(&host(128 << 10, u32::MAX, 0), 512);
+        assert_eq!(l.largest_aligned(), 128 << 10);
+        let l = SegmentLimits::direct(&host(1 << 20, 17, 0), 512);
+        assert_eq!(l.largest_aligned(), 17 * 4096);
+        let l = SegmentLimits::direct(&host(u32::MAX, u32::MAX, 0), 4096);
+        assert_eq!(l.largest_aligned(), 1 << 20);
     }
 
     #[test]

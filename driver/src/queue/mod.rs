@@ -2,7 +2,8 @@
 //! compatibility path and the baseline of every speed-up.
 //!
 //! Owns: per volume, a main thread (takes granted requests, splits them into fragments,
-//! encrypts write fragments into two alternating preallocated fragment buffers), an I/O
+//! encrypts write fragments into two alternating preallocated fragment buffers, which a
+//! read-only volume does not allocate), an I/O
 //! thread (synchronous host reads/writes one fragment at a time, with a one-fragment
 //! read-ahead for sequential reads) and a completion thread (decrypts read fragments and
 //! finishes requests). The item pool bounds requests in process (default 8), the request
@@ -23,8 +24,8 @@ use alloc::vec::Vec;
 use crate::crypto::{Cipher, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::io::{
-    AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, SegmentLimits,
-    WriteGeneration,
+    AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, Purpose,
+    SegmentLimits, WriteGeneration,
 };
 use crate::platform::{
     HostDevice, IoBuf, Lock, Platform, Semaphore, ThreadRole, UpperRequest, WorkQueue,
@@ -88,13 +89,21 @@ pub(crate) struct LegacyQueue<P: Platform> {
 }
 
 impl<P: Platform> LegacyQueue<P> {
-    pub(crate) fn new(context: Arc<PathContext<P>>, tunables: &Tunables) -> Self {
+    /// The queue of a volume; `writable`: the volume takes writes (a read-only one never
+    /// needs the fragment buffers writes are encrypted into).
+    pub(crate) fn new(context: Arc<PathContext<P>>, tunables: &Tunables, writable: bool) -> Self {
         let limits = context.host.limits();
         let item_count = tunables.item_count.max(1) as usize;
         let fragment_buffers = WorkQueue::with_capacity(2);
         // Two alternating fragment buffers, preallocated at mount (with room to align them).
-        fragment_buffers.push(AlignedBuffer::new(tunables.fragment_size as usize, &limits));
-        fragment_buffers.push(AlignedBuffer::new(tunables.fragment_size as usize, &limits));
+        for _ in 0..if writable { 2 } else { 0 } {
+            fragment_buffers.push(AlignedBuffer::new(
+                tunables.fragment_size as usize,
+                &limits,
+                &context.memory,
+                Purpose::LegacyFragments,
+            ));
+        }
         LegacyQueue {
             context,
             input: JobQueue::new(),
@@ -124,8 +133,20 @@ impl<P: Platform> LegacyQueue<P> {
             ThreadRole::LegacyMain,
             Box::new(move || main_thread(&queue, &*main_finisher)),
         )?);
+        // The I/O thread's buffers, allocated here (at mount, counted in the volume's memory):
+        // the read-ahead, and for caller buffers the host cannot take (unaligned) a buffer to
+        // read into and copy from, which a host that takes any address never needs.
+        let limits = self.context.host.limits();
+        let fragment = self.fragment_size as usize;
+        let memory = &self.context.memory;
+        let read_ahead = AlignedBuffer::new(fragment, &limits, memory, Purpose::LegacyReadAhead);
+        let unaligned = (limits.alignment_mask != 0)
+            .then(|| AlignedBuffer::new(fragment, &limits, memory, Purpose::LegacyUnaligned));
         let queue = Arc::clone(self);
-        threads.push(platform.spawn(ThreadRole::LegacyIo, Box::new(move || io_thread(&queue)))?);
+        threads.push(platform.spawn(
+            ThreadRole::LegacyIo,
+            Box::new(move || io_thread(&queue, read_ahead, unaligned)),
+        )?);
         let (queue, completion_finisher) = (Arc::clone(self), Arc::clone(finisher));
         threads.push(platform.spawn(
             ThreadRole::LegacyCompletion,
@@ -286,15 +307,15 @@ fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F
     }
 }
 
-fn io_thread<P: Platform>(queue: &LegacyQueue<P>) {
+fn io_thread<P: Platform>(
+    queue: &LegacyQueue<P>,
+    read_ahead: AlignedBuffer,
+    mut unaligned: Option<AlignedBuffer>,
+) {
     let context = &*queue.context;
-    let limits = context.host.limits();
-    let alignment_mask = limits.alignment_mask as usize;
-    // For a caller buffer the host cannot take (unaligned): the legacy path reads into its
-    // own buffer and copies, as the direct path's eligibility rule promises.
-    let mut bounce = AlignedBuffer::new(queue.fragment_size as usize, &limits);
+    let alignment_mask = context.host.limits().alignment_mask as usize;
     let mut read_ahead = ReadAhead {
-        buf: AlignedBuffer::new(queue.fragment_size as usize, &limits),
+        buf: read_ahead,
         valid: false,
         offset: 0,
         length: 0,
@@ -325,7 +346,13 @@ fn io_thread<P: Platform>(queue: &LegacyQueue<P>) {
                     let n = frag.length;
                     if read_ahead.matches(&context.writes, frag.offset, n) {
                         piece.bytes().copy_from_slice(read_ahead.buf.window(n));
-                    } else if piece.address() & alignment_mask != 0 {
+                    } else if let Some(bounce) = unaligned
+                        .as_mut()
+                        .filter(|_| piece.address() & alignment_mask != 0)
+                    {
+                        // For a caller buffer the host cannot take (unaligned): the legacy path
+                        // reads into its own buffer and copies, as the direct path's
+                        // eligibility rule promises (only a host with a mask has one).
                         let window = bounce.window(n);
                         frag.status = read_exact(&context.host, host_offset, window);
                         if frag.status.is_success() {

@@ -14,7 +14,7 @@ mod cancel;
 pub mod geometry;
 
 /// The counters a volume shows (defined with what both paths share, in `io`).
-pub use crate::io::{CounterSnapshot, Counters, LegacyReason};
+pub use crate::io::{CounterSnapshot, Counters, LegacyReason, VolumeMemory};
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -28,8 +28,8 @@ use crate::crypto::{CryptoPool, VolumeKey, DATA_UNIT};
 use crate::direct::DirectPath;
 use crate::faults::{self, Fault};
 use crate::io::{
-    Finisher, Geometry, IoJob, JobKind, Path, PathContext, WriteGeneration, MAX_DIRECT_REQUEST,
-    RANGE_ENTRIES,
+    Finisher, Geometry, IoJob, JobKind, MemoryBook, Path, PathContext, WriteGeneration,
+    MAX_DIRECT_REQUEST, RANGE_ENTRIES,
 };
 use crate::platform::{
     HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, Rundown, Thread, ThreadRole,
@@ -151,6 +151,7 @@ impl<P: Platform> Volume<P> {
             counters: Arc::clone(&counters),
             crypto_pool,
             writes: WriteGeneration::default(),
+            memory: MemoryBook::default(),
             host,
             platform: platform.clone(),
         });
@@ -162,8 +163,15 @@ impl<P: Platform> Volume<P> {
                 granted: Vec::with_capacity(RANGE_ENTRIES),
             }),
             cancels: P::Lock::new(cancel::CancelBook::new()),
-            legacy: Arc::new(LegacyQueue::new(Arc::clone(&context), &tunables)),
-            direct: Arc::new(DirectPath::new(Arc::clone(&context))),
+            legacy: Arc::new(LegacyQueue::new(
+                Arc::clone(&context),
+                &tunables,
+                !params.read_only,
+            )),
+            direct: Arc::new(DirectPath::new(
+                Arc::clone(&context),
+                effective.direct_read || effective.direct_write,
+            )),
             completer: Arc::new(Completer::new(platform, tunables.max_work_items)),
             admitted: Rundown::new(),
             threads: P::Lock::new(Vec::new()),
@@ -192,7 +200,7 @@ impl<P: Platform> Volume<P> {
             self.threads.with(|threads| threads.push(thread));
         }
         if self.effective.direct_read || self.effective.direct_write {
-            for thread in self.direct.start(self)? {
+            for thread in self.direct.start(self, self.effective.direct_write)? {
                 self.threads.with(|threads| threads.push(thread));
             }
         }
@@ -202,6 +210,12 @@ impl<P: Platform> Volume<P> {
     /// The effective gates and path configuration (docs/review.md R6, R7).
     pub fn effective(&self) -> Effective {
         self.effective
+    }
+
+    /// Bytes the volume's engine buffers hold, by purpose (nonpaged pool in the kernel):
+    /// counted as each was allocated at mount; they are held until dismount.
+    pub fn memory(&self) -> VolumeMemory {
+        self.context.memory.snapshot()
     }
 
     /// Volume size in bytes.

@@ -408,7 +408,7 @@ fn handle(
         abi::IOCTL_MOUNT => mount(state, caller, input, output_len),
         abi::IOCTL_DISMOUNT => dismount(state, caller, input),
         abi::IOCTL_LIST => list(state, caller, input, output_len),
-        abi::IOCTL_STATUS => status(state, caller, input),
+        abi::IOCTL_STATUS => status(state, caller, input, output_len),
         abi::IOCTL_GATES_GET => {
             access::check(caller, Operation::GatesGet)?;
             EmptyRequest::parse(input)
@@ -599,7 +599,7 @@ fn list(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -
     ListReply { entries }.build(output_len).map_err(abi_err)
 }
 
-fn status(state: &DriverState, caller: &Caller, input: &[u8]) -> Reply {
+fn status(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
     let request = VolumeRequest::parse(input).map_err(abi_err)?;
     let device = find_for_status(state, caller, request.target)?;
     let m = device.mounted();
@@ -615,6 +615,8 @@ fn status(state: &DriverState, caller: &Caller, input: &[u8]) -> Reply {
         backend: crate::crypto::backend().as_bytes().to_vec(),
         counters: m.volume.counters.snapshot(),
         data_size: m.volume.size(),
+        // An older vcctl's buffer has room for the first layout only: it gets exactly that.
+        memory: (output_len >= StatusReply::SIZE).then(|| m.volume.memory()),
     }
     .build()
     .map_err(abi_err)

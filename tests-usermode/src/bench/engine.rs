@@ -1,7 +1,7 @@
 //! The engine as a benchmark target: a volume mounted on the host with the gates off
 //! (`legacy`) or both on (`direct`), driven with real upper requests through the std platform.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use vcdirect::platform::{HostDevice, RequestKind};
 use vcdirect::registry::Gates;
@@ -17,6 +17,32 @@ type Platform = StdPlatform<Arc<StdHost>>;
 
 /// Where the data area starts on the host, as in a VeraCrypt volume (headers before it).
 const DATA_OFFSET: u64 = 128 * 1024;
+
+/// Engine buffer bytes (`Volume::memory().total()`) of the volume each engine mode mounted
+/// last: legacy, direct.
+static VOLUME_MEMORY: Mutex<[Option<u64>; 2]> = Mutex::new([None, None]);
+
+fn memory_slot(mode: Mode) -> Option<usize> {
+    match mode {
+        Mode::Legacy => Some(0),
+        Mode::Direct => Some(1),
+        Mode::Raw | Mode::RawQd8 => None,
+    }
+}
+
+/// Adds `volume_memory_bytes` to each mode's medians in the `summary` JSON: the nonpaged
+/// bytes the volume that mode mounted held (null for a mode that mounts no volume).
+pub fn add_volume_memory(summary: &mut serde_json::Value) {
+    let held = *VOLUME_MEMORY.lock().unwrap_or_else(|e| e.into_inner());
+    for profile in summary.as_array_mut().into_iter().flatten() {
+        for mode in Mode::ALL {
+            if let Some(medians) = profile["median"][mode.key()].as_object_mut() {
+                let bytes = memory_slot(mode).and_then(|i| held[i]);
+                medians.insert("volume_memory_bytes".into(), bytes.into());
+            }
+        }
+    }
+}
 
 /// A mounted volume as a target.
 pub struct EngineTarget {
@@ -39,6 +65,9 @@ pub fn engine_factory(mode: Mode, host: &Arc<StdHost>) -> Option<Box<dyn Target>
     let params = mount_params(DATA_OFFSET, data_size, gates);
     let key: [u8; 64] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
     let volume = Volume::mount(StdPlatform::new(0), Arc::clone(host), &key, params).ok()?;
+    if let Some(i) = memory_slot(mode) {
+        VOLUME_MEMORY.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(volume.memory().total());
+    }
     Some(Box::new(EngineTarget { volume }))
 }
 

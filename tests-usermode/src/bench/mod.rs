@@ -400,7 +400,9 @@ pub fn run_bench(o: &Options, engine: EngineFactory) -> Result<Value, String> {
         "profiles": profiles.iter().map(|p| json!({"name": p.name, "classes": p.classes.iter().map(|c| json!({
             "name": c.name, "block": c.block, "outstanding": c.outstanding, "threads": c.threads,
             "random": c.random, "write_pct": c.write_pct})).collect::<Vec<_>>()})).collect::<Vec<_>>()});
-    let report = json!({"tool": "vcbench", "summary": report::summary_json(&summary), "runs": report::runs_json(&runs),
+    let mut summary_json = report::summary_json(&summary);
+    engine::add_volume_memory(&mut summary_json);
+    let report = json!({"tool": "vcbench", "summary": summary_json, "runs": report::runs_json(&runs),
         "machine": machine, "host": host_json, "params": params});
     if let Some(path) = &o.json {
         write_file(
@@ -529,6 +531,7 @@ mod tests {
         assert!(s["median"]["raw"]["iops"].as_f64().unwrap() > 0.0);
         assert!(s["median"]["raw_qd8"]["read_p99_us"].is_number());
         assert!(s["median"]["raw"]["write_p99_us"].is_null());
+        assert!(s["median"]["raw"]["volume_memory_bytes"].is_null());
         assert!(s["median"]["direct"].is_null() && s["ratio_direct_raw"].is_null());
         assert_eq!(j["runs"].as_array().unwrap().len(), 4);
         assert_eq!(j["host"]["label"], "model, not hardware");
@@ -549,5 +552,19 @@ mod tests {
             assert!(run["cpu_us_per_op"].is_number(), "{run}");
         }
         assert_eq!(j["summary"][0]["one_request_in_flight"], true);
+    }
+
+    #[test]
+    fn engine_modes_report_the_volume_memory_they_mounted() {
+        let o = parse_options(&args(
+            "--host model:nvme,size=16M --profile seq-write -d0.1 -W0 --pairs 1 --mode legacy,direct",
+        ))
+        .unwrap();
+        let j = run_bench(&o, engine::engine_factory).unwrap();
+        let m = &j["summary"][0]["median"];
+        let legacy = m["legacy"]["volume_memory_bytes"].as_u64().unwrap();
+        let direct = m["direct"]["volume_memory_bytes"].as_u64().unwrap();
+        // The direct volume holds the legacy buffers plus its 8 write bounce buffers.
+        assert!(legacy > 0 && direct > legacy, "{legacy} {direct}");
     }
 }
