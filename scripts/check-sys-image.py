@@ -84,8 +84,29 @@ def run(*args):
     return subprocess.run(args, check=True, capture_output=True, text=True).stdout
 
 
+def demangle_v0(name):
+    """The identifiers of a v0-mangled path (_RNv...), joined by ::; enough to read a chain."""
+    rest = re.sub(r"Cs[0-9A-Za-z]*_", "", name[2:].split(".")[0])
+    parts, i = [], 0
+    while i < len(rest):
+        m = re.match(r"\d+", rest[i:])
+        if not m:
+            i += 1
+            continue
+        i += len(m.group(0))
+        if i < len(rest) and rest[i] == "_":
+            i += 1
+        n = int(m.group(0))
+        if n:
+            parts.append(rest[i:i + n])
+        i += n
+    return "::".join(parts) if parts else name
+
+
 def demangle(name):
-    """Legacy Rust mangling (_ZN...17h<hash>E) to a path; other names unchanged."""
+    """Legacy Rust mangling (_ZN...17h<hash>E) to a path; v0 (_R...) roughly; others unchanged."""
+    if name.startswith("_R"):
+        return demangle_v0(name)
     m = re.match(r"^_ZN(.*)E(\.llvm\.\d+)?$", name)
     if not m:
         return name
