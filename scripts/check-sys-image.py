@@ -465,6 +465,22 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image):
         memo[f] = here
         return here
 
+    if not arm64:
+        # The unwind data must describe every frame the code makes: the largest immediate
+        # `sub $N, %rsp` of each function is within its recorded allocation (x64 functions that
+        # move RSP without unwind data would break both this budget and the kernel's unwinder).
+        subs, bad = {}, []
+        for addr, raw, mnem, ops in insns:
+            m = re.match(r"\$(0x[0-9a-f]+|\d+), %rsp$", ops)
+            if mnem in ("subq", "sub") and m:
+                f = func_of(addr)
+                subs[f] = max(subs.get(f, 0), int(m.group(1), 0))
+        for f, n in subs.items():
+            if f not in frames or frames[f][1] - 8 < n:
+                bad.append(f"{name(f)} (sub {n}, unwind {frame(f) - 8 if f in frames else 'none'})")
+        check(f"frames agree with the code ({len(subs)} functions with `sub $N, %rsp`, all within "
+              "their unwind data)", not bad, "; ".join(bad[:3]))
+
     biggest = max(starts, key=frame)
     unknown = sum(1 for f in starts if None in indirect[f])
     print(f"       {len(starts)} functions, {len(frames)} with unwind data; largest frame "
