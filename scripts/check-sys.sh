@@ -4,8 +4,12 @@
 # hal.dll, an Authenticode signature that verifies against the certificate next to the image and
 # a correct PE checksum (W16); for the wine-host image, no import that Wine 8.0 lacks or stubs
 # (sys/README.md); for ARM64, no instruction that uses register x18 (reserved by Windows) and the
-# ARMv8 AES instructions present (aese/aesd: `aes` really runs in hardware). Prints one line per
-# check and the figures; exits 1 on any failure.
+# ARMv8 AES instructions present (aese/aesd: `aes` really runs in hardware). W13, by
+# scripts/check-sys-image.py on every image: no section both writable and executable,
+# NX_COMPAT/DYNAMIC_BASE/FORCE_INTEGRITY, .reloc and .pdata, imports only from the committed
+# allowlist sys/imports-<flavour>.txt (a new import fails until it is added there with a reason),
+# on x64 no VEX/EVEX or x87/MMX instruction, and the stack budget of the dispatch, control,
+# worker and cancel paths. Prints one line per check and the figures; exits 1 on any failure.
 # Usage: check-sys.sh [x64|x64-wine|arm64]... (default: all three)
 set -uo pipefail
 
@@ -98,6 +102,11 @@ for flavour in "${flavours[@]}"; do
     aesni="$($OBJDUMP -d --no-show-raw-insn "$sys" | grep -cwE 'aesenc|aesenclast|aesdec|aesdeclast')"
     echo "       $aesni AES-NI instructions (aes 0.8 picks them at run time)"
     fi
+
+    # W13: sections, DllCharacteristics, import allowlist, instruction set, stack budget.
+    python3 "$ROOT/scripts/check-sys-image.py" "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt"
+    image_failures=$?
+    failures=$((failures + image_failures))
 
     # W16: the embedded signature verifies against the certificate copied next to the image,
     # and the PE checksum is set and right (osslsigncode prints one value when they agree).

@@ -214,27 +214,31 @@ offset!("off_SECURITY_CLIENT_CONTEXT__ServerIsRemote": SECURITY_CLIENT_CONTEXT, 
 offset!("off_SECURITY_CLIENT_CONTEXT__ClientTokenControl": SECURITY_CLIENT_CONTEXT, ClientTokenControl);
 offset!("off_SECURITY_QUALITY_OF_SERVICE__ContextTrackingMode": SECURITY_QUALITY_OF_SERVICE, ContextTrackingMode);
 
-// Hand-written layouts of the disk and storage IOCTL structures: the glue reads and writes them
-// as bytes (wdm/host/open.rs `probe`, wdm/disk/ioctl.rs device controls) with these sizes and offsets;
-// keep both in step.
-/// `(figure, bytes the glue uses)`.
-const DISK_FIGURES: [(&str, usize); 8] = [
-    ("size_GET_LENGTH_INFORMATION", 8),  // Length at 0
-    ("size_DISK_GEOMETRY", 24),          // BytesPerSector at 20 (the last ULONG)
-    ("size_STORAGE_PROPERTY_QUERY", 12), // PropertyId 0, QueryType 4
-    ("size_STORAGE_DEVICE_DESCRIPTOR", 40),
-    ("off_STORAGE_DEVICE_DESCRIPTOR__RawPropertiesLength", 32),
-    ("size_STORAGE_ADAPTER_DESCRIPTOR", 32),
-    ("off_STORAGE_ADAPTER_DESCRIPTOR__MaximumTransferLength", 8),
-    ("size_STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR", 28),
-];
-const _: () = {
-    let mut i = 0;
-    while i < DISK_FIGURES.len() {
-        assert!(
-            DISK_FIGURES[i].1 == figure(DISK_FIGURES[i].0),
-            "W14: a disk IOCTL layout differs from the ARM64 figure"
-        );
-        i += 1;
-    }
-};
+// The disk, storage and mount-manager structures the glue writes and reads as bytes, declared
+// in `layout.rs` (the bindings lack these headers) and used through the offsets named there.
+mod disk {
+    use super::super::layout::{
+        DISK_GEOMETRY, DISK_GEOMETRY_EX, GET_LENGTH_INFORMATION, PARTITION_INFORMATION,
+        PARTITION_INFORMATION_EX, STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR, STORAGE_ADAPTER_DESCRIPTOR,
+        STORAGE_DEVICE_DESCRIPTOR, STORAGE_PROPERTY_QUERY,
+    };
+    use super::figure;
+    use core::mem::{align_of, offset_of, size_of};
+
+    size_align!(
+        GET_LENGTH_INFORMATION,
+        DISK_GEOMETRY,
+        DISK_GEOMETRY_EX,
+        PARTITION_INFORMATION,
+        PARTITION_INFORMATION_EX,
+        STORAGE_PROPERTY_QUERY,
+        STORAGE_DEVICE_DESCRIPTOR,
+        STORAGE_ADAPTER_DESCRIPTOR,
+        STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR,
+    );
+    offset!("off_DISK_GEOMETRY_EX__DiskSize": DISK_GEOMETRY_EX, DiskSize);
+    offset!("off_PARTITION_INFORMATION_EX__PartitionLength": PARTITION_INFORMATION_EX, PartitionLength);
+    offset!("off_PARTITION_INFORMATION_EX__Gpt": PARTITION_INFORMATION_EX, Style);
+    offset!("off_STORAGE_DEVICE_DESCRIPTOR__RawPropertiesLength": STORAGE_DEVICE_DESCRIPTOR, RawPropertiesLength);
+    offset!("off_STORAGE_ADAPTER_DESCRIPTOR__MaximumTransferLength": STORAGE_ADAPTER_DESCRIPTOR, MaximumTransferLength);
+}

@@ -21,6 +21,7 @@ mod disk;
 mod host;
 mod identity;
 mod irp;
+mod layout;
 mod layout_arm64;
 mod mutex;
 mod panic;

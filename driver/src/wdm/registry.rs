@@ -4,11 +4,12 @@
 //! Never: interprets them (`registry` parses, clamps and words the notes).
 
 use alloc::vec::Vec;
+use core::mem::offset_of;
 
 use wdk_sys::ntddk::{ZwClose, ZwOpenKey, ZwQueryValueKey};
 use wdk_sys::{
-    _KEY_VALUE_INFORMATION_CLASS::KeyValuePartialInformation, HANDLE, KEY_READ, OBJECT_ATTRIBUTES,
-    OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE,
+    _KEY_VALUE_INFORMATION_CLASS::KeyValuePartialInformation, HANDLE, KEY_READ,
+    KEY_VALUE_PARTIAL_INFORMATION, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE,
 };
 
 use super::strings::OwnedUnicode;
@@ -17,8 +18,17 @@ use crate::registry::ValueMap;
 /// Largest value data read (a DWORD needs 4; longer values are read so they can be refused
 /// with their real length, up to this bound).
 const MAX_DATA: usize = 64;
-/// KEY_VALUE_PARTIAL_INFORMATION header: TitleIndex, Type, DataLength.
-const HEADER: usize = 12;
+/// KEY_VALUE_PARTIAL_INFORMATION header: TitleIndex, Type, DataLength (the binding's offsets,
+/// read as u32 words).
+const HEADER: usize = offset_of!(KEY_VALUE_PARTIAL_INFORMATION, Data);
+const TYPE_WORD: usize = offset_of!(KEY_VALUE_PARTIAL_INFORMATION, Type) / 4;
+const LENGTH_WORD: usize = offset_of!(KEY_VALUE_PARTIAL_INFORMATION, DataLength) / 4;
+const _: () = assert!(
+    HEADER.is_multiple_of(4)
+        && offset_of!(KEY_VALUE_PARTIAL_INFORMATION, Type).is_multiple_of(4)
+        && offset_of!(KEY_VALUE_PARTIAL_INFORMATION, DataLength).is_multiple_of(4)
+        && (HEADER + MAX_DATA).is_multiple_of(4)
+);
 
 /// Reads `names` from the key at `path` (the RegistryPath given to DriverEntry). A missing
 /// key or value is simply absent from the map.
@@ -64,9 +74,9 @@ pub fn read_values(path: &[u16], names: &[&str]) -> ValueMap {
         if status < 0 {
             continue; // missing, or longer than MAX_DATA: treated as missing
         }
-        let value_type = info[1];
-        let length = (info[2] as usize).min(MAX_DATA);
-        let data: Vec<u8> = info[3..]
+        let value_type = info[TYPE_WORD];
+        let length = (info[LENGTH_WORD] as usize).min(MAX_DATA);
+        let data: Vec<u8> = info[HEADER / 4..]
             .iter()
             .flat_map(|w| w.to_le_bytes())
             .take(length)

@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 use super::super::codes::{ioctl as code, nts};
 use super::super::irp::Irp;
+use super::super::layout as at;
 use super::device::MountedVolume;
 use crate::Status;
 
@@ -60,53 +61,57 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
     let need = |n: usize| out_len >= n;
     match code_ {
         code::DISK_GET_LENGTH_INFO => {
-            if !need(8) {
+            if !need(at::LENGTH_INFO_SIZE) {
                 return (nts::BUFFER_TOO_SMALL, 0);
             }
-            out.u64(0, size);
-            (Status::Success, 8)
+            out.u64(at::LENGTH_INFO_LENGTH, size);
+            (Status::Success, at::LENGTH_INFO_SIZE)
         }
         code::DISK_GET_DRIVE_GEOMETRY | code::DISK_GET_DRIVE_GEOMETRY_EX => {
             let ex = code_ == code::DISK_GET_DRIVE_GEOMETRY_EX;
-            let n = if ex { 32 } else { 24 };
+            let n = if ex {
+                at::GEOMETRY_EX_FIXED_SIZE
+            } else {
+                at::GEOMETRY_SIZE
+            };
             if !need(n) {
                 return (nts::BUFFER_TOO_SMALL, 0);
             }
             // One track of one sector per cylinder: exact for any size.
-            out.u64(0, size / u64::from(sector)); // Cylinders
-            out.u32(8, 12); // MediaType = FixedMedia
-            out.u32(12, 1); // TracksPerCylinder
-            out.u32(16, 1); // SectorsPerTrack
-            out.u32(20, sector); // BytesPerSector
+            out.u64(at::GEOMETRY_CYLINDERS, size / u64::from(sector));
+            out.u32(at::GEOMETRY_MEDIA_TYPE, 12); // FixedMedia
+            out.u32(at::GEOMETRY_TRACKS_PER_CYLINDER, 1);
+            out.u32(at::GEOMETRY_SECTORS_PER_TRACK, 1);
+            out.u32(at::GEOMETRY_BYTES_PER_SECTOR, sector);
             if ex {
-                out.u64(24, size); // DiskSize
+                out.u64(at::GEOMETRY_EX_DISK_SIZE, size);
             }
             (Status::Success, n)
         }
         code::DISK_GET_PARTITION_INFO => {
-            if !need(32) {
+            if !need(at::PARTITION_SIZE) {
                 return (nts::BUFFER_TOO_SMALL, 0);
             }
-            out.buf[..32].fill(0);
-            out.u64(0, 0); // StartingOffset
-            out.u64(8, size); // PartitionLength
-            out.u32(20, 1); // PartitionNumber
-            out.u8(24, 0x07); // PartitionType: IFS (NTFS/exFAT)
-            out.u8(26, 1); // RecognizedPartition
-            (Status::Success, 32)
+            out.buf[..at::PARTITION_SIZE].fill(0);
+            out.u64(at::PARTITION_STARTING_OFFSET, 0);
+            out.u64(at::PARTITION_LENGTH, size);
+            out.u32(at::PARTITION_NUMBER, 1);
+            out.u8(at::PARTITION_TYPE, 0x07); // IFS (NTFS/exFAT)
+            out.u8(at::PARTITION_RECOGNIZED, 1);
+            (Status::Success, at::PARTITION_SIZE)
         }
         code::DISK_GET_PARTITION_INFO_EX => {
-            if !need(144) {
+            if !need(at::PARTITION_EX_SIZE) {
                 return (nts::BUFFER_TOO_SMALL, 0);
             }
-            out.buf[..144].fill(0);
-            out.u32(0, 0); // PartitionStyle MBR
-            out.u64(8, 0); // StartingOffset
-            out.u64(16, size); // PartitionLength
-            out.u32(24, 1); // PartitionNumber
-            out.u8(32, 0x07); // Mbr.PartitionType
-            out.u8(34, 1); // Mbr.RecognizedPartition
-            (Status::Success, 144)
+            out.buf[..at::PARTITION_EX_SIZE].fill(0);
+            out.u32(at::PARTITION_EX_STYLE, 0); // PARTITION_STYLE_MBR
+            out.u64(at::PARTITION_EX_STARTING_OFFSET, 0);
+            out.u64(at::PARTITION_EX_LENGTH, size);
+            out.u32(at::PARTITION_EX_NUMBER, 1);
+            out.u8(at::PARTITION_EX_MBR_TYPE, 0x07); // IFS (NTFS/exFAT)
+            out.u8(at::PARTITION_EX_MBR_RECOGNIZED, 1);
+            (Status::Success, at::PARTITION_EX_SIZE)
         }
         code::DISK_IS_WRITABLE => {
             if read_only {
@@ -117,11 +122,12 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
         }
         code::DISK_VERIFY => {
             // VERIFY_INFORMATION: StartingOffset i64, Length u32.
-            if input.len() < 12 {
+            if input.len() < at::VERIFY_INPUT_MIN {
                 return (Status::InvalidParameter, 0);
             }
-            let start = i64::from_le_bytes(input[0..8].try_into().unwrap_or([0xff; 8]));
-            let length = u32::from_le_bytes(input[8..12].try_into().unwrap_or([0xff; 4]));
+            let (s, l) = (at::VERIFY_STARTING_OFFSET, at::VERIFY_LENGTH);
+            let start = i64::from_le_bytes(input[s..s + 8].try_into().unwrap_or([0xff; 8]));
+            let length = u32::from_le_bytes(input[l..l + 4].try_into().unwrap_or([0xff; 4]));
             let fits = u64::try_from(start)
                 .ok()
                 .and_then(|s| s.checked_add(u64::from(length)))
@@ -141,36 +147,45 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
             }
         }
         code::DISK_GET_DISK_ATTRIBUTES => {
-            if !need(16) {
+            let n = at::DISK_ATTRIBUTES_SIZE;
+            if !need(n) {
                 return (nts::BUFFER_TOO_SMALL, 0);
             }
-            out.buf[..16].fill(0);
-            out.u32(0, 16); // Version = sizeof(GET_DISK_ATTRIBUTES)
-            out.u64(8, if read_only { 2 } else { 0 }); // DISK_ATTRIBUTE_READ_ONLY
-            (Status::Success, 16)
+            out.buf[..n].fill(0);
+            out.u32(at::DISK_ATTRIBUTES_VERSION, n as u32); // sizeof(GET_DISK_ATTRIBUTES)
+            let attributes = if read_only { 2 } else { 0 }; // DISK_ATTRIBUTE_READ_ONLY
+            out.u64(at::DISK_ATTRIBUTES_ATTRIBUTES, attributes);
+            (Status::Success, n)
         }
         code::STORAGE_QUERY_PROPERTY => storage_query(&input, &mut out, sector),
-        code::MOUNTDEV_QUERY_DEVICE_NAME => counted_name(&mut out, 0, &mounted.device_name, 4),
-        code::MOUNTDEV_QUERY_UNIQUE_ID => {
-            // A stable id: the device name's bytes.
-            counted_name(&mut out, 0, &mounted.device_name, 4)
+        code::MOUNTDEV_QUERY_DEVICE_NAME | code::MOUNTDEV_QUERY_UNIQUE_ID => {
+            // The unique id (MOUNTDEV_UNIQUE_ID, the same shape) is the device name's bytes.
+            let name = &mounted.device_name;
+            counted_name(
+                &mut out,
+                at::MOUNTDEV_NAME_LENGTH,
+                name,
+                at::MOUNTDEV_NAME_SIZE,
+            )
         }
         code::MOUNTDEV_QUERY_SUGGESTED_LINK_NAME => match &mounted.letter_link {
             None => (nts::NOT_FOUND, 0),
             Some(link) => {
-                if !need(6) {
+                if !need(at::SUGGESTED_LINK_SIZE) {
                     return (nts::BUFFER_TOO_SMALL, 0);
                 }
-                out.u8(0, 0); // UseOnlyIfThereAreNoOtherLinks
-                counted_name(&mut out, 2, link, 6)
+                out.u8(at::SUGGESTED_LINK_USE_ONLY, 0);
+                let length_at = at::SUGGESTED_LINK_NAME_LENGTH;
+                counted_name(&mut out, length_at, link, at::SUGGESTED_LINK_SIZE)
             }
         },
         _ => (Status::InvalidDeviceRequest, 0),
     }
 }
 
-/// A `USHORT length; WCHAR name[]` reply at `at` (the mount manager's protocol: when the
-/// name does not fit, the length alone with STATUS_BUFFER_OVERFLOW).
+/// A `USHORT length; WCHAR name[]` reply with the length at `at` and the name right after it
+/// (layout.rs asserts that for both structures; the mount manager's protocol: when the name
+/// does not fit, the length alone with STATUS_BUFFER_OVERFLOW).
 fn counted_name(out: &mut Out<'_>, at: usize, name: &[u16], header: usize) -> (Status, usize) {
     let len = out.buf.len();
     if len < header {
@@ -189,15 +204,17 @@ fn counted_name(out: &mut Out<'_>, at: usize, name: &[u16], header: usize) -> (S
 
 /// IOCTL_STORAGE_QUERY_PROPERTY: device, adapter and access-alignment descriptors.
 fn storage_query(input: &[u8], out: &mut Out<'_>, sector: u32) -> (Status, usize) {
-    if input.len() < 8 {
+    if input.len() < at::PROPERTY_QUERY_INPUT_MIN {
         return (Status::InvalidParameter, 0);
     }
-    let property = u32::from_le_bytes([input[0], input[1], input[2], input[3]]);
-    let query = u32::from_le_bytes([input[4], input[5], input[6], input[7]]);
+    let u32_at =
+        |o: usize| u32::from_le_bytes([input[o], input[o + 1], input[o + 2], input[o + 3]]);
+    let property = u32_at(at::PROPERTY_QUERY_ID);
+    let query = u32_at(at::PROPERTY_QUERY_TYPE);
     let size = match property {
-        0 => 40, // StorageDeviceProperty
-        1 => 32, // StorageAdapterProperty
-        6 => 28, // StorageAccessAlignmentProperty
+        0 => at::DEVICE_DESCRIPTOR_SIZE,    // StorageDeviceProperty
+        1 => at::ADAPTER_DESCRIPTOR_SIZE,   // StorageAdapterProperty
+        6 => at::ALIGNMENT_DESCRIPTOR_SIZE, // StorageAccessAlignmentProperty
         _ => return (nts::NOT_SUPPORTED, 0),
     };
     match query {
@@ -206,31 +223,31 @@ fn storage_query(input: &[u8], out: &mut Out<'_>, sector: u32) -> (Status, usize
         _ => return (Status::InvalidParameter, 0),
     }
     let len = out.buf.len();
-    if len < 8 {
+    if len < at::DESCRIPTOR_HEADER_SIZE {
         return (nts::BUFFER_TOO_SMALL, 0);
     }
     // STORAGE_DESCRIPTOR_HEADER first, so a short buffer learns the size it needs.
     out.buf[..len.min(size)].fill(0);
-    out.u32(0, size as u32);
-    out.u32(4, size as u32);
+    out.u32(at::DESCRIPTOR_VERSION, size as u32);
+    out.u32(at::DESCRIPTOR_SIZE, size as u32);
     if len < size {
-        return (Status::Success, 8);
+        return (Status::Success, at::DESCRIPTOR_HEADER_SIZE);
     }
     match property {
         0 => {
-            out.u8(8, 0); // DeviceType: direct-access device
-            out.u32(28, 0x0E); // BusType: BusTypeVirtual
+            out.u8(at::DEVICE_DESCRIPTOR_DEVICE_TYPE, 0); // direct-access device
+            out.u32(at::DEVICE_DESCRIPTOR_BUS_TYPE, 0x0E); // BusTypeVirtual
         }
         1 => {
-            out.u32(8, 1024 * 1024); // MaximumTransferLength
-            out.u32(12, 257); // MaximumPhysicalPages
-            out.u32(16, 0); // AlignmentMask
-            out.u8(24, 0x0E); // BusType: BusTypeVirtual
+            out.u32(at::ADAPTER_MAX_TRANSFER, 1024 * 1024);
+            out.u32(at::ADAPTER_MAX_PAGES, 257);
+            out.u32(at::ADAPTER_ALIGNMENT_MASK, 0);
+            out.u8(at::ADAPTER_BUS_TYPE, 0x0E); // BusTypeVirtual
         }
         _ => {
-            out.u32(8, 64); // BytesPerCacheLine
-            out.u32(16, sector); // BytesPerLogicalSector
-            out.u32(20, sector); // BytesPerPhysicalSector
+            out.u32(at::ALIGNMENT_CACHE_LINE, 64);
+            out.u32(at::ALIGNMENT_LOGICAL_SECTOR, sector);
+            out.u32(at::ALIGNMENT_PHYSICAL_SECTOR, sector);
         }
     }
     (Status::Success, size)

@@ -5,6 +5,7 @@
 //! opens or references kernel objects itself (the lookups do).
 
 use super::super::codes::ioctl;
+use super::super::layout as at;
 #[cfg(not(feature = "wine-host"))]
 use super::product;
 #[cfg(feature = "wine-host")]
@@ -106,19 +107,30 @@ pub(super) fn probe(
     let mut b = [0u8; 64];
     let size = query(ioctl::DISK_GET_LENGTH_INFO, &mut b, 0)
         .ok()
-        .filter(|n| *n >= 8)
-        .and_then(|_| le64(&b, 0));
+        .filter(|n| *n >= at::LENGTH_INFO_SIZE)
+        .and_then(|_| le64(&b, at::LENGTH_INFO_LENGTH));
     let mut b = [0u8; 64];
     let sector = query(ioctl::DISK_GET_DRIVE_GEOMETRY, &mut b, 0)
         .ok()
-        .filter(|n| *n >= 24)
-        .and_then(|_| le32(&b, 20));
+        .filter(|n| *n >= at::GEOMETRY_SIZE)
+        .and_then(|_| le32(&b, at::GEOMETRY_BYTES_PER_SECTOR));
     let mut b = [0u8; 64];
-    b[0..4].copy_from_slice(&STORAGE_ADAPTER_PROPERTY.to_le_bytes()); // PropertyId
-                                                                      // QueryType 0 = PropertyStandardQuery (bytes 4..8 stay zero); 12-byte query.
-    let adapter = query(ioctl::STORAGE_QUERY_PROPERTY, &mut b, 12)
-        .ok()
-        .filter(|n| *n >= 20)
-        .and_then(|_| Some((le32(&b, 8)?, le32(&b, 12)?, le32(&b, 16)?)));
+    let id = at::PROPERTY_QUERY_ID;
+    b[id..id + 4].copy_from_slice(&STORAGE_ADAPTER_PROPERTY.to_le_bytes());
+    // QueryType 0 = PropertyStandardQuery (its bytes stay zero).
+    let adapter = query(
+        ioctl::STORAGE_QUERY_PROPERTY,
+        &mut b,
+        at::PROPERTY_QUERY_SIZE,
+    )
+    .ok()
+    .filter(|n| *n >= at::ADAPTER_REPLY_MIN)
+    .and_then(|_| {
+        Some((
+            le32(&b, at::ADAPTER_MAX_TRANSFER)?,
+            le32(&b, at::ADAPTER_MAX_PAGES)?,
+            le32(&b, at::ADAPTER_ALIGNMENT_MASK)?,
+        ))
+    });
     (size, sector, adapter)
 }

@@ -8,6 +8,7 @@
 //! does).
 
 use alloc::vec::Vec;
+use core::mem::{align_of, offset_of, size_of};
 use core::ptr::NonNull;
 
 use wdk_sys::ntddk::{
@@ -17,9 +18,9 @@ use wdk_sys::ntddk::{
 };
 use wdk_sys::{
     _FILE_INFORMATION_CLASS::FileStandardInformation, _MODE::KernelMode, FILE_OBJECT, FILE_OPEN,
-    FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, GENERIC_WRITE, HANDLE, IO_STATUS_BLOCK,
-    LARGE_INTEGER, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_FORCE_ACCESS_CHECK,
-    OBJ_KERNEL_HANDLE, PVOID, SYNCHRONIZE,
+    FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFORMATION, GENERIC_READ, GENERIC_WRITE,
+    HANDLE, IO_STATUS_BLOCK, LARGE_INTEGER, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE,
+    OBJ_FORCE_ACCESS_CHECK, OBJ_KERNEL_HANDLE, PVOID, SYNCHRONIZE,
 };
 
 use super::super::codes::ioctl;
@@ -236,10 +237,15 @@ unsafe fn fs_control(handle: HANDLE, code: u32) -> Result<(), Status> {
 /// # Safety
 /// As [`device_control`].
 unsafe fn file_size(handle: HANDLE) -> Option<u64> {
-    let mut info = [0u64; 4];
+    // A FILE_STANDARD_INFORMATION in u64 words (8-aligned); EndOfFile's word by the binding.
+    const WORDS: usize = size_of::<FILE_STANDARD_INFORMATION>().div_ceil(8);
+    const END_OF_FILE: usize = offset_of!(FILE_STANDARD_INFORMATION, EndOfFile);
+    const _: () =
+        assert!(END_OF_FILE.is_multiple_of(8) && align_of::<FILE_STANDARD_INFORMATION>() <= 8);
+    let mut info = [0u64; WORDS];
     let mut iosb = IO_STATUS_BLOCK::default();
-    // SAFETY: our kernel handle (contract); `info` (32 bytes, 8-aligned) holds a
-    // FILE_STANDARD_INFORMATION (24 bytes).
+    // SAFETY: our kernel handle (contract); `info` (8-aligned) holds a
+    // FILE_STANDARD_INFORMATION.
     let status = unsafe {
         ZwQueryInformationFile(
             handle,
@@ -249,7 +255,7 @@ unsafe fn file_size(handle: HANDLE) -> Option<u64> {
             FileStandardInformation,
         )
     };
-    (status >= 0).then_some(info[1])
+    (status >= 0).then_some(info[END_OF_FILE / 8])
 }
 
 /// Synchronous ZwReadFile/ZwWriteFile on the mount's handle (the legacy I/O thread's host

@@ -1,0 +1,507 @@
+#!/usr/bin/env python3
+"""W13 checks on one built driver image (called by scripts/check-sys.sh for each flavour).
+
+Reads the image with llvm-readobj/llvm-objdump (Debian llvm) and the linker map, and prints one
+line per check ("  ok   ..." / "  FAIL ...: why") with its figure. Exit status: the number of
+failed checks (0 = all passed).
+
+  check-sys-image.py FLAVOUR IMAGE MAP ALLOWLIST
+
+Checks: no section both writable and executable; DllCharacteristics NX_COMPAT, DYNAMIC_BASE and
+FORCE_INTEGRITY; .reloc and .pdata present and non-empty; every import listed in ALLOWLIST
+(lines "Name<TAB>reason", sorted by name, every line with a reason); on x64 no VEX/EVEX/XOP
+encoded instruction and no x87/MMX instruction; a stack budget for the dispatch, control,
+worker and cancel paths (x64 and ARM64).
+
+Stack budget. Frame per function from the image's own unwind data (.pdata/.xdata: the pushes
+and the stack allocation of the prologue, plus the return address on x64), functions named by
+the linker map. A call graph from the disassembly: direct calls, and jumps out of a function
+(tail calls) which run in the caller's place. Calls through the import address table are kernel
+routines: their own stack is not counted (the kernel's share of the 24 KiB stack). Indirect
+calls (trait objects, function pointers) may reach any function whose address the image takes
+(a RIP-relative `lea`, an `adrp`+`add` pair, or a pointer stored in a data section, such as a
+vtable): the worst such function is taken at every indirect call site. A call through a vtable slot
+(`call *24(%reg)`, or a register loaded from `24(%reg)`; `ldr xN, [xM, #24]` then `blr xN` on
+ARM64) may reach only the functions stored at that offset of the image's vtables. Routines only
+the kernel calls (dispatch, cancel, completion, thread and work-item starts) are never targets of
+the driver's own indirect calls; the pool allocator's indirect call is ExAllocatePool2. A
+recursive edge (to a function already on the path) is reported and not followed: a recursion's
+depth is not bounded by this check. The result is an upper bound for
+the code the image holds, not a measurement.
+"""
+
+import bisect
+import re
+import subprocess
+import sys
+
+# Limits of the stack budget, in bytes (x64 and ARM64 kernel stacks are 24 KiB; a storage driver
+# runs below a filesystem and above the disk stack on the same stack, so its share is kept
+# small). A figure over its limit fails the check.
+BUDGETS = {"dispatch": 4096, "control": 12288, "worker": 8192, "cancel": 3072}
+
+# Roots of each path: symbol-name patterns (demangled paths) matched against the map.
+ROOTS = {
+    # The disk devices' MajorFunction handler: reads and writes arrive here below a filesystem,
+    # possibly on a thread whose stack the filesystem and the cache manager already use.
+    "dispatch": [r"^vcdirect::wdm::disk::(dispatch::)?dispatch$"],
+    # The control device's handlers (mount, dismount, status from vcctl): called at the top of
+    # a user thread's kernel stack, so a larger share is left to them.
+    "control": [r"^vcdirect::wdm::control::dispatch_", r"^vcdirect::wdm::control::driver_unload"],
+    # The start routine of every system thread (legacy I/O and completion threads, direct
+    # workers) and of the work items.
+    "worker": [r"^vcdirect::wdm::thread::thread_start$", r"^vcdirect::wdm::work_item::run_"],
+    # The cancel routine of queued requests.
+    "cancel": [r"^vcdirect::wdm::disk::(dispatch::)?cancel_queued$"],
+}
+
+# Routines only the kernel calls (dispatch, cancel and completion routines, thread and work-item
+# starts, unload, DriverEntry): their addresses are taken to be handed to the kernel, and no
+# indirect call in the driver reaches them, so they are not indirect-call targets.
+KERNEL_CALLBACKS = [r"^DriverEntry$", r"^vcdirect::wdm::disk::(dispatch::)?dispatch$",
+                    r"^vcdirect::wdm::disk::(dispatch::)?cancel_queued$",
+                    r"^vcdirect::wdm::control::(dispatch_|driver_unload)",
+                    r"^vcdirect::wdm::thread::thread_start$", r"^vcdirect::wdm::work_item::run_",
+                    r"^vcdirect::wdm::host::child_done$"]
+
+# Functions whose indirect calls go to kernel routines looked up at run time with
+# MmGetSystemRoutineAddress (wdm/pool.rs: ExAllocatePool2), not into the driver.
+KERNEL_INDIRECT = [r"^vcdirect::wdm::pool::", r"^<vcdirect::wdm::pool::KernelAllocator as "]
+
+failures = 0
+
+
+def check(name, ok, detail):
+    global failures
+    if ok:
+        print(f"  ok   {name}")
+    else:
+        print(f"  FAIL {name}: {detail}")
+        failures += 1
+
+
+def run(*args):
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+def demangle_v0(name):
+    """The identifiers of a v0-mangled path (_RNv...), joined by ::; enough to read a chain."""
+    rest = re.sub(r"Cs[0-9A-Za-z]*_", "", name[2:].split(".")[0])
+    parts, i = [], 0
+    while i < len(rest):
+        m = re.match(r"\d+", rest[i:])
+        if not m:
+            i += 1
+            continue
+        i += len(m.group(0))
+        if i < len(rest) and rest[i] == "_":
+            i += 1
+        n = int(m.group(0))
+        if n:
+            parts.append(rest[i:i + n])
+        i += n
+    return "::".join(parts) if parts else name
+
+
+def demangle(name):
+    """Legacy Rust mangling (_ZN...17h<hash>E) to a path; v0 (_R...) roughly; others unchanged."""
+    if name.startswith("_R"):
+        return demangle_v0(name)
+    m = re.match(r"^_ZN(.*)E(\.llvm\.\d+)?$", name)
+    if not m:
+        return name
+    rest, parts = m.group(1), []
+    while rest and rest[0].isdigit():
+        n = re.match(r"^(\d+)", rest).group(1)
+        part = rest[len(n):len(n) + int(n)]
+        rest = rest[len(n) + int(n):]
+        parts.append(part)
+    if parts and re.fullmatch(r"h[0-9a-f]{16}", parts[-1]):
+        parts.pop()
+    out = "::".join(parts)
+    for code, ch in (("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$u7b$", "{"), ("$u7d$", "}"),
+                     ("$C$", ","), ("$RF$", "&"), ("$BP$", "*"), ("$u27$", "'"), ("$u5b$", "["),
+                     ("$u5d$", "]"), ("$u3b$", ";"), ("$u21$", "!"), ("$u22$", '"')):
+        out = out.replace(code, ch)
+    out = out.replace("..", "::")
+    return out[1:] if out.startswith("_<") else out
+
+
+def blocks(text, opener):
+    """Splits llvm-readobj output into the blocks that start with a line matching `opener`."""
+    out, cur = [], None
+    for line in text.splitlines():
+        if re.match(opener, line.strip()):
+            cur = []
+            out.append(cur)
+        if cur is not None:
+            cur.append(line.strip())
+    return out
+
+
+def main():
+    flavour, image, mapfile, allowlist = sys.argv[1:5]
+    arm64 = flavour == "arm64"
+    headers = run("llvm-readobj", "--file-headers", image)
+    base = int(re.search(r"ImageBase: (0x[0-9A-Fa-f]+)", headers).group(1), 16)
+
+    # Sections: no W+X; .reloc and .pdata present and non-empty.
+    sections = {}
+    for b in blocks(run("llvm-readobj", "--sections", image), r"^Section \{"):
+        text = "\n".join(b)
+        name = re.search(r"Name: (\S+)", text).group(1)
+        sections[name] = {
+            "va": base + int(re.search(r"VirtualAddress: (0x[0-9A-F]+)", text).group(1), 16),
+            "vsize": int(re.search(r"VirtualSize: (0x[0-9A-F]+)", text).group(1), 16),
+            "raw": int(re.search(r"PointerToRawData: (0x[0-9A-F]+)", text).group(1), 16),
+            "rawsize": int(re.search(r"RawDataSize: (\d+)", text).group(1)),
+            "w": "IMAGE_SCN_MEM_WRITE" in text,
+            "x": "IMAGE_SCN_MEM_EXECUTE" in text,
+        }
+    wx = [n for n, s in sections.items() if s["w"] and s["x"]]
+    listed = " ".join(sections)
+    check(f"no section both writable and executable ({len(sections)} sections: {listed})",
+          not wx, f"writable and executable: {' '.join(wx)}")
+    for name in (".reloc", ".pdata"):
+        s = sections.get(name)
+        check(f"{name} present ({s['vsize'] if s else 0} bytes)", bool(s and s["vsize"] > 0),
+              "missing or empty")
+
+    # DllCharacteristics (the optional header's Characteristics).
+    opt = headers[headers.index("ImageOptionalHeader"):]
+    dll = int(re.search(r"Characteristics \[ \((0x[0-9A-F]+)\)", opt).group(1), 16)
+    want = {"NX_COMPAT": 0x100, "DYNAMIC_BASE": 0x40, "FORCE_INTEGRITY": 0x80}
+    missing = [n for n, bit in want.items() if not dll & bit]
+    check(f"DllCharacteristics 0x{dll:04X}: NX_COMPAT, DYNAMIC_BASE, FORCE_INTEGRITY", not missing,
+          f"missing {' '.join(missing)}")
+
+    # Imports against the allowlist.
+    coff_imports = run("llvm-readobj", "--coff-imports", image)
+    imports = sorted(set(re.findall(r"Symbol: (\S+)", coff_imports)))
+    allowed, bad_lines, names = {}, [], []
+    with open(allowlist, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            name, _, reason = line.partition("\t")
+            if not reason.strip():
+                bad_lines.append(f"line {n} ({name}) has no reason")
+            names.append(name)
+            allowed[name] = reason
+    if names != sorted(names) or len(names) != len(set(names)):
+        bad_lines.append("names not sorted or repeated")
+    listname = allowlist.rsplit("/", 2)[-2] + "/" + allowlist.rsplit("/", 1)[-1]
+    check(f"{listname}: sorted, one reason per name ({len(names)} names)", not bad_lines,
+          "; ".join(bad_lines))
+    new = [i for i in imports if i not in allowed]
+    check(f"{len(imports)} imports, all in {listname}", not new,
+          f"not in the allowlist (add with a reason if intended): {' '.join(new)}")
+    stale = [n for n in names if n not in imports]
+    if stale:
+        print(f"       note: listed but not imported: {' '.join(stale)}")
+
+    # Disassembly.
+    if arm64:
+        disasm = run("llvm-objdump", "-d", "--mattr=+aes,+v8.5a", image)
+    else:
+        disasm = run("llvm-objdump", "-d", image)
+    insns = []  # (addr, bytes, mnemonic, operands)
+    line_re = re.compile(r"^\s*([0-9a-f]+):\s+((?:[0-9a-f]{2} )+)\s*\t(\S+)\s*(.*)$")
+    for line in disasm.splitlines():
+        m = line_re.match(line)
+        if m:
+            insns.append((int(m.group(1), 16), bytes.fromhex(m.group(2).replace(" ", "")),
+                          m.group(3), m.group(4)))
+    if not arm64:
+        x86_checks(insns)
+
+    stack_budget(arm64, insns, headers, mapfile, sections, base, image)
+    return failures
+
+
+LEGACY_PREFIXES = {0xF0, 0xF2, 0xF3, 0x2E, 0x36, 0x3E, 0x26, 0x64, 0x65, 0x66, 0x67}
+# Mnemonics that start with "v" but are neither VEX nor EVEX (VMX, segment verification).
+NOT_VEX_V = re.compile(r"^(verr|verw|vm[a-z]*)$")
+
+
+def x86_checks(insns):
+    vex, x87, mmx, unknown = [], [], [], 0
+    for addr, raw, mnem, ops in insns:
+        if mnem == "<unknown>":
+            unknown += 1
+            continue
+        i = 0
+        while i < len(raw) and raw[i] in LEGACY_PREFIXES:
+            i += 1
+        first = raw[i] if i < len(raw) else None
+        # In 64-bit mode C4/C5 are always VEX and 62 always EVEX (LES/LDS/BOUND are invalid);
+        # 8F with map select >= 8 is XOP. A VEX prefix cannot follow REX.
+        encoded = first in (0xC4, 0xC5, 0x62) or (
+            first == 0x8F and i + 1 < len(raw) and raw[i + 1] & 0x1F >= 8)
+        if encoded or (mnem.startswith("v") and not NOT_VEX_V.match(mnem)):
+            vex.append((addr, mnem))
+        j = i + 1 if first is not None and 0x40 <= first <= 0x4F else i
+        op = raw[j] if j < len(raw) else None
+        if op is not None and (0xD8 <= op <= 0xDF or (op == 0x9B and j == len(raw) - 1)):
+            x87.append((addr, mnem))
+        if mnem == "emms" or "%mm" in ops or mnem in ("femms",):
+            mmx.append((addr, mnem))
+    check(f"{len(insns)} instructions decoded", unknown == 0, f"{unknown} undecoded")
+
+    def show(lst):
+        return ", ".join(f"{m} at 0x{a:x}" for a, m in lst[:5])
+    check(f"{len(vex)} VEX/EVEX instructions", not vex, show(vex))
+    check(f"{len(x87)} x87 and {len(mmx)} MMX instructions", not x87 and not mmx, show(x87 + mmx))
+
+
+def frames_x64(image):
+    """Function start -> (end, bytes below the caller's stack pointer, incl. return address)."""
+    out = {}
+    for b in blocks(run("llvm-readobj", "--unwind", image), r"^RuntimeFunction \{"):
+        text = "\n".join(b)
+        start = int(re.search(r"StartAddress: \((0x[0-9A-F]+)\)", text).group(1), 16)
+        end = int(re.search(r"EndAddress: \((0x[0-9A-F]+)\)", text).group(1), 16)
+        size = 8 * len(re.findall(r"PUSH_NONVOL", text))
+        size += sum(int(x) for x in re.findall(r"ALLOC_(?:SMALL|LARGE) size=(\d+)", text))
+        if "PUSH_MACHFRAME" in text:
+            size += 48
+        out[start] = (end, size + 8)
+    return out
+
+
+def frames_arm64(image):
+    out = {}
+    for b in blocks(run("llvm-readobj", "--unwind", image), r"^RuntimeFunction \{"):
+        text = "\n".join(b)
+        start = int(re.search(r"Function: (0x[0-9A-F]+)", text).group(1), 16)
+        m = re.search(r"FunctionLength: (\d+)", text)
+        end = start + int(m.group(1)) if m else start
+        fs = re.search(r"FrameSize: (\d+)", text)
+        if fs:  # packed unwind data
+            size = int(fs.group(1))
+        else:
+            prologue = text.split("Prologue [", 1)[-1].split("\n]", 1)[0]
+            size = sum(int(x) for x in re.findall(r"\[sp, #-(\d+)\]!", prologue))
+            size += sum(int(x) for x in re.findall(r"sub sp, #(\d+)", prologue))
+        out[start] = (end, size)
+    return out
+
+
+def stack_budget(arm64, insns, headers, mapfile, sections, base, image):
+    frames = frames_arm64(image) if arm64 else frames_x64(image)
+    text = sections[".text"]
+    lo, hi = text["va"], text["va"] + text["vsize"]
+    names = {}
+    with open(mapfile, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"^\s*[0-9a-f]{4}:[0-9a-f]{8}\s+(\S+)\s+([0-9a-f]{16})\s", line)
+            if m:
+                va = int(m.group(2), 16)
+                if lo <= va < hi and va not in names:
+                    names[va] = demangle(m.group(1))
+    starts = sorted(set(frames) | set(names))
+    start_set = set(starts)
+    iat = re.search(r"IATRVA: (0x[0-9A-F]+)\s+IATSize: (0x[0-9A-F]+)", headers)
+    iat_lo = base + int(iat.group(1), 16)
+    iat_hi = iat_lo + int(iat.group(2), 16)
+
+    def func_of(addr):
+        k = bisect.bisect_right(starts, addr) - 1
+        return starts[k] if k >= 0 else None
+
+    def name(f):
+        return names.get(f, f"fn@0x{f:x}")
+
+    def frame(f):
+        return frames[f][1] if f in frames else (0 if arm64 else 8)
+
+    # Pointers stored in data sections, and the Rust vtables among them: [drop_in_place or 0,
+    # size, align, method...]. An indirect call through slot `off` of a loaded vtable may reach
+    # any function stored at that offset of any vtable.
+    with open(image, "rb") as img:
+        data = img.read()
+    taken, slots = set(), {}
+    for sname, s in sections.items():
+        if s["x"] or sname in (".pdata", ".reloc"):
+            continue
+        blob = data[s["raw"]:s["raw"] + min(s["rawsize"], s["vsize"])]
+        q = [int.from_bytes(blob[o:o + 8], "little") for o in range(0, len(blob) - 7, 8)]
+        taken.update(v for v in q if v in start_set)
+        for k in range(len(q) - 3):
+            align = q[k + 2]
+            if ((q[k] == 0 or q[k] in start_set) and q[k + 1] < 1 << 32 and 0 < align <= 4096
+                    and align & (align - 1) == 0 and q[k + 3] in start_set):
+                if q[k]:
+                    slots.setdefault(0, set()).add(q[k])
+                j = k + 3
+                while j < len(q) and q[j] in start_set:
+                    slots.setdefault(8 * (j - k), set()).add(q[j])
+                    j += 1
+
+    calls = {f: set() for f in starts}
+    tails = {f: set() for f in starts}
+    indirect = {f: set() for f in starts}  # slot offsets; None = unknown pointer
+    loaded = {}  # register -> vtable slot offset of the last load into it (same function)
+    hexaddr = re.compile(r"^(?:0x)?([0-9a-f]+)\b")
+    prev_f = None
+    for addr, raw, mnem, ops in insns:
+        f = func_of(addr)
+        if f is None:
+            continue
+        if f != prev_f:
+            loaded, adrp, prev_f = {}, {}, f
+        nxt = bisect.bisect_right(starts, addr)
+        fend = starts[nxt] if nxt < len(starts) else hi
+        if arm64:
+            target = hexaddr.match(ops)
+            m = re.match(r"(x\d+), \[(x\d+)(?:, #(\d+))?\]$", ops)
+            if mnem == "ldr" and m:
+                loaded[m.group(1)] = int(m.group(3) or 0)
+                continue
+            if mnem == "bl" and target:
+                calls[f].add(int(target.group(1), 16))
+            elif mnem in ("blr", "br"):
+                reg = ops.strip()
+                if reg in loaded:
+                    indirect[f].add(loaded[reg])
+                elif mnem == "blr":
+                    indirect[f].add(None)
+                # `br` from a register not loaded from a vtable: a jump table or import thunk
+            elif mnem == "b" or mnem.startswith("b.") or mnem in ("cbz", "cbnz", "tbz", "tbnz"):
+                t = re.search(r"0x([0-9a-f]+)", ops)
+                if t:
+                    t = int(t.group(1), 16)
+                    if not f <= t < fend:
+                        tails[f].add(t)
+            elif mnem == "adrp":
+                m = re.match(r"(x\d+), 0x([0-9a-f]+)", ops)
+                if m:
+                    adrp[m.group(1)] = int(m.group(2), 16)
+            elif mnem == "add":
+                m = re.match(r"(x\d+), (x\d+), #(\d+)$", ops)
+                if m and m.group(2) in adrp and adrp[m.group(2)] + int(m.group(3)) in start_set:
+                    taken.add(adrp[m.group(2)] + int(m.group(3)))
+            m = re.match(r"([xw]\d+),", ops)
+            if m and not re.match(r"^(cmp|cmn|tst|st|cb|tb|b)", mnem):
+                loaded.pop(m.group(1).replace("w", "x"), None)
+            continue
+        if mnem.startswith(("call", "jmp")) or (mnem.startswith("j") and not ops.startswith("*")):
+            is_call = mnem.startswith("call")
+            if ops.startswith("*"):
+                rip = re.match(r"\*(-?\d+)\(%rip\)", ops)
+                slot = re.match(r"\*(\d*)\(%\w+\)$", ops)
+                reg = re.match(r"\*(%\w+)$", ops)
+                if rip:
+                    if iat_lo <= addr + len(raw) + int(rip.group(1)) < iat_hi:
+                        continue  # a kernel routine through the import address table
+                    indirect[f].add(None)
+                elif slot:
+                    indirect[f].add(int(slot.group(1) or 0))
+                elif reg and reg.group(1) in loaded:
+                    indirect[f].add(loaded[reg.group(1)])
+                elif is_call:
+                    indirect[f].add(None)
+                # else `jmp *%reg` not loaded from a vtable: a jump table inside the function
+            else:
+                t = hexaddr.match(ops)
+                if t:
+                    t = int(t.group(1), 16)
+                    if is_call:
+                        calls[f].add(t)
+                    elif not f <= t < fend:
+                        tails[f].add(t)
+            continue
+        m = re.match(r"(-?\d*)\((%\w+)\), (%\w+)$", ops)
+        if mnem == "movq" and m and m.group(2) != "%rip":
+            loaded[m.group(3)] = int(m.group(1) or 0)
+            continue
+        if mnem.startswith("lea"):
+            rip = re.search(r"\(%rip\), %\w+\s+# 0x([0-9a-f]+)", ops)
+            if rip and int(rip.group(1), 16) in start_set:
+                taken.add(int(rip.group(1), 16))
+        dest = re.search(r"(%\w+)$", ops)
+        if dest and not re.match(r"^(test|cmp|push|bt)", mnem):
+            loaded.pop(dest.group(1), None)
+
+    callbacks = {f for f in starts if any(re.search(p, name(f)) for p in KERNEL_CALLBACKS)}
+    taken -= callbacks
+
+    def targets(f):
+        if any(re.search(p, name(f)) for p in KERNEL_INDIRECT):
+            return set()
+        out = set()
+        for off in indirect.get(f, ()):
+            out |= taken if off is None else slots.get(off, set())
+        return out - callbacks
+
+    def node(t):
+        return t if t in start_set else func_of(t)
+
+    memo, recursion = {}, set()
+
+    def worst(f, path):
+        """Worst stack below the caller's stack pointer from f; returns (bytes, chain)."""
+        if f in memo:
+            return memo[f]
+        best = (0, [])
+        for g in [node(g) for g in calls.get(f, ())] + sorted(targets(f)):
+            if g is None:
+                continue
+            if g in path:
+                recursion.add((name(f), name(g)))
+                continue
+            sub = worst(g, path | {g})
+            if sub[0] > best[0]:
+                best = sub
+        here = (frame(f) + best[0], [f] + best[1])
+        for g in tails.get(f, ()):
+            g = node(g)
+            if g is None or g in path:
+                continue
+            sub = worst(g, path | {g})
+            if sub[0] > here[0]:
+                here = sub
+        memo[f] = here
+        return here
+
+    if not arm64:
+        # The unwind data must describe every frame the code makes: the largest immediate
+        # `sub $N, %rsp` of each function is within its recorded allocation (x64 functions that
+        # move RSP without unwind data would break both this budget and the kernel's unwinder).
+        subs, bad = {}, []
+        for addr, raw, mnem, ops in insns:
+            m = re.match(r"\$(0x[0-9a-f]+|\d+), %rsp$", ops)
+            if mnem in ("subq", "sub") and m:
+                f = func_of(addr)
+                subs[f] = max(subs.get(f, 0), int(m.group(1), 0))
+        for f, n in subs.items():
+            if f not in frames or frames[f][1] - 8 < n:
+                bad.append(f"{name(f)} (sub {n}, unwind {frame(f) - 8 if f in frames else 'none'})")
+        check(f"frames agree with the code ({len(subs)} functions with `sub $N, %rsp`, all within "
+              "their unwind data)", not bad, "; ".join(bad[:3]))
+
+    biggest = max(starts, key=frame)
+    unknown = sum(1 for f in starts if None in indirect[f])
+    print(f"       {len(starts)} functions, {len(frames)} with unwind data; largest frame "
+          f"{frame(biggest):,} bytes ({name(biggest)}); indirect calls: "
+          f"{sum(len(v) for v in slots.values())} "
+          f"vtable entries, {len(taken)} address-taken functions for the {unknown} functions whose "
+          "pointer is not from a vtable")
+    for path, patterns in ROOTS.items():
+        roots = [f for f in starts if any(re.search(p, name(f)) for p in patterns)]
+        if not roots:
+            check(f"stack budget, {path} path", False, f"no function matches {patterns}")
+            continue
+        (size, chain), root = max(((worst(r, {r}), r) for r in roots), key=lambda x: x[0][0])
+        shown = " > ".join(name(c) for c in chain)
+        check(f"max stack {size:,} bytes on the {path} path (limit {BUDGETS[path]:,})",
+              size <= BUDGETS[path], f"over budget via {shown}")
+        print(f"       via {shown}")
+    if recursion:
+        print(f"       {len(recursion)} recursive edges not followed (depth unbounded), e.g. "
+              + "; ".join(f"{a} -> {b}" for a, b in sorted(recursion)[:2]))
+
+
+if __name__ == "__main__":
+    sys.exit(min(main(), 100))
