@@ -18,7 +18,6 @@
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
@@ -53,24 +52,26 @@ impl<P: Platform> DirectPath<P> {
     }
 
     /// Starts the 8 workers, each with a 1 MiB bounce buffer allocated now (at mount). They
-    /// give every job back to `finisher`.
+    /// give every job back to `finisher`. Each worker is handed to `keep` (and counted for
+    /// [`stop`](Self::stop)) as soon as it runs, so when a later one fails to start the
+    /// owner's stop and join end the ones that did.
     pub(crate) fn start<F: Finisher<P>>(
         self: &Arc<Self>,
         finisher: &Arc<F>,
-    ) -> Result<Vec<P::Thread>, Status> {
-        let mut threads = Vec::with_capacity(WORKERS);
+        keep: &mut dyn FnMut(P::Thread),
+    ) -> Result<(), Status> {
         let limits = self.context.host.limits();
         for _ in 0..WORKERS {
             let direct = Arc::clone(self);
             let finisher = Arc::clone(finisher);
             let bounce = AlignedBuffer::new(MAX_DIRECT_REQUEST as usize, &limits);
-            threads.push(self.context.platform.spawn(
+            keep(self.context.platform.spawn(
                 ThreadRole::DirectWorker,
                 Box::new(move || worker(&direct, &*finisher, bounce)),
             )?);
             self.workers.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(threads)
+        Ok(())
     }
 
     /// Admits a granted request: a free worker takes it, or it waits in FIFO order for one.
