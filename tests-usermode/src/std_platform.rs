@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use vcdirect::platform::{HostDevice, Piece, Platform, ThreadRole};
@@ -69,10 +70,32 @@ impl SystemWorkers {
     }
 }
 
+/// Engine threads (`Platform::spawn`) of one platform and its clones: how many run, and the
+/// fault switch that fails one spawn.
+#[derive(Default)]
+struct EngineThreads {
+    /// Threads spawned whose body has not returned yet.
+    alive: AtomicUsize,
+    /// Spawns so far (successful or failed).
+    spawned: AtomicUsize,
+    /// Fail the spawn with this 1-based number with this status (W3).
+    fail_at: Mutex<Option<(usize, Status)>>,
+}
+
+/// Decrements the live count when a thread body returns (or unwinds).
+struct AliveGuard(Arc<EngineThreads>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.alive.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The std platform for volumes on hosts of type `H`.
 pub struct StdPlatform<H> {
     crypto: Arc<rayon::ThreadPool>,
     workers: Arc<SystemWorkers>,
+    engine: Arc<EngineThreads>,
     cpus: usize,
     _host: PhantomData<fn() -> H>,
 }
@@ -82,6 +105,7 @@ impl<H> Clone for StdPlatform<H> {
         StdPlatform {
             crypto: Arc::clone(&self.crypto),
             workers: Arc::clone(&self.workers),
+            engine: Arc::clone(&self.engine),
             cpus: self.cpus,
             _host: PhantomData,
         }
@@ -101,9 +125,23 @@ impl<H> StdPlatform<H> {
         StdPlatform {
             crypto: Arc::new(crypto),
             workers: Arc::new(SystemWorkers::default()),
+            engine: Arc::new(EngineThreads::default()),
             cpus,
             _host: PhantomData,
         }
+    }
+
+    /// Fault switch (W3): the `n`-th engine thread spawn (1-based, counted from now) fails
+    /// with `status` instead of starting a thread, as a failed PsCreateSystemThread or a failed
+    /// impersonation does in the kernel.
+    pub fn fail_spawn_at(&self, n: usize, status: Status) {
+        let at = self.engine.spawned.load(Ordering::Acquire) + n;
+        *lock(&self.engine.fail_at) = Some((at, status));
+    }
+
+    /// Engine threads (started by `Platform::spawn`) whose body has not returned yet.
+    pub fn engine_threads_alive(&self) -> usize {
+        self.engine.alive.load(Ordering::Acquire)
     }
 }
 
@@ -116,9 +154,20 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
     type Host = H;
 
     fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<StdThread, Status> {
+        let number = self.engine.spawned.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Some((at, status)) = *lock(&self.engine.fail_at) {
+            if number == at {
+                return Err(status);
+            }
+        }
+        self.engine.alive.fetch_add(1, Ordering::AcqRel);
+        let guard = AliveGuard(Arc::clone(&self.engine));
         std::thread::Builder::new()
             .name(role.name().into())
-            .spawn(body)
+            .spawn(move || {
+                let _alive = guard;
+                body();
+            })
             .map(StdThread)
             .map_err(|_| Status::InsufficientResources)
     }

@@ -15,7 +15,9 @@
 //! - list, dismount all: anyone, but a caller sees only their own volumes unless they are an
 //!   administrator or system;
 //! - gates get: anyone (it reveals the driver's defaults, nothing about a volume);
-//! - gates set, gates reload, erase keys: administrators and system only.
+//! - gates set, gates reload, erase keys: administrators and system only;
+//! - a caller impersonating at anonymous or identification level is refused before any of
+//!   these ([`Token::usable`]: STATUS_BAD_IMPERSONATION_LEVEL).
 
 use alloc::vec::Vec;
 
@@ -28,6 +30,10 @@ mod tests;
 pub const ACCESS_DENIED: Status = Status::Host(0xC000_0022);
 /// STATUS_INVALID_SID: the token's user SID is malformed.
 pub const INVALID_SID: Status = Status::Host(0xC000_0078);
+
+/// STATUS_BAD_IMPERSONATION_LEVEL: the caller impersonates at a level below
+/// SecurityImpersonation (anonymous or identification), too low to act as that client.
+pub const BAD_IMPERSONATION_LEVEL: Status = Status::Host(0xC000_00A5);
 
 /// Largest SID: revision, count, 6-byte authority and 15 sub-authorities.
 pub const MAX_SID_LENGTH: usize = 8 + 4 * 15;
@@ -75,6 +81,55 @@ impl Sid {
     /// The binary form.
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
+    }
+}
+
+/// SECURITY_IMPERSONATION_LEVEL of an impersonation token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ImpersonationLevel {
+    /// SecurityAnonymous (0): the server may not even learn who the client is.
+    Anonymous,
+    /// SecurityIdentification (1): the server may learn who the client is, not act as it.
+    Identification,
+    /// SecurityImpersonation (2): the server may act as the client on this machine.
+    Impersonation,
+    /// SecurityDelegation (3): as impersonation, also on other machines.
+    Delegation,
+}
+
+impl ImpersonationLevel {
+    /// The level from its SECURITY_IMPERSONATION_LEVEL value; a value outside 0..=3 counts as
+    /// [`ImpersonationLevel::Anonymous`], the lowest (refused).
+    pub fn from_raw(raw: i64) -> ImpersonationLevel {
+        match raw {
+            1 => ImpersonationLevel::Identification,
+            2 => ImpersonationLevel::Impersonation,
+            3 => ImpersonationLevel::Delegation,
+            _ => ImpersonationLevel::Anonymous,
+        }
+    }
+}
+
+/// The token a caller is judged by: the calling thread's own process token, or the client
+/// token it impersonates (SeQuerySubjectContextToken picks the client token when there is one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Token {
+    /// The process's primary token (the thread does not impersonate).
+    Primary,
+    /// An impersonation token at this level.
+    Impersonation(ImpersonationLevel),
+}
+
+impl Token {
+    /// Whether the token may stand for the caller: `Ok(())`, or [`BAD_IMPERSONATION_LEVEL`]
+    /// for an anonymous or identification-level impersonation token (an identification token
+    /// of an administrator lets a server learn the client is one, never act as one).
+    pub fn usable(self) -> Result<(), Status> {
+        match self {
+            Token::Primary => Ok(()),
+            Token::Impersonation(level) if level >= ImpersonationLevel::Impersonation => Ok(()),
+            Token::Impersonation(_) => Err(BAD_IMPERSONATION_LEVEL),
+        }
     }
 }
 

@@ -95,3 +95,38 @@ fn w4_sid_binary_form() {
         assert_eq!(Sid::from_bytes(bad), Err(INVALID_SID), "{bad:?}");
     }
 }
+
+#[test]
+fn w4_identification_level_caller_is_refused() {
+    use ImpersonationLevel::*;
+    // An identification (or anonymous) token of an administrator must not pass as one.
+    for level in [Anonymous, Identification] {
+        assert_eq!(
+            Token::Impersonation(level).usable(),
+            Err(BAD_IMPERSONATION_LEVEL),
+            "{level:?}"
+        );
+    }
+    for level in [Impersonation, Delegation] {
+        assert_eq!(Token::Impersonation(level).usable(), Ok(()), "{level:?}");
+    }
+    assert_eq!(Token::Primary.usable(), Ok(()));
+    assert_eq!(BAD_IMPERSONATION_LEVEL.ntstatus(), 0xC000_00A5);
+    // The SECURITY_IMPERSONATION_LEVEL values; anything else is the lowest level.
+    let raw = [
+        (0, Anonymous),
+        (1, Identification),
+        (2, Impersonation),
+        (3, Delegation),
+    ];
+    for (value, level) in raw {
+        assert_eq!(ImpersonationLevel::from_raw(value), level);
+    }
+    for value in [-1, 4, i64::from(u32::MAX)] {
+        assert_eq!(
+            Token::Impersonation(ImpersonationLevel::from_raw(value)).usable(),
+            Err(BAD_IMPERSONATION_LEVEL),
+            "{value}"
+        );
+    }
+}

@@ -19,7 +19,6 @@
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
@@ -67,13 +66,15 @@ impl<P: Platform> DirectPath<P> {
     /// Starts the 8 workers. With `writes` (direct writes are effective), each gets a bounce
     /// buffer allocated now (at mount), as large as the largest write segment the host takes;
     /// without, none (reads decrypt in the caller's buffer). They give every job back to
-    /// `finisher`.
+    /// `finisher`. Each worker is handed to `keep` (and counted for [`stop`](Self::stop)) as
+    /// soon as it runs, so when a later one fails to start the owner's stop and join end the
+    /// ones that did.
     pub(crate) fn start<F: Finisher<P>>(
         self: &Arc<Self>,
         finisher: &Arc<F>,
         writes: bool,
-    ) -> Result<Vec<P::Thread>, Status> {
-        let mut threads = Vec::with_capacity(WORKERS);
+        keep: &mut dyn FnMut(P::Thread),
+    ) -> Result<(), Status> {
         let limits = self.context.host.limits();
         let bounce_len = self.segment_limits().largest_aligned();
         for _ in 0..WORKERS {
@@ -87,13 +88,13 @@ impl<P: Platform> DirectPath<P> {
                     Purpose::DirectBounce,
                 )
             });
-            threads.push(self.context.platform.spawn(
+            keep(self.context.platform.spawn(
                 ThreadRole::DirectWorker,
                 Box::new(move || worker(&direct, &*finisher, bounce)),
             )?);
             self.workers.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(threads)
+        Ok(())
     }
 
     /// Admits a granted request: a free worker takes it, or it waits in FIFO order for one.

@@ -121,15 +121,17 @@ impl<P: Platform> LegacyQueue<P> {
     }
 
     /// Starts the main, I/O and completion threads. They give every request back to
-    /// `finisher`.
+    /// `finisher`. Each thread is handed to `keep` as soon as it runs, so when a later one
+    /// fails to start the owner's [`stop`](Self::stop) and join end the ones that did (each
+    /// passes the stop on to the next stage and returns).
     pub(crate) fn start<F: Finisher<P>>(
         self: &Arc<Self>,
         finisher: &Arc<F>,
-    ) -> Result<Vec<P::Thread>, Status> {
+        keep: &mut dyn FnMut(P::Thread),
+    ) -> Result<(), Status> {
         let platform = &self.context.platform;
-        let mut threads = Vec::with_capacity(3);
         let (queue, main_finisher) = (Arc::clone(self), Arc::clone(finisher));
-        threads.push(platform.spawn(
+        keep(platform.spawn(
             ThreadRole::LegacyMain,
             Box::new(move || main_thread(&queue, &*main_finisher)),
         )?);
@@ -143,16 +145,16 @@ impl<P: Platform> LegacyQueue<P> {
         let unaligned = (limits.alignment_mask != 0)
             .then(|| AlignedBuffer::new(fragment, &limits, memory, Purpose::LegacyUnaligned));
         let queue = Arc::clone(self);
-        threads.push(platform.spawn(
+        keep(platform.spawn(
             ThreadRole::LegacyIo,
             Box::new(move || io_thread(&queue, read_ahead, unaligned)),
         )?);
         let (queue, completion_finisher) = (Arc::clone(self), Arc::clone(finisher));
-        threads.push(platform.spawn(
+        keep(platform.spawn(
             ThreadRole::LegacyCompletion,
             Box::new(move || completion_thread(&queue, &*completion_finisher)),
         )?);
-        Ok(threads)
+        Ok(())
     }
 
     /// Queues a granted request for the main thread.

@@ -189,20 +189,19 @@ impl<P: Platform> Volume<P> {
         Ok(volume)
     }
 
+    /// Starts the completion thread, then the paths' threads. Every thread is recorded in
+    /// `threads` as soon as it runs: when one fails to start, `mount`'s dismount stops and
+    /// joins all that did.
     fn start_threads(self: &Arc<Self>) -> Result<(), Status> {
+        let keep = &mut |thread| self.threads.with(|threads| threads.push(thread));
         let completer = Arc::clone(&self.completer);
-        let thread = self.context.platform.spawn(
+        keep(self.context.platform.spawn(
             ThreadRole::Completion,
             alloc::boxed::Box::new(move || completer.run()),
-        )?;
-        self.threads.with(|threads| threads.push(thread));
-        for thread in self.legacy.start(self)? {
-            self.threads.with(|threads| threads.push(thread));
-        }
+        )?);
+        self.legacy.start(self, keep)?;
         if self.effective.direct_read || self.effective.direct_write {
-            for thread in self.direct.start(self, self.effective.direct_write)? {
-                self.threads.with(|threads| threads.push(thread));
-            }
+            self.direct.start(self, self.effective.direct_write, keep)?;
         }
         Ok(())
     }

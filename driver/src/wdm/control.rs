@@ -335,10 +335,7 @@ unsafe extern "C" fn dispatch_device_control(
     let Some(mut irp) = (unsafe { owned(irp) }) else {
         return nt(Status::InvalidParameter);
     };
-    let (status, information) = match state() {
-        Some(state) => control_ioctl(state, &mut irp),
-        None => (Status::DeviceNotReady, 0),
-    };
+    let (status, information) = control_ioctl(state(), &mut irp);
     irp.complete(status, information);
     nt(status)
 }
@@ -352,10 +349,11 @@ fn abi_err(e: AbiError) -> Status {
 
 /// Runs one control IOCTL under the control mutex. Input is copied out of the system buffer,
 /// which is then wiped, before the reply is written over it; a reply larger than the caller's
-/// output buffer is STATUS_BUFFER_TOO_SMALL.
+/// output buffer is STATUS_BUFFER_TOO_SMALL. With no driver state (not ready) or an unknown
+/// code the system buffer is wiped all the same and the request refused.
 ///
 /// IRQL: PASSIVE_LEVEL, in the caller's thread (a top-level driver's device control).
-fn control_ioctl(state: &DriverState, irp: &mut Irp) -> (Status, usize) {
+fn control_ioctl(state: Option<&DriverState>, irp: &mut Irp) -> (Status, usize) {
     let (code, input_len, output_len) = irp.ioctl_parameters();
     let known = matches!(
         code,
@@ -368,9 +366,22 @@ fn control_ioctl(state: &DriverState, irp: &mut Irp) -> (Status, usize) {
             | abi::IOCTL_GATES_RELOAD
             | abi::IOCTL_ERASE_KEYS
     );
-    if !known {
-        return (Status::InvalidDeviceRequest, 0);
-    }
+    let state = match state {
+        Some(state) if known => Ok(state),
+        Some(_) => Err(Status::InvalidDeviceRequest),
+        None => Err(Status::DeviceNotReady),
+    };
+    let state = match state {
+        Ok(state) => state,
+        Err(status) => {
+            // W5: no request byte stays in the buffer on a refused path either; the one wipe
+            // (`serve`) with a handler that refuses (no input copied).
+            return match irp.system_buffer() {
+                Some(buf) => abi::buffer::serve(buf, 0, 0, |_, _| Err(status)),
+                None => (status, 0),
+            };
+        }
+    };
     let Some(buf) = irp.system_buffer() else {
         // METHOD_BUFFERED with both lengths zero: an empty input, which no request accepts.
         return (

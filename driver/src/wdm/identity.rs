@@ -12,7 +12,7 @@
 
 use crate::access::Caller;
 #[cfg(not(feature = "wine-host"))]
-use crate::access::Sid;
+use crate::access::{ImpersonationLevel, Sid, Token};
 use crate::Status;
 use wdk_sys::DEVICE_OBJECT;
 
@@ -28,7 +28,8 @@ const FILE_GENERIC_READ_WRITE: u32 = 0x0012_0089 | 0x0012_0116;
 const TRAVERSE: u32 = 0x0000_0020 | 0x0010_0000;
 
 /// Who the calling thread is: its effective token (the impersonation token if it impersonates,
-/// else its process's primary token).
+/// else its process's primary token). An impersonation token below SecurityImpersonation
+/// fails with STATUS_BAD_IMPERSONATION_LEVEL (`crate::access::Token::usable`).
 ///
 /// IRQL: PASSIVE_LEVEL, in the caller's thread (a top-level driver's device control).
 #[cfg(not(feature = "wine-host"))]
@@ -45,12 +46,14 @@ pub fn caller() -> Result<Caller, Status> {
     // SAFETY: a captured context; the lock keeps the tokens' contents stable while read.
     unsafe { SeLockSubjectContext(&mut context) };
     // SeQuerySubjectContextToken (a macro): the client token if any, else the primary one.
-    let token = if context.ClientToken.is_null() {
-        context.PrimaryToken
+    // A client token below SecurityImpersonation is refused (`Token::usable`), never read.
+    let (token, kind) = if context.ClientToken.is_null() {
+        (context.PrimaryToken, Token::Primary)
     } else {
-        context.ClientToken
+        let level = ImpersonationLevel::from_raw(context.ImpersonationLevel as i64);
+        (context.ClientToken, Token::Impersonation(level))
     };
-    let result = token_caller(token);
+    let result = kind.usable().and_then(|()| token_caller(token));
     // SAFETY: locked above.
     unsafe { SeUnlockSubjectContext(&mut context) };
     // SAFETY: captured above; releases its token references.

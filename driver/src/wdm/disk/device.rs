@@ -64,10 +64,12 @@ pub(super) struct Extension {
 ///
 /// # Invariants
 /// `device` is a volume device this value created (its extension initialized), not deleted
-/// until `drop`.
+/// until `drop`; `links` holds exactly the symbolic links this value created (each recorded
+/// only after IoCreateSymbolicLink succeeded), the only ones `drop` deletes.
 pub struct VolumeDevice {
     device: NonNull<DEVICE_OBJECT>,
     mounted: Arc<MountedVolume>,
+    links: Vec<Vec<u16>>,
 }
 
 // SAFETY: the device object is ours until `delete`; its routines may run on any thread.
@@ -165,7 +167,11 @@ impl VolumeDevice {
         unsafe { ext.lock.init() };
         d.Flags |= DO_DIRECT_IO;
         d.SectorSize = sector_size as u16;
-        let this = VolumeDevice { device, mounted };
+        let mut this = VolumeDevice {
+            device,
+            mounted,
+            links: Vec::new(),
+        };
         // W4: raw opens for system, administrators and the mounting user, set before the
         // device can be opened; on failure Drop deletes the device.
         // SAFETY: the device created above, not deleted.
@@ -185,17 +191,24 @@ impl VolumeDevice {
         ];
         for link in links {
             let Some(link) = link else { continue };
-            // An error here drops `this` too (links so far removed, device deleted).
-            let mut l = OwnedUnicode::new(link)?;
+            // An error here drops `this` too (links made so far removed, device deleted).
+            this.links
+                .try_reserve(1)
+                .map_err(|_| Status::InsufficientResources)?;
+            let mut l = OwnedUnicode::copy(&link)?;
             let mut n = OwnedUnicode::copy(&this.mounted.device_name)?;
             // SAFETY: both names are valid for the call.
             let status = unsafe { IoCreateSymbolicLink(l.as_mut(), n.as_mut()) };
             if status < 0 {
-                // Drop removes the links made so far and deletes the device; the caller
-                // still owns the (not yet dismounted) volume's other reference.
+                // Drop removes only the links made so far (never one that existed before,
+                // such as a global `\DosDevices\C:` that made this one collide) and deletes
+                // the device; the caller still owns the (not yet dismounted) volume's other
+                // reference.
                 drop(this);
                 return Err(Status::from_ntstatus(status as u32));
             }
+            // Recorded only now that it exists and is ours (capacity reserved above).
+            this.links.push(link);
         }
         Ok(this)
     }
@@ -232,14 +245,13 @@ impl VolumeDevice {
 }
 
 impl Drop for VolumeDevice {
-    /// Removes the links, dismounts the volume (which waits for every request and child
+    /// Removes the links it created, dismounts the volume (which waits for every request and child
     /// request: R13), stops new dispatches, waits for the ones running and deletes the device.
     ///
     /// IRQL: PASSIVE_LEVEL.
     fn drop(&mut self) {
-        delete_link(&self.mounted.link_name);
-        if let Some(l) = &self.mounted.letter_link {
-            delete_link(l);
+        for link in &self.links {
+            delete_link(link);
         }
         self.mounted.volume.dismount();
         self.delete_device();
