@@ -1,6 +1,7 @@
 //! The simulated host device: memory with adversarial timing (random delays between start and
-//! completion, so completions reorder), injected failures by sector range, and probes for the
-//! harness (outstanding operations, I/O issued after the key block, a trace hash).
+//! completion, so completions reorder), injected failures and short transfers by sector range,
+//! and probes for the harness (outstanding operations, I/O issued after the key block, a trace
+//! hash, every host write with the upper write it carried).
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -18,12 +19,35 @@ use super::check::key_block::check_key_block;
 type Probe = Box<dyn Fn() -> bool + Send + Sync>;
 type Decoder = Box<dyn Fn(u64, &[u8]) -> Option<u32> + Send + Sync>;
 
+/// One host write carrying a known upper write, as the host saw it.
+#[derive(Clone, Debug)]
+pub(crate) struct HostWrite {
+    /// The upper write's id (decoded from the data's first sector).
+    pub(crate) id: u32,
+    /// Host byte offset.
+    pub(crate) offset: u64,
+    /// Bytes asked.
+    pub(crate) len: usize,
+    /// Host event numbers (one counter for starts and ends): when it started, when it ended.
+    pub(crate) started: u64,
+    pub(crate) ended: u64,
+    /// What the host reported (a short count is `Ok` with fewer than `len` bytes).
+    pub(crate) result: Result<usize, Status>,
+}
+
 /// A simulated disk.
 pub struct SimHost {
     medium: Mutex<Vec<u8>>,
     limits: HostLimits,
     kind: HostKind,
     faults: StdMutex<Vec<(Range<u64>, Status)>>,
+    /// Ranges over which a transfer is short: it moves only the whole sectors before the
+    /// range and reports success with that count.
+    shorts: StdMutex<Vec<Range<u64>>>,
+    /// Numbers host events (starts and ends) in order.
+    events: AtomicU64,
+    /// Every host write that carried a known upper write, in the order they ended.
+    writes: StdMutex<Vec<HostWrite>>,
     outstanding: AtomicU64,
     max_delay: u32,
     trace: AtomicU64,
@@ -44,6 +68,9 @@ impl SimHost {
             limits,
             kind,
             faults: StdMutex::new(Vec::new()),
+            shorts: StdMutex::new(Vec::new()),
+            events: AtomicU64::new(0),
+            writes: StdMutex::new(Vec::new()),
             outstanding: AtomicU64::new(0),
             max_delay,
             trace: AtomicU64::new(0xcbf2_9ce4_8422_2325),
@@ -58,6 +85,22 @@ impl SimHost {
     /// Makes every operation touching `range` fail with `status`.
     pub fn fail_range(&self, range: Range<u64>, status: Status) {
         self.faults.lock().unwrap().push((range, status));
+    }
+
+    /// Makes every read or write touching `range` short (W12): it transfers only the whole
+    /// sectors before `range` (none if it starts inside it) and reports success with that count.
+    pub fn short_range(&self, range: Range<u64>) {
+        self.shorts.lock().unwrap().push(range);
+    }
+
+    /// The ranges given to [`SimHost::short_range`].
+    pub(crate) fn short_ranges(&self) -> Vec<Range<u64>> {
+        self.shorts.lock().unwrap().clone()
+    }
+
+    /// Every host write that carried a known upper write, in the order they ended.
+    pub(crate) fn host_writes(&self) -> Vec<HostWrite> {
+        self.writes.lock().unwrap().clone()
     }
 
     /// Installs the probe that says whether the volume's key block is set.
@@ -105,7 +148,7 @@ impl SimHost {
         self.trace.store(h, Ordering::SeqCst);
     }
 
-    fn started(&self, what: u64, offset: u64, len: usize) {
+    fn started(&self, what: u64, offset: u64, len: usize) -> u64 {
         let probe = self.key_blocked.lock().unwrap();
         if let Some(p) = probe.as_ref() {
             if let Some(v) = check_key_block(p(), what, offset, len) {
@@ -115,6 +158,7 @@ impl SimHost {
         drop(probe);
         self.outstanding.fetch_add(1, Ordering::SeqCst);
         self.record(what, offset, len as u64);
+        self.events.fetch_add(1, Ordering::SeqCst)
     }
 
     fn fault_for(&self, range: Range<u64>) -> Option<Status> {
@@ -124,6 +168,17 @@ impl SimHost {
             .iter()
             .find(|(r, _)| r.start < range.end && range.start < r.end)
             .map(|(_, s)| *s)
+    }
+
+    /// The bytes a transfer over `range` moves when a short range touches it.
+    fn short_for(&self, range: Range<u64>) -> Option<usize> {
+        self.shorts
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.start < range.end && range.start < r.end)
+            .map(|r| r.start.saturating_sub(range.start) as usize)
+            .min()
     }
 
     fn delay(&self) {
@@ -146,6 +201,7 @@ enum Op<'a> {
 pub struct SimIo<'a> {
     host: &'a SimHost,
     offset: u64,
+    started: u64,
     op: Option<Op<'a>>,
 }
 
@@ -161,7 +217,10 @@ impl SimIo<'_> {
                     Some(s) => Err(s),
                     None => {
                         let m = h.medium.lock().unwrap();
-                        let end = (range.end as usize).min(m.len());
+                        let short = h.short_for(range.clone()).map(|n| range.start as usize + n);
+                        let end = (range.end as usize)
+                            .min(m.len())
+                            .min(short.unwrap_or(usize::MAX));
                         let n = end.saturating_sub(range.start as usize);
                         buf[..n].copy_from_slice(&m[range.start as usize..end]);
                         Ok(n)
@@ -170,21 +229,38 @@ impl SimIo<'_> {
             }
             Op::Write(buf) => {
                 let range = self.offset..self.offset + buf.len() as u64;
-                match h.fault_for(range.clone()) {
+                let id = h
+                    .decoder
+                    .lock()
+                    .unwrap()
+                    .as_ref()
+                    .and_then(|d| d(range.start, &buf[..512.min(buf.len())]));
+                let result = match h.fault_for(range.clone()) {
                     Some(s) => Err(s),
                     None => {
+                        // A short write puts only the prefix it reports on the medium.
+                        let n = h.short_for(range.clone()).unwrap_or(buf.len());
                         let mut m = h.medium.lock().unwrap();
-                        m[range.start as usize..range.end as usize].copy_from_slice(buf);
+                        m[range.start as usize..range.start as usize + n]
+                            .copy_from_slice(&buf[..n]);
                         drop(m);
-                        if let Some(d) = h.decoder.lock().unwrap().as_ref() {
-                            if let Some(id) = d(range.start, &buf[..512.min(buf.len())]) {
-                                *h.written.lock().unwrap().entry(id).or_default() +=
-                                    buf.len() as u64;
-                            }
+                        if let (Some(id), true) = (id, n > 0) {
+                            *h.written.lock().unwrap().entry(id).or_default() += n as u64;
                         }
-                        Ok(buf.len())
+                        Ok(n)
                     }
+                };
+                if let Some(id) = id {
+                    h.writes.lock().unwrap().push(HostWrite {
+                        id,
+                        offset: range.start,
+                        len: buf.len(),
+                        started: self.started,
+                        ended: h.events.fetch_add(1, Ordering::SeqCst),
+                        result,
+                    });
                 }
+                result
             }
         };
         h.record(9, self.offset, result.map_or(u64::MAX, |n| n as u64));
@@ -221,18 +297,20 @@ impl HostDevice for SimHost {
         self.limits
     }
     fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> SimIo<'a> {
-        self.started(1, offset, buf.len());
+        let started = self.started(1, offset, buf.len());
         SimIo {
             host: self,
             offset,
+            started,
             op: Some(Op::Read(buf)),
         }
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> SimIo<'a> {
-        self.started(2, offset, buf.len());
+        let started = self.started(2, offset, buf.len());
         SimIo {
             host: self,
             offset,
+            started,
             op: Some(Op::Write(buf)),
         }
     }

@@ -23,6 +23,7 @@ use super::check::flushes::check_flushes;
 use super::check::medium::check_medium;
 use super::check::paths::check_paths;
 use super::check::requests::check_log;
+use super::check::short_transfers::check_short_transfers;
 use super::host::SimHost;
 use super::log::{
     decode_sector, fill_pattern, LogEntry, OpKind, Outcome, DATA_OFFSET, DATA_SECTORS, SECTOR,
@@ -48,6 +49,8 @@ pub struct FaultMix {
     pub bad_requests: bool,
     /// Long random delays on host operations.
     pub long_delays: bool,
+    /// Host transfers over a sector range are short (docs/review.md W12).
+    pub short_transfers: bool,
 }
 
 impl FaultMix {
@@ -60,6 +63,7 @@ impl FaultMix {
         reentrant: true,
         bad_requests: true,
         long_delays: true,
+        short_transfers: true,
     };
     /// No fault.
     pub const NONE: FaultMix = FaultMix {
@@ -70,6 +74,7 @@ impl FaultMix {
         reentrant: false,
         bad_requests: false,
         long_delays: false,
+        short_transfers: false,
     };
 }
 
@@ -215,8 +220,15 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     let erase = f.key_erasure && rng.gen_bool(0.15);
     let dismount_early = f.dismount && rng.gen_bool(0.15);
     let long_delays = f.long_delays && rng.gen_bool(0.3);
+    // Drawn from its own generator, so the other draws (and schedules) stay as they were.
+    let mut short_rng = StdRng::seed_from_u64(seed ^ 0x5407_7e12);
+    let short = (f.short_transfers && short_rng.gen_bool(0.2)).then(|| {
+        let s = short_rng.gen_range(0..DATA_SECTORS - 8);
+        let start = DATA_OFFSET + s * SECTOR;
+        start..start + short_rng.gen_range(1..8) * SECTOR
+    });
     let drawn = format!(
-        "limits={}/{}/{} host_errors={host_errors} erase={erase} dismount={dismount_early} long_delays={long_delays}",
+        "limits={}/{}/{} host_errors={host_errors} erase={erase} dismount={dismount_early} long_delays={long_delays} short={short:?}",
         limits.max_transfer, limits.max_physical_pages, limits.alignment_mask
     );
     let host = SimHost::new(
@@ -236,6 +248,9 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
             start..start + rng.gen_range(1..8) * SECTOR,
             Status::IoDeviceError,
         );
+    }
+    if let Some(range) = short.clone() {
+        host.short_range(range);
     }
     let decoder_cipher = Arc::clone(&cipher);
     host.set_decoder(Box::new(move |host_offset, first| {
@@ -320,11 +335,20 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     let counters = volume.counters.snapshot();
     check_bounds(&volume, &counters, &mut violations);
     let log = std::mem::take(&mut *ctx.log.lock().unwrap());
-    let allowed_failures = allowed_failures(cfg, host_errors, erase, dismount_early);
+    let mut allowed_failures = allowed_failures(cfg, host_errors, erase, dismount_early);
+    if short.is_some() {
+        allowed_failures.push(Status::EndOfFile);
+    }
     check_log(&log, &allowed_failures, &mut violations);
     check_medium(&log, &host.snapshot(), &cipher, &mut violations);
     check_flushes(&log, host, volume.effective().direct_write, &mut violations);
     check_paths(&log, cfg, &counters, limits, &mut violations);
+    check_short_transfers(
+        &log,
+        &host.short_ranges(),
+        &host.host_writes(),
+        &mut violations,
+    );
 
     let mut h = host.trace_hash();
     for e in &log {

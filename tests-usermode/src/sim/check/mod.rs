@@ -14,6 +14,8 @@
 //! - [`medium`]: the final medium against the model.
 //! - [`flushes`]: docs/review.md R7 and flush ordering.
 //! - [`paths`]: every eligible request goes direct.
+//! - [`short_transfers`]: docs/review.md W12, a short host transfer fails its request with no
+//!   bytes reported, and no host write of a request starts after one of its writes failed.
 //!
 //! Each violation names its invariant first (`R13: ...`), so a fault switch can be matched to
 //! the violation it must cause.
@@ -26,3 +28,4 @@ pub(crate) mod key_block;
 pub(crate) mod medium;
 pub(crate) mod paths;
 pub(crate) mod requests;
+pub(crate) mod short_transfers;
