@@ -145,3 +145,58 @@ fn matches_a_brute_force_model_on_random_schedules() {
         }
     }
 }
+
+/// The worst shape a treap of this lock can take: keys that follow the priorities make every
+/// node the right child of the one before, a path as long as the pool (256). The walks are
+/// iterative (no frame per level on the dispatch or cancel path); they must still find exactly
+/// the overlapping intervals and keep the tree whole through removals.
+#[test]
+fn w13_a_tree_as_deep_as_the_pool_is_walked_without_recursion_and_stays_exact() {
+    use super::interval::{mix, IntervalTree};
+    const N: u32 = 256;
+    let mut ids: Vec<u32> = (0..N).collect();
+    // Highest priority first, so each later (larger) key sits at the bottom of a right spine.
+    ids.sort_by_key(|&id| core::cmp::Reverse(mix(id)));
+    let mut tree = IntervalTree::with_capacity(N as usize);
+    let mut live: Vec<(u32, u64, u64)> = Vec::new();
+    for (rank, &id) in ids.iter().enumerate() {
+        let start = rank as u64 * 10;
+        let end = start + 15; // overlaps the next interval
+        tree.insert(id, start, end);
+        live.push((id, start, end));
+    }
+    let check = |tree: &mut IntervalTree, live: &[(u32, u64, u64)]| {
+        for (a, b) in [
+            (0u64, 1u64),
+            (5, 26),
+            (1_000, 1_001),
+            (2_545, 2_600),
+            (0, 3_000),
+            (9, 10),
+        ] {
+            let mut got = Vec::new();
+            tree.overlapping(a..b, &mut got);
+            got.sort_unstable();
+            let mut want: Vec<u32> = live
+                .iter()
+                .filter(|&&(_, s, e)| s < b && a < e)
+                .map(|&(id, _, _)| id)
+                .collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "overlapping {a}..{b}");
+        }
+        assert_eq!(tree.len(), live.len());
+    };
+    check(&mut tree, &live);
+    // Remove from the deep end, the middle and the top, checking after each step.
+    for pick in [255usize, 128, 0, 100, 3] {
+        let i = pick.min(live.len() - 1);
+        let (id, start, _) = live.remove(i);
+        tree.remove(id, start);
+        check(&mut tree, &live);
+    }
+    while let Some((id, start, _)) = live.pop() {
+        tree.remove(id, start);
+    }
+    assert_eq!(tree.len(), 0);
+}
