@@ -16,15 +16,16 @@ worker and cancel paths (x64 and ARM64).
 Stack budget. Frame per function: on x64 from the image's own unwind data (.pdata/.xdata: the
 pushes and the stack allocation of the prologue, plus the return address), on ARM64 from the
 code (below); functions named by the linker map. A call graph from the disassembly: direct
-calls, and jumps out of a function (tail calls) which run in the caller's place. Calls through the import address table are kernel
-routines: their own stack is not counted (the kernel's share of the kernel stack). Indirect
-calls (trait objects, function pointers) may reach any function whose address the image takes
-(a RIP-relative `lea`, an `adrp`+`add` pair, or a pointer stored in a data section, such as a
-vtable): the worst such function is taken at every indirect call site. A call through a vtable slot
-(`call *24(%reg)`, or a register loaded from `24(%reg)`; `ldr xN, [xM, #24]` then `blr xN` on
-ARM64) may reach only the functions stored at that offset of the image's vtables. Routines only
-the kernel calls (dispatch, cancel, completion, thread and work-item starts) are never targets of
-the driver's own indirect calls; the pool allocator's indirect call is ExAllocatePool2.
+calls, and jumps out of a function (tail calls) which run in the caller's place. Calls through
+the import address table are kernel routines: their own stack is not counted (the kernel's share
+of the kernel stack). Indirect calls (trait objects, function pointers) may reach any function
+whose address the image takes (a RIP-relative `lea`, an `adrp`+`add` pair, or a pointer stored
+in a data section, such as a vtable): the worst such function is taken at every indirect call
+site. A call through a vtable slot (`call *24(%reg)`, or a register loaded from `24(%reg)`; `ldr
+xN, [xM, #24]` then `blr xN` on ARM64) may reach only the functions stored at that offset of the
+image's vtables. Routines only the kernel calls (dispatch, cancel, completion, thread and
+work-item starts) are never targets of the driver's own indirect calls; the pool allocator's
+indirect call is ExAllocatePool2.
 
 On ARM64 the unwind data need not record the stack a function allocates after it sets its frame
 pointer (the unwinder restores SP from FP), so there each frame is taken from the code: the sum
@@ -84,10 +85,10 @@ KERNEL_CALLBACKS = [r"^DriverEntry$", r"^vcdirect::wdm::disk::(dispatch::)?dispa
 # (25 frames) would not prove anything about an adversarial or unlucky I/O pattern.
 TREAP = ("treap of at most RANGE_ENTRIES = 256 nodes: worst-case height 256 (+1 empty-child "
          "call); expected about 24")
-# core::fmt::write: the Display impls in these cycles (registry/) nest at most 4 write calls
-# (a caller's write > registry::config::Note > parse::Malformed (also reached from OffReason) > TypeName); the
-# cycle is wider in the call graph, which takes every address-taken fmt function at each
-# indirect call.
+# core::fmt::write: the Display impls in these cycles (registry/) nest at most 4 write calls (a
+# caller's write > registry::config::Note > parse::Malformed (also reached from OffReason) >
+# TypeName); the cycle is wider in the call graph, which takes every address-taken fmt function
+# at each indirect call.
 FMT = "Display impls nest at most 4 write calls (registry: Note > Malformed > TypeName)"
 # Drops and boxed closures: not proven by this script. Dropping a value runs the drops of the
 # types it holds, and the driver's closures, Arcs and boxed FnOnce do not hold their own type;
