@@ -4,9 +4,19 @@
 //! Owns: one `#[repr(C)]` declaration per structure, as Microsoft documents it (ntdddisk.h,
 //! ntddstor.h, mountmgr.h: the WDK bindings do not carry these headers), and the named
 //! offsets and sizes derived from them with `offset_of!`/`size_of`, which the code uses instead
-//! of literals. `layout_arm64.rs` asserts every declaration's size and alignment, and the
-//! offsets measured there, against the figures taken from Microsoft's headers
-//! (`arm64-layouts.tsv`): a declaration that drifts from Windows fails the build.
+//! of literals. `layout_arm64.rs` asserts, against the figures measured with Microsoft's headers
+//! (`arm64-layouts.tsv`), the size and alignment of GET_LENGTH_INFORMATION, DISK_GEOMETRY,
+//! DISK_GEOMETRY_EX, PARTITION_INFORMATION, PARTITION_INFORMATION_EX, STORAGE_PROPERTY_QUERY,
+//! STORAGE_DEVICE_DESCRIPTOR, STORAGE_ADAPTER_DESCRIPTOR and
+//! STORAGE_ACCESS_ALIGNMENT_DESCRIPTOR, and five offsets (DISK_GEOMETRY_EX.DiskSize,
+//! PARTITION_INFORMATION_EX.PartitionLength and .Gpt (the style union),
+//! STORAGE_DEVICE_DESCRIPTOR.RawPropertiesLength, STORAGE_ADAPTER_DESCRIPTOR
+//! .MaximumTransferLength): a drift of those from Windows fails the build. The table has no
+//! figures for VERIFY_INFORMATION, GET_DISK_ATTRIBUTES, MOUNTDEV_NAME,
+//! MOUNTDEV_SUGGESTED_LINK_NAME, PARTITION_INFORMATION_MBR/GPT or STORAGE_DESCRIPTOR_HEADER, nor
+//! for the other offsets named below: those rest on the declarations here as transcribed from
+//! the headers, through `offset_of!`/`size_of` only (plus the two MOUNTDEV assertions at the end
+//! of this file).
 //! Never: allocates or passes these declarations to Windows (replies are written as bytes).
 
 #![allow(non_camel_case_types, non_snake_case, dead_code)]

@@ -3,14 +3,15 @@
 //!
 //! Owns: the figures file (a verbatim copy of the measured table; `driver/tests/arm64_layouts.rs`
 //! checks that it still matches the shared measurement when that is present) and one assertion
-//! per structure size, alignment and field offset the glue touches.
+//! per figure the table holds for a structure the glue touches (size, alignment, field offset).
+//! Structures and offsets without a figure (the disk module below lists them) are not asserted.
 //! Never: reads anything outside the repository at build time.
 //!
 //! Why it matters: on Linux the ARM64 bindings are generated from mingw-w64's DDK headers
 //! configured as x64 (no DDK header set on Linux has an ARM64 branch; sys/README.md "ARM64").
-//! Both targets are LLP64, so the layouts agree, and every assumption is checked here: a wrong
-//! one fails the build, not a Windows machine. The assertions hold for the x64 image too
-//! (Microsoft's x64 and ARM64 layouts are identical for all of them).
+//! Both targets are LLP64, so the layouts agree, and every assumption with a figure is checked
+//! here: a wrong one fails the build, not a Windows machine. The assertions hold for the x64
+//! image too (Microsoft's x64 and ARM64 layouts are identical for all of them).
 //! Deliberately not asserted (and never to be used by the glue with x64-shaped bindings on
 //! ARM64): GENERAL_LOOKASIDE / NPAGED_LOOKASIDE_LIST (aligned 128 on ARM64, 64 on x64),
 //! XSTATE_SAVE (4 vs 56 bytes), CONTEXT, KPCR, KTRAP_FRAME. Sizes where mingw's headers differ
@@ -214,8 +215,12 @@ offset!("off_SECURITY_CLIENT_CONTEXT__ServerIsRemote": SECURITY_CLIENT_CONTEXT, 
 offset!("off_SECURITY_CLIENT_CONTEXT__ClientTokenControl": SECURITY_CLIENT_CONTEXT, ClientTokenControl);
 offset!("off_SECURITY_QUALITY_OF_SERVICE__ContextTrackingMode": SECURITY_QUALITY_OF_SERVICE, ContextTrackingMode);
 
-// The disk, storage and mount-manager structures the glue writes and reads as bytes, declared
-// in `layout.rs` (the bindings lack these headers) and used through the offsets named there.
+// The disk and storage structures the glue writes and reads as bytes, declared in `layout.rs`
+// (the bindings lack these headers) and used through the offsets named there. Only those with
+// figures in the table are asserted here: the sizes and alignments below and five offsets. No
+// figures exist for VERIFY_INFORMATION, GET_DISK_ATTRIBUTES, MOUNTDEV_NAME,
+// MOUNTDEV_SUGGESTED_LINK_NAME, PARTITION_INFORMATION_MBR/GPT or STORAGE_DESCRIPTOR_HEADER, nor
+// for the other offsets `layout.rs` names: those are not checked against ARM64 figures.
 mod disk {
     use super::super::layout::{
         DISK_GEOMETRY, DISK_GEOMETRY_EX, GET_LENGTH_INFORMATION, PARTITION_INFORMATION,
