@@ -76,15 +76,9 @@ KERNEL_CALLBACKS = [r"^DriverEntry$", r"^vcdirect::wdm::disk::(dispatch::)?dispa
 
 # Recursive functions allowed on a budgeted path: name pattern -> (depth bound, reason). The
 # cycle through the function is counted `depth` times.
-# IntervalTree (barrier/interval.rs) is a treap of at most RANGE_ENTRIES = 256 nodes (io/mod.rs).
-# Its priorities are a fixed hash of the entry id (mix), so its expected height is O(log n)
-# (about 4.3 ln 256 = 24 for random keys) but nothing bounds it below n = 256 for keys that
-# happen to follow the priority order. The bound used is that worst case: 256 levels plus the
-# call on an empty child = 257 frames. With it the paths through the tree exceed their budgets
-# (and the 24 KiB stack on x64): a finding for the code, not for this check. The expected bound
-# (25 frames) would not prove anything about an adversarial or unlucky I/O pattern.
-TREAP = ("treap of at most RANGE_ENTRIES = 256 nodes: worst-case height 256 (+1 empty-child "
-         "call); expected about 24")
+# (The range lock's treap, barrier/interval.rs, was the one deep recursion found on the dispatch
+# and cancel paths: its height can reach its 256 nodes, 257 frames, more than the whole stack.
+# Its walks are iterative now, so it needs no entry here.)
 # core::fmt::write: the Display impls in these cycles (registry/) nest at most 4 write calls (a
 # caller's write > registry::config::Note > parse::Malformed (also reached from OffReason) >
 # TypeName); the cycle is wider in the call graph, which takes every address-taken fmt function
@@ -100,10 +94,6 @@ RECURSION = {
     r"^alloc::sync::Arc<T,A>::drop_slow$": (2, DROP),
     r"^core::ptr::drop_in_place<": (2, DROP),
     r"^core::ops::function::FnOnce::call_once\{\{vtable\.shim\}\}$": (2, DROP),
-    r"^vcdirect::barrier::interval::IntervalTree::collect$": (257, TREAP),
-    r"^vcdirect::barrier::interval::IntervalTree::split$": (257, TREAP),
-    r"^vcdirect::barrier::interval::IntervalTree::merge$": (257, TREAP),
-    r"^vcdirect::barrier::interval::IntervalTree::remove_from$": (257, TREAP),
 }
 
 # Functions whose indirect calls go to kernel routines looked up at run time with
