@@ -401,6 +401,21 @@ fn direct_segments_respect_max_transfer_pages_and_alignment() {
             0,
             vec![100 << 10, 100 << 10, 56 << 10],
         ),
+        (
+            // Splits fall on 4 KiB boundaries; the 100.5 KiB left is taken whole.
+            "4 KiB alignment, 100.5 KiB max transfer, the rest whole",
+            lim((100 << 10) + 512, u32::MAX, 4095),
+            (200 << 10) + 512,
+            0,
+            vec![100 << 10, (100 << 10) + 512],
+        ),
+        (
+            "4 KiB alignment, 17 pages, the rest whole",
+            lim(1 << 20, 17, 4095),
+            (200 << 10) + 512,
+            0,
+            vec![68 << 10, 68 << 10, (64 << 10) + 512],
+        ),
     ];
     for (what, limits, len, page_offset, want_reads) in cases {
         let mem = MemoryHost::new(DATA_OFFSET + size).with_limits(limits);
@@ -515,4 +530,55 @@ fn r10_path_counters_show_direct_io_on_a_sole_mount_and_on_two_mounts_sharing_a_
     }
     a.dismount();
     b.dismount();
+}
+
+/// A 512-byte-sector host with a 4 KiB alignment (mask 4095) takes a 6,144-byte transfer into
+/// an aligned buffer whole: the alignment constrains where a request is split, not the length
+/// of one the host can take whole. 100 direct reads (and writes) of 6,144 bytes are 100 host
+/// reads (writes), not 200 (4,096 + 2,048 each).
+#[test]
+fn an_aligned_6144_byte_request_is_one_host_operation_on_a_4k_aligned_host() {
+    let size = 4 * MIB;
+    let mem = MemoryHost::new(DATA_OFFSET + size).with_limits(HostLimits {
+        alignment_mask: 4095,
+        ..HostLimits::unlimited()
+    });
+    let (host, vol) = mount_on(mem, params(size, BOTH_ON));
+    let len = 6144usize;
+    let data: Vec<Vec<u8>> = (0..100u64).map(|i| pattern(i, len)).collect();
+    for (i, d) in data.iter().enumerate() {
+        let mut buf = buf_at_page_offset(len, 0);
+        buf.as_mut_slice().copy_from_slice(d);
+        let c = raw_request(
+            &vol,
+            RequestKind::Write,
+            (i * 8192) as i64,
+            len as u32,
+            Some(buf),
+        );
+        assert_eq!((c.status, c.information), (Status::Success, len));
+    }
+    let writes = host.ops();
+    host.clear_ops();
+    for (i, d) in data.iter().enumerate() {
+        let c = raw_request(
+            &vol,
+            RequestKind::Read,
+            (i * 8192) as i64,
+            len as u32,
+            Some(buf_at_page_offset(len, 0)),
+        );
+        assert_eq!((c.status, c.information), (Status::Success, len));
+        assert!(c.buf.unwrap().as_slice() == &d[..], "read {i} differs");
+    }
+    let reads = host.ops();
+    let c = vol.counters.snapshot();
+    assert_eq!((c.direct_reads, c.direct_writes), (100, 100));
+    assert_eq!(c.legacy_reads + c.legacy_writes, 0);
+    for (ops, dir) in [(&writes, "write"), (&reads, "read")] {
+        assert_eq!(ops.len(), 100, "host {dir}s: {}", ops.len());
+        assert!(ops.iter().all(|o| o.len == len && o.addr % 4096 == 0));
+    }
+    assert_eq!(host.mem.counters().failures, 0);
+    vol.dismount();
 }
