@@ -91,6 +91,7 @@ FMT = "Display impls nest at most 4 write calls (registry: Note > Malformed > Ty
 DROP = "drop/call_once cycle of the call graph's vtable-slot over-approximation; 1 repeat"
 RECURSION = {
     r"^core::fmt::(write|Write::write_fmt)$": (4, FMT),
+    r"^<vcdirect::registry::[A-Za-z_:]+ as core::fmt::Display>::fmt$": (4, FMT),
     r"^alloc::sync::Arc<T,A>::drop_slow$": (2, DROP),
     r"^core::ptr::drop_in_place<": (2, DROP),
     r"^core::ops::function::FnOnce::call_once\{\{vtable\.shim\}\}$": (2, DROP),
