@@ -84,3 +84,16 @@ pub fn written(name: &str) -> PathBuf {
         .join("tests/data/veracrypt-written")
         .join(name)
 }
+
+/// Chi-square statistic (255 degrees of freedom) of the byte histogram against uniform bytes.
+pub fn chi_square(data: &[u8]) -> f64 {
+    let mut counts = [0u64; 256];
+    for b in data {
+        counts[*b as usize] += 1;
+    }
+    let expect = data.len() as f64 / 256.0;
+    counts
+        .iter()
+        .map(|c| (*c as f64 - expect).powi(2) / expect)
+        .sum()
+}

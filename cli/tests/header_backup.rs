@@ -132,19 +132,6 @@ fn a_restore_with_the_wrong_password_is_refused_and_touches_nothing() {
     assert!(err.contains("cannot open"), "{err}");
 }
 
-/// Chi-square statistic of the byte histogram against uniform bytes.
-fn chi_square(data: &[u8]) -> f64 {
-    let mut counts = [0u64; 256];
-    for b in data {
-        counts[*b as usize] += 1;
-    }
-    let expect = data.len() as f64 / 256.0;
-    counts
-        .iter()
-        .map(|c| (*c as f64 - expect).powi(2) / expect)
-        .sum()
-}
-
 #[test]
 fn a_backup_file_does_not_tell_whether_a_hidden_volume_exists() {
     let plain = TempPath::new("bk-plain");

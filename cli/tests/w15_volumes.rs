@@ -197,19 +197,6 @@ fn w15_zero_fill_with_a_hidden_volume_is_refused_and_leaves_no_file() {
     assert!(!f.0.exists());
 }
 
-/// Chi-square statistic of the byte histogram against uniform bytes.
-fn chi_square(data: &[u8]) -> f64 {
-    let mut counts = [0u64; 256];
-    for b in data {
-        counts[*b as usize] += 1;
-    }
-    let expect = data.len() as f64 / 256.0;
-    counts
-        .iter()
-        .map(|c| (*c as f64 - expect).powi(2) / expect)
-        .sum()
-}
-
 #[test]
 fn w15_free_space_and_hidden_area_look_alike_through_the_outer_key() {
     let f = TempPath::new("w15-fill");
