@@ -147,6 +147,22 @@ impl HostDevice for KernelHost {
         // synchronous call.
         unsafe { product::transfer(self.handle, false, offset, buf.as_mut_ptr(), buf.len()) }
     }
+    /// The legacy I/O thread's writes go out as ZwWriteFile on the mount's handle, as its reads
+    /// do and as VeraCrypt's do (without this, the trait's default sent them as child IRPs).
+    #[cfg(not(feature = "wine-host"))]
+    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+        // SAFETY: the mount's open handle (type invariant); `buf` is borrowed for the
+        // synchronous call, and a write only reads through the pointer.
+        unsafe {
+            product::transfer(
+                self.handle,
+                true,
+                offset,
+                buf.as_ptr().cast_mut(),
+                buf.len(),
+            )
+        }
+    }
     /// Wine: no disk class driver sits between us and the test disk to split a large
     /// synchronous transfer by the adapter's limits, as Windows' disk stack does for the
     /// legacy queue's ZwReadFile; split it here with the engine's segmentation.
