@@ -16,6 +16,9 @@ pub enum Fault {
     R12VolumeWideBarrier = 1 << 3,
     /// R13: dismount returns without waiting for child requests.
     R13AbandonChildren = 1 << 4,
+    /// Direct path: a worker waits for another host-operation permit while it holds some
+    /// (8 workers each holding one then wait for each other forever).
+    CapWaitWhileHolding = 1 << 5,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -15,7 +15,9 @@ use std::marker::PhantomData;
 
 use loom::sync::{Condvar, Mutex, MutexGuard};
 
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, Platform, ThreadRole};
+use vcdirect::platform::{
+    HostDevice, HostIo, HostKind, HostLimits, KeptRead, Platform, ThreadRole,
+};
 use vcdirect::Status;
 
 use crate::request::TestRequest;
@@ -140,6 +142,7 @@ impl HostIo for DoneIo {
 
 impl HostDevice for LoomHost {
     type Io<'a> = DoneIo;
+    type Read<'a> = KeptRead<'a, DoneIo>;
 
     fn kind(&self) -> HostKind {
         HostKind::RawDevice
@@ -159,6 +162,9 @@ impl HostDevice for LoomHost {
         let n = end.saturating_sub(start);
         buf[..n].copy_from_slice(&data[start.min(end)..end]);
         DoneIo(Ok(n))
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        KeptRead::new(self.start_read(offset, buf), buf)
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> DoneIo {
         let mut data = lock(&self.data);

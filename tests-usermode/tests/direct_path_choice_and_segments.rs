@@ -582,3 +582,56 @@ fn an_aligned_6144_byte_request_is_one_host_operation_on_a_4k_aligned_host() {
     assert_eq!(host.mem.counters().failures, 0);
     vol.dismount();
 }
+
+/// Issue 23 item 3: a worker keeps several segments of its request in flight together, within
+/// the volume's cap of `HOST_OPS` host operations: a lone 1 MiB read on a 128 KiB host has all
+/// 8 segments at the host at once, a lone 1 MiB write its `WRITE_WINDOWS` (4) at once, and 16
+/// concurrent 1 MiB requests never put more than 8 operations at the host. The data round-trips.
+#[test]
+fn direct_segments_of_a_request_in_flight_together_within_the_cap() {
+    use vcdirect::direct::{HOST_OPS, WRITE_WINDOWS};
+    let size = 32 * MIB;
+    let limits = HostLimits {
+        max_transfer: 128 << 10,
+        ..HostLimits::unlimited()
+    };
+    let mem = MemoryHost::new(DATA_OFFSET + size).with_limits(limits);
+    let (host, vol) = mount_on(mem, params(size, BOTH_ON));
+    let data = pattern(5, MIB as usize);
+    assert_eq!(write(&vol, 0, &data), (Status::Success, data.len()));
+    assert_eq!(host.in_flight_max(), WRITE_WINDOWS, "a lone write");
+    let (status, n, back) = read(&vol, 0, MIB as u32);
+    assert_eq!((status, n), (Status::Success, data.len()));
+    assert_eq!(back, data);
+    assert_eq!(
+        host.in_flight_max(),
+        HOST_OPS,
+        "a lone read: 8 segments at once"
+    );
+    assert_eq!(vol.counters.snapshot().direct_segments, 16);
+    // 16 concurrent 1 MiB requests, reads and writes, at different offsets.
+    let rxs: Vec<_> = (0..16u64)
+        .map(|i| {
+            if i % 2 == 0 {
+                submit_write(&vol, (i + 1) * MIB, &pattern(i, MIB as usize))
+            } else {
+                submit_read(&vol, 0, MIB as u32)
+            }
+        })
+        .collect();
+    for rx in &rxs {
+        let c = wait(rx);
+        assert_eq!((c.status, c.information), (Status::Success, MIB as usize));
+    }
+    assert!(
+        host.in_flight_max() <= HOST_OPS,
+        "host saw {}",
+        host.in_flight_max()
+    );
+    assert!(vol.direct_host_ops_max() <= HOST_OPS);
+    for i in (0..16u64).step_by(2) {
+        let (_, _, back) = read(&vol, (i + 1) * MIB, MIB as u32);
+        assert_eq!(back, pattern(i, MIB as usize), "write {i}");
+    }
+    vol.dismount();
+}

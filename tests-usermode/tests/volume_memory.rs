@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use vcdirect::direct::WRITE_WINDOWS;
 use vcdirect::io::SegmentLimits;
 use vcdirect::platform::{HostLimits, RequestKind};
 use vcdirect::registry::Gates;
@@ -40,6 +41,17 @@ fn buffer_bytes(len: u64, limits: &HostLimits) -> u64 {
     len + PAGE.max(u64::from(limits.alignment_mask) + 1)
 }
 
+/// One direct worker's write bounce buffer (usable bytes) and one window of it: a window per
+/// segment of a 1 MiB write cut at page offset 0, at most `WRITE_WINDOWS`, each the longest
+/// segment rounded up to the buffer alignment.
+fn bounce(limits: &HostLimits) -> (u64, u64) {
+    let align = PAGE.max(u64::from(limits.alignment_mask) + 1);
+    let longest = SegmentLimits::direct(limits, 512).next_len(1 << 20, 0) as u64;
+    let window = longest.div_ceil(align) * align;
+    let windows = (1u64 << 20).div_ceil(longest).min(WRITE_WINDOWS as u64);
+    (windows * window, longest)
+}
+
 #[test]
 fn read_gate_only_volume_holds_no_direct_bounce_buffer() {
     let limits = host(1 << 20, u32::MAX, 0);
@@ -57,7 +69,7 @@ fn read_gate_only_volume_holds_no_direct_bounce_buffer() {
     assert_eq!(c.legacy_writes, 1);
     vol.dismount();
 
-    // With the write gate on as well, 8 bounce buffers of the largest write segment.
+    // With the write gate on as well, 8 bounce buffers (on this 1 MiB host, one window of 1 MiB).
     let vol = mount_on(limits, gates(true, true), false);
     assert_eq!(
         vol.memory().direct_bounce,
@@ -72,16 +84,17 @@ fn read_gate_only_volume_holds_no_direct_bounce_buffer() {
 }
 
 /// The figure is the byte length of each buffer the configuration needs (usable bytes plus
-/// the room to align it), counted as it is allocated: 8 bounce buffers of the largest write
-/// segment with direct writes, two fragment buffers, the read-ahead, and the unaligned-read
+/// the room to align it), counted as it is allocated: 8 bounce buffers (up to 4 windows of the
+/// largest write segment) with direct writes, two fragment buffers, the read-ahead, and the unaligned-read
 /// buffer only on a host with an alignment mask.
 #[test]
 fn memory_figure_matches_the_buffers_mount_allocated() {
     for (limits, bounce_len) in [
-        (host(128 << 10, u32::MAX, 0), 128 << 10),
+        (host(128 << 10, u32::MAX, 0), 4 * (128 << 10)),
         (host(1 << 20, u32::MAX, 511), 1 << 20),
-        (host(1 << 20, 33, 4095), 33 * PAGE),
+        (host(1 << 20, 33, 4095), 4 * 33 * PAGE),
     ] {
+        assert_eq!(bounce(&limits).0, bounce_len, "{limits:?}");
         for (read, write) in [(false, false), (true, false), (true, true)] {
             let vol = mount_on(limits, gates(read, write), false);
             let m = vol.memory();
@@ -125,9 +138,10 @@ fn a_write_segment_never_exceeds_its_bounce_buffer() {
         let probe = ProbeHost::new(mem);
         let vol = mount(probe.clone(), p);
         let align = PAGE.max(u64::from(limits.alignment_mask) + 1);
-        let each = vol.memory().direct_bounce / 8 - align;
-        let largest = SegmentLimits::direct(&limits, 512).largest_aligned() as u64;
-        assert_eq!(each, largest, "{limits:?}");
+        let (total, longest) = bounce(&limits);
+        assert_eq!(vol.memory().direct_bounce / 8 - align, total, "{limits:?}");
+        assert!(longest <= SegmentLimits::direct(&limits, 512).largest_aligned() as u64);
+        let each = longest;
         let align = limits.alignment_mask as usize + 1;
         for (i, len) in [1 << 20, 768 * 1024 + 512, 64 * 1024]
             .into_iter()

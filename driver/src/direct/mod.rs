@@ -2,8 +2,9 @@
 //! host's limits.
 //!
 //! Owns: the per-volume FIFO of granted direct requests, the 8 workers (one request each, so
-//! the 8 workers are the 8 slots) and their preallocated write bounce buffers (only when
-//! direct writes are effective, each the largest write segment the host takes).
+//! the 8 workers are the 8 slots), the volume's cap on host operations in flight
+//! ([`HostOps`], 8) and the workers' preallocated write bounce buffers (only when direct
+//! writes are effective, each a window per segment of the largest request).
 //! A queued job can be cancelled (its cancel routine takes it out of the FIFO: STATUS_CANCELLED,
 //! nothing issued); a worker claims a job before it starts it (`Finisher::claim`).
 //! Never: decides eligibility or ordering (`volume` and `barrier` did, once, at dispatch:
@@ -11,11 +12,17 @@
 //! (`completion` does).
 //! Hands to: the `Finisher` it was started with, each job once it is done.
 //!
-//! Reads go straight into the caller's buffer and are decrypted in place per segment; writes
-//! are encrypted per segment into the worker's own buffer (never into the caller's) and
-//! written through. Before every segment the worker checks cancellation and the key block
-//! (docs/review.md R2). Every child request is waited for before the next step, so none is ever
-//! abandoned (R13).
+//! A worker keeps several segments of its request in flight together, within the volume's cap
+//! of 8 host operations. Reads go straight into the caller's buffer and each segment is
+//! decrypted in place as it arrives (oldest first); writes are encrypted per segment into a
+//! window of the worker's own buffer (never into the caller's) and written through. Before
+//! issuing every segment the worker checks cancellation and the key block (docs/review.md R2);
+//! after a failure it issues nothing more. Every child request is waited for before the
+//! request completes, so none is ever abandoned (R13).
+
+mod host_ops;
+
+pub use host_ops::{HostOps, HOST_OPS};
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -25,13 +32,18 @@ use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::io::{
     AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, Purpose,
-    SegmentLimits, RANGE_ENTRIES,
+    SegmentLimits, MAX_DIRECT_REQUEST, RANGE_ENTRIES,
 };
-use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest};
+use crate::platform::{HostDevice, HostIo, HostRead, IoBuf, Platform, ThreadRole, UpperRequest};
 use crate::Status;
 
 /// Workers (and so requests in flight) per volume.
 pub const WORKERS: usize = 8;
+
+/// Write segments of one request a worker keeps in flight together at most (a bounce window
+/// each): with a 128 KiB maximum transfer a 1 MiB write goes out in two rounds of 4. Reads
+/// need no window (they land in the caller's buffer).
+pub const WRITE_WINDOWS: usize = 4;
 
 /// The direct path of one volume.
 pub(crate) struct DirectPath<P: Platform> {
@@ -40,6 +52,8 @@ pub(crate) struct DirectPath<P: Platform> {
     pub(crate) ready: JobQueue<P>,
     busy: AtomicU64,
     workers: AtomicU64,
+    /// Host operations in flight, at most [`HOST_OPS`], shared by the workers.
+    ops: HostOps<P>,
 }
 
 impl<P: Platform> DirectPath<P> {
@@ -51,6 +65,7 @@ impl<P: Platform> DirectPath<P> {
             ready: JobQueue::with_capacity(if active { RANGE_ENTRIES } else { 0 }),
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
+            ops: HostOps::new(HOST_OPS),
         }
     }
 
@@ -63,8 +78,26 @@ impl<P: Platform> DirectPath<P> {
         )
     }
 
+    /// The most host operations the workers had in flight at once (never above [`HOST_OPS`]).
+    pub(crate) fn host_ops_max(&self) -> usize {
+        self.ops.max_held()
+    }
+
+    /// A write segment's window in a worker's bounce buffer: the longest write segment (cut at
+    /// page offset 0) rounded up to the buffer alignment, so every window starts aligned; and
+    /// how many a worker has: as many as a request of [`MAX_DIRECT_REQUEST`] bytes has
+    /// segments, at most [`WRITE_WINDOWS`].
+    fn write_windows(&self) -> (usize, usize) {
+        let limits = self.segment_limits();
+        let align = AlignedBuffer::alignment_for(&self.context.host.limits());
+        let longest = limits.next_len(MAX_DIRECT_REQUEST as usize, 0);
+        let stride = longest.div_ceil(align) * align;
+        let needed = (MAX_DIRECT_REQUEST as usize).div_ceil(longest);
+        (stride, needed.min(WRITE_WINDOWS))
+    }
+
     /// Starts the 8 workers. With `writes` (direct writes are effective), each gets a bounce
-    /// buffer allocated now (at mount), as large as the largest write segment the host takes;
+    /// buffer allocated now (at mount), a window per segment of the largest request;
     /// without, none (reads decrypt in the caller's buffer). They give every job back to
     /// `finisher`. Each worker is handed to `keep` (and counted for [`stop`](Self::stop)) as
     /// soon as it runs, so when a later one fails to start the owner's stop and join end the
@@ -76,7 +109,8 @@ impl<P: Platform> DirectPath<P> {
         keep: &mut dyn FnMut(P::Thread),
     ) -> Result<(), Status> {
         let limits = self.context.host.limits();
-        let bounce_len = self.segment_limits().largest_aligned();
+        let (stride, windows) = self.write_windows();
+        let bounce_len = stride * windows;
         for _ in 0..WORKERS {
             let direct = Arc::clone(self);
             let finisher = Arc::clone(finisher);
@@ -149,6 +183,7 @@ fn worker<P: Platform, F: Finisher<P>>(
             }
             (_, Some(buf)) => transfer(
                 context,
+                &direct.ops,
                 &request,
                 kind,
                 offset,
@@ -174,85 +209,196 @@ fn worker<P: Platform, F: Finisher<P>>(
     }
 }
 
-/// Moves one read or write, segment by segment.
+/// A segment in flight: its host operation and data unit.
+struct Flight<R> {
+    io: R,
+    unit: u64,
+    len: usize,
+}
+
+/// The segments of one request in flight, oldest first (at most [`HOST_OPS`]).
+struct Ring<R> {
+    slots: [Option<Flight<R>>; HOST_OPS],
+    head: usize,
+    len: usize,
+}
+
+impl<R> Ring<R> {
+    fn new() -> Self {
+        Ring {
+            slots: core::array::from_fn(|_| None),
+            head: 0,
+            len: 0,
+        }
+    }
+    fn push(&mut self, flight: Flight<R>) {
+        self.slots[(self.head + self.len) % HOST_OPS] = Some(flight);
+        self.len += 1;
+    }
+    fn pop(&mut self) -> Option<Flight<R>> {
+        let flight = self.slots[self.head].take()?;
+        self.head = (self.head + 1) % HOST_OPS;
+        self.len -= 1;
+        Some(flight)
+    }
+}
+
+/// The status after a segment's host operation: `status` unless it is the first failure.
+fn settle(status: Status, result: Result<usize, Status>, len: usize) -> Status {
+    match (status.is_success(), result) {
+        (false, _) => status,
+        (true, Ok(got)) if got == len => Status::Success,
+        (true, Ok(_)) => Status::EndOfFile,
+        (true, Err(s)) => s,
+    }
+}
+
+/// Checks that come before every segment is issued: cancellation, and the key block
+/// (docs/review.md R2: no new segment once the key block is set).
+fn may_issue<P: Platform>(context: &PathContext<P>, request: &P::Request, pos: usize) -> Status {
+    if request.is_cancelled() {
+        return Status::Cancelled;
+    }
+    if context.key.is_blocked() && !(faults::is_on(Fault::R2CheckBlockOnce) && pos > 0) {
+        return Status::DeviceBusy;
+    }
+    Status::Success
+}
+
+/// Moves one read or write, several segments in flight together within the volume's cap.
+/// Each segment is checked before it is issued; after the first failure nothing more is
+/// issued, every segment in flight is still waited for (R13) and the request fails with that
+/// first failure.
+#[allow(clippy::too_many_arguments)]
 fn transfer<P: Platform>(
     context: &PathContext<P>,
+    ops: &HostOps<P>,
     request: &P::Request,
     kind: JobKind,
     offset: u64,
     buf: &mut <P::Request as UpperRequest>::Buf,
     limits: &SegmentLimits,
-    mut bounce: Option<&mut AlignedBuffer>,
+    bounce: Option<&mut AlignedBuffer>,
 ) -> Status {
     let address = buf.address();
     let data = buf.bytes();
     let total = data.len();
     let crypto = CryptoPool::inline();
+    let host_offset = |pos: usize| context.geometry.data_offset + offset + pos as u64;
+    let mut status = Status::Success;
     let mut pos = 0usize;
-    while pos < total {
-        if request.is_cancelled() {
-            return Status::Cancelled;
-        }
-        // docs/review.md R2: no new segment once the key block is set.
-        if context.key.is_blocked() && !(faults::is_on(Fault::R2CheckBlockOnce) && pos > 0) {
-            return Status::DeviceBusy;
-        }
-        let n = match kind {
-            JobKind::Read => limits.next_len(total - pos, address + pos),
-            // The bounce buffer is page aligned: its page offset is 0.
-            _ => limits.next_len(total - pos, 0),
-        };
-        let host_offset = context.geometry.data_offset + offset + pos as u64;
-        let unit = host_offset / DATA_UNIT as u64;
-        let segment = &mut data[pos..pos + n];
-        Counters::add(&context.counters.direct_segments, 1);
-        if kind == JobKind::Read {
-            match context.host.start_read(host_offset, segment).wait() {
-                Ok(got) if got == n => {}
-                Ok(_) => return Status::EndOfFile,
-                Err(s) => return s,
+    if kind == JobKind::Read {
+        let mut ring = Ring::new();
+        let mut rest: &mut [u8] = data;
+        loop {
+            while status.is_success() && pos < total && ring.len < HOST_OPS {
+                // The permit first: waiting for it is a blocking point, and the checks must
+                // come right before the segment is issued.
+                if !ops.take_for(ring.len) {
+                    break;
+                }
+                status = may_issue(context, request, pos);
+                if !status.is_success() {
+                    ops.give();
+                    break;
+                }
+                let n = limits.next_len(total - pos, address + pos);
+                let (segment, tail) = core::mem::take(&mut rest).split_at_mut(n);
+                rest = tail;
+                Counters::add(&context.counters.direct_segments, 1);
+                ring.push(Flight {
+                    io: context.host.start_read_kept(host_offset(pos), segment),
+                    unit: host_offset(pos) / DATA_UNIT as u64,
+                    len: n,
+                });
+                pos += n;
             }
-            // docs/review.md R3: decryption takes the key under rundown; after the block it fails.
-            if crypto
-                .run(
-                    &context.platform,
-                    &context.key,
-                    Cipher::Decrypt,
-                    segment,
-                    unit,
-                )
-                .is_err()
+            let Some(flight) = ring.pop() else { break };
+            let (result, segment) = flight.io.wait_read();
+            ops.give();
+            status = settle(status, result, flight.len);
+            // docs/review.md R3: decryption takes the key under rundown; after the block it
+            // fails.
+            if status.is_success()
+                && crypto
+                    .run(
+                        &context.platform,
+                        &context.key,
+                        Cipher::Decrypt,
+                        segment,
+                        flight.unit,
+                    )
+                    .is_err()
             {
-                return Status::DeviceBusy;
-            }
-        } else {
-            // Sized by the same limits at mount, so a segment always fits; a worker without a
-            // buffer never gets a write (its volume's writes take the legacy queue).
-            let Some(out) = bounce
-                .as_deref_mut()
-                .filter(|b| n <= b.capacity())
-                .map(|b| b.window(n))
-            else {
-                return Status::InsufficientResources;
-            };
-            out.copy_from_slice(segment);
-            // The block may have been set while this segment was encrypted: issue nothing then.
-            if crypto
-                .run(&context.platform, &context.key, Cipher::Encrypt, out, unit)
-                .is_err()
-                || context.key.is_blocked()
-            {
-                // W5: a refused segment's plaintext is wiped now, not at dismount.
-                zeroize::Zeroize::zeroize(out);
-                return Status::DeviceBusy;
-            }
-            match context.host.start_write(host_offset, out).wait() {
-                Ok(got) if got == n => {}
-                Ok(_) => return Status::EndOfFile,
-                Err(s) => return s,
+                status = Status::DeviceBusy;
             }
         }
-        pos += n;
+        return status;
     }
-    Status::Success
+    // Sized at mount for up to WRITE_WINDOWS segments at once; a worker without a
+    // buffer never gets a write (its volume's writes take the legacy queue).
+    let Some(bounce) = bounce else {
+        return Status::InsufficientResources;
+    };
+    let align = AlignedBuffer::alignment_for(&context.host.limits());
+    // Rounds: segments take the buffer's windows in order; when all are taken, the round's
+    // segments finish and the next round starts over with every window free.
+    while status.is_success() && pos < total {
+        let mut windows: &mut [u8] = bounce.window(bounce.capacity());
+        let mut ring = Ring::new();
+        let mut fresh = true;
+        loop {
+            while status.is_success() && pos < total && ring.len < HOST_OPS {
+                // Every window starts aligned: its page offset is 0.
+                let n = limits.next_len(total - pos, 0);
+                if windows.len() < n {
+                    // Sized at mount so that a fresh round always has a window for a segment.
+                    if fresh {
+                        status = Status::InsufficientResources;
+                    }
+                    break;
+                }
+                fresh = false;
+                if !ops.take_for(ring.len) {
+                    break;
+                }
+                status = may_issue(context, request, pos);
+                if !status.is_success() {
+                    ops.give();
+                    break;
+                }
+                let stride = n.div_ceil(align).saturating_mul(align).min(windows.len());
+                let (window, tail) = core::mem::take(&mut windows).split_at_mut(stride);
+                windows = tail;
+                let out = &mut window[..n];
+                Counters::add(&context.counters.direct_segments, 1);
+                out.copy_from_slice(&data[pos..pos + n]);
+                let unit = host_offset(pos) / DATA_UNIT as u64;
+                // The block may have been set while this segment was encrypted: issue nothing
+                // then.
+                if crypto
+                    .run(&context.platform, &context.key, Cipher::Encrypt, out, unit)
+                    .is_err()
+                    || context.key.is_blocked()
+                {
+                    // W5: a refused segment's plaintext is wiped now, not at dismount.
+                    zeroize::Zeroize::zeroize(out);
+                    ops.give();
+                    status = Status::DeviceBusy;
+                    break;
+                }
+                ring.push(Flight {
+                    io: context.host.start_write(host_offset(pos), out),
+                    unit,
+                    len: n,
+                });
+                pos += n;
+            }
+            let Some(flight) = ring.pop() else { break };
+            let result = flight.io.wait();
+            ops.give();
+            status = settle(status, result, flight.len);
+        }
+    }
+    status
 }

@@ -115,10 +115,47 @@ pub trait HostIo {
     fn wait(self) -> Result<usize, Status>;
 }
 
+/// A started host read that keeps its buffer and hands it back when it finished, so the
+/// direct path can decrypt each segment of a request as it arrives while later segments are
+/// still in flight. Dropping it without `wait_read` still waits (R13).
+pub trait HostRead<'a> {
+    /// Blocks until the read finished; the bytes read or the host's status, and the buffer.
+    fn wait_read(self) -> (Result<usize, Status>, &'a mut [u8]);
+}
+
+/// A [`HostRead`] made of an operation that does not borrow the buffer itself (its data
+/// moved at start, or the host keeps a raw pointer to it until the operation finished) and the
+/// buffer, which nobody touches until the operation finished.
+pub struct KeptRead<'a, I: HostIo> {
+    io: I,
+    buf: &'a mut [u8],
+}
+
+impl<'a, I: HostIo> KeptRead<'a, I> {
+    /// `io` reads into `buf`; `buf` is handed back once `io` finished.
+    pub fn new(io: I, buf: &'a mut [u8]) -> Self {
+        KeptRead { io, buf }
+    }
+    /// The operation and the buffer (a wrapping host re-wraps the operation).
+    pub fn into_parts(self) -> (I, &'a mut [u8]) {
+        (self.io, self.buf)
+    }
+}
+
+impl<'a, I: HostIo> HostRead<'a> for KeptRead<'a, I> {
+    fn wait_read(self) -> (Result<usize, Status>, &'a mut [u8]) {
+        (self.io.wait(), self.buf)
+    }
+}
+
 /// The device under a volume. All writes are write-through, as VeraCrypt opens its host.
 pub trait HostDevice: Send + Sync + 'static {
     /// A started operation.
     type Io<'a>: HostIo
+    where
+        Self: 'a;
+    /// A started read that hands its buffer back.
+    type Read<'a>: HostRead<'a>
     where
         Self: 'a;
 
@@ -130,6 +167,9 @@ pub trait HostDevice: Send + Sync + 'static {
     fn limits(&self) -> HostLimits;
     /// Starts an asynchronous read into `buf` (the direct path's child request).
     fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Io<'a>;
+    /// Starts an asynchronous read into `buf` that hands `buf` back when it finished (the
+    /// direct path's segments, several of one request in flight together).
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a>;
     /// Starts an asynchronous write of `buf`.
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> Self::Io<'a>;
     /// Flushes the device's volatile cache.
@@ -151,6 +191,10 @@ impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
         = H::Io<'a>
     where
         Self: 'a;
+    type Read<'a>
+        = H::Read<'a>
+    where
+        Self: 'a;
 
     fn kind(&self) -> HostKind {
         (**self).kind()
@@ -163,6 +207,9 @@ impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
     }
     fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Io<'a> {
         (**self).start_read(offset, buf)
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        (**self).start_read_kept(offset, buf)
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> Self::Io<'a> {
         (**self).start_write(offset, buf)

@@ -456,6 +456,12 @@ impl<P: Platform> Volume<P> {
         self.order.with(|admission| admission.lock.disjoint_waits())
     }
 
+    /// The most host operations the direct path had in flight at once (at most
+    /// [`crate::direct::HOST_OPS`]).
+    pub fn direct_host_ops_max(&self) -> usize {
+        self.direct.host_ops_max()
+    }
+
     /// Requests admitted and not yet handed to completion.
     pub fn in_flight(&self) -> usize {
         self.admitted.active()

@@ -540,6 +540,7 @@ mod tests {
 
     impl HostDevice for Counting {
         type Io<'a> = ReadyIo<'a>;
+        type Read<'a> = vcdirect::platform::KeptRead<'a, ReadyIo<'a>>;
         fn kind(&self) -> HostKind {
             self.mem.kind()
         }
@@ -552,6 +553,10 @@ mod tests {
         fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ReadyIo<'a> {
             self.enter();
             self.mem.start_read(offset, buf)
+        }
+        fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+            self.enter();
+            self.mem.start_read_kept(offset, buf)
         }
         fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ReadyIo<'a> {
             self.enter();

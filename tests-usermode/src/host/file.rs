@@ -12,7 +12,7 @@ use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use vcdirect::platform::{HostDevice, HostKind, HostLimits};
+use vcdirect::platform::{HostDevice, HostKind, HostLimits, KeptRead};
 use vcdirect::Status;
 
 use super::memory::Counters;
@@ -257,6 +257,7 @@ fn probe_direct(file: &File, lbs: usize) -> io::Result<()> {
 
 impl HostDevice for FileHost {
     type Io<'a> = ReadyIo<'a>;
+    type Read<'a> = KeptRead<'a, ReadyIo<'a>>;
 
     fn kind(&self) -> HostKind {
         self.kind
@@ -271,6 +272,11 @@ impl HostDevice for FileHost {
         let result = self.do_read(offset, buf);
         self.counters.record(false, &result);
         ReadyIo::new(result, None)
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        let result = self.do_read(offset, buf);
+        self.counters.record(false, &result);
+        KeptRead::new(ReadyIo::new(result, None), buf)
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ReadyIo<'a> {
         let result = self.do_write(offset, buf);

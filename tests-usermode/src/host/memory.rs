@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use vcdirect::platform::{HostDevice, HostKind, HostLimits};
+use vcdirect::platform::{HostDevice, HostKind, HostLimits, KeptRead};
 use vcdirect::Status;
 
 use super::ReadyIo;
@@ -307,6 +307,7 @@ impl MemoryHost {
 
 impl HostDevice for MemoryHost {
     type Io<'a> = ReadyIo<'a>;
+    type Read<'a> = KeptRead<'a, ReadyIo<'a>>;
 
     fn kind(&self) -> HostKind {
         self.kind
@@ -320,6 +321,10 @@ impl HostDevice for MemoryHost {
     fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ReadyIo<'a> {
         let deadline = self.deadline();
         ReadyIo::new(self.do_read(offset, buf), deadline)
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        let deadline = self.deadline();
+        KeptRead::new(ReadyIo::new(self.do_read(offset, buf), deadline), buf)
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ReadyIo<'a> {
         let deadline = self.deadline();

@@ -15,7 +15,7 @@ use std::time::Instant;
 pub use file::{FileHost, FileOptions};
 pub use memory::{HostCounters, MemoryHost};
 pub use model::{ModelHost, ModelIo, ModelParams};
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits};
+use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead};
 use vcdirect::Status;
 
 /// An operation that was carried out when it was started; `wait` (or drop) only honours an
@@ -183,6 +183,7 @@ impl StdHost {
 
 impl HostDevice for StdHost {
     type Io<'a> = StdIo<'a>;
+    type Read<'a> = KeptRead<'a, StdIo<'a>>;
 
     fn kind(&self) -> HostKind {
         match self {
@@ -211,6 +212,23 @@ impl HostDevice for StdHost {
             StdHost::File(h) => StdIo::Ready(h.start_read(offset, buf)),
             StdHost::Model(h) => StdIo::Model(h.start_read(offset, buf)),
         }
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        let (io, buf) = match self {
+            StdHost::Memory(h) => {
+                let (io, buf) = h.start_read_kept(offset, buf).into_parts();
+                (StdIo::Ready(io), buf)
+            }
+            StdHost::File(h) => {
+                let (io, buf) = h.start_read_kept(offset, buf).into_parts();
+                (StdIo::Ready(io), buf)
+            }
+            StdHost::Model(h) => {
+                let (io, buf) = h.start_read_kept(offset, buf).into_parts();
+                (StdIo::Model(io), buf)
+            }
+        };
+        KeptRead::new(io, buf)
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> StdIo<'a> {
         match self {

@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits};
+use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead};
 use vcdirect::Status;
 
 use super::{HostCounters, MemoryHost, SpecError};
@@ -436,6 +436,7 @@ impl Drop for ModelHost {
 
 impl HostDevice for ModelHost {
     type Io<'a> = ModelIo<'a>;
+    type Read<'a> = KeptRead<'a, ModelIo<'a>>;
 
     fn kind(&self) -> HostKind {
         self.mem.kind()
@@ -453,6 +454,10 @@ impl HostDevice for ModelHost {
     fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ModelIo<'a> {
         let result = self.mem.do_read(offset, buf);
         self.io(result)
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        let result = self.mem.do_read(offset, buf);
+        KeptRead::new(self.io(result), buf)
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ModelIo<'a> {
         let result = self.mem.do_write(offset, buf);

@@ -11,7 +11,7 @@ use std::sync::Mutex as StdMutex;
 use shuttle::rand::Rng;
 use shuttle::sync::Mutex;
 
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits};
+use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, HostRead};
 use vcdirect::Status;
 
 use super::check::key_block::check_key_block;
@@ -49,6 +49,10 @@ pub struct SimHost {
     /// Every host write that carried a known upper write, in the order they ended.
     writes: StdMutex<Vec<HostWrite>>,
     outstanding: AtomicU64,
+    /// Reads and writes the direct path's workers started and did not finish, and the most
+    /// at once (the volume's cap on host operations in flight).
+    direct_outstanding: AtomicU64,
+    direct_outstanding_max: AtomicU64,
     max_delay: u32,
     trace: AtomicU64,
     key_blocked: StdMutex<Option<Probe>>,
@@ -72,6 +76,8 @@ impl SimHost {
             events: AtomicU64::new(0),
             writes: StdMutex::new(Vec::new()),
             outstanding: AtomicU64::new(0),
+            direct_outstanding: AtomicU64::new(0),
+            direct_outstanding_max: AtomicU64::new(0),
             max_delay,
             trace: AtomicU64::new(0xcbf2_9ce4_8422_2325),
             key_blocked: StdMutex::new(None),
@@ -106,6 +112,23 @@ impl SimHost {
     /// Installs the probe that says whether the volume's key block is set.
     pub fn set_key_blocked_probe(&self, probe: Probe) {
         *self.key_blocked.lock().unwrap() = Some(probe);
+    }
+
+    /// The most reads and writes the direct path's workers had in flight at once.
+    pub fn direct_outstanding_max(&self) -> u64 {
+        self.direct_outstanding_max.load(Ordering::SeqCst)
+    }
+
+    /// Counts an operation a direct worker starts (true), for the cap check.
+    fn direct_started(&self) -> bool {
+        if super::platform::current_thread_name()
+            != vcdirect::platform::ThreadRole::DirectWorker.name()
+        {
+            return false;
+        }
+        let now = self.direct_outstanding.fetch_add(1, Ordering::SeqCst) + 1;
+        self.direct_outstanding_max.fetch_max(now, Ordering::SeqCst);
+        true
     }
 
     /// Operations started and not finished.
@@ -202,18 +225,25 @@ pub struct SimIo<'a> {
     host: &'a SimHost,
     offset: u64,
     started: u64,
+    direct: bool,
     op: Option<Op<'a>>,
 }
 
-impl SimIo<'_> {
+impl<'a> SimIo<'a> {
     fn finish(&mut self) -> Result<usize, Status> {
+        self.finish_kept().0
+    }
+
+    /// Finishes the operation; a read hands its buffer back.
+    fn finish_kept(&mut self) -> (Result<usize, Status>, Option<&'a mut [u8]>) {
         let op = self.op.take().expect("finished once");
         self.host.delay();
         let h = self.host;
+        let mut kept = None;
         let result = match op {
             Op::Read(buf) => {
                 let range = self.offset..self.offset + buf.len() as u64;
-                match h.fault_for(range.clone()) {
+                let result = match h.fault_for(range.clone()) {
                     Some(s) => Err(s),
                     None => {
                         let m = h.medium.lock().unwrap();
@@ -225,7 +255,9 @@ impl SimIo<'_> {
                         buf[..n].copy_from_slice(&m[range.start as usize..end]);
                         Ok(n)
                     }
-                }
+                };
+                kept = Some(buf);
+                result
             }
             Op::Write(buf) => {
                 let range = self.offset..self.offset + buf.len() as u64;
@@ -264,8 +296,21 @@ impl SimIo<'_> {
             }
         };
         h.record(9, self.offset, result.map_or(u64::MAX, |n| n as u64));
+        if self.direct {
+            h.direct_outstanding.fetch_sub(1, Ordering::SeqCst);
+        }
         h.outstanding.fetch_sub(1, Ordering::SeqCst);
-        result
+        (result, kept)
+    }
+}
+
+/// A started simulated read that hands its buffer back.
+pub struct SimRead<'a>(SimIo<'a>);
+
+impl<'a> HostRead<'a> for SimRead<'a> {
+    fn wait_read(mut self) -> (Result<usize, Status>, &'a mut [u8]) {
+        let (result, buf) = self.0.finish_kept();
+        (result, buf.expect("a read keeps its buffer"))
     }
 }
 
@@ -286,6 +331,7 @@ impl Drop for SimIo<'_> {
 
 impl HostDevice for SimHost {
     type Io<'a> = SimIo<'a>;
+    type Read<'a> = SimRead<'a>;
 
     fn kind(&self) -> HostKind {
         self.kind
@@ -302,8 +348,12 @@ impl HostDevice for SimHost {
             host: self,
             offset,
             started,
+            direct: self.direct_started(),
             op: Some(Op::Read(buf)),
         }
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> SimRead<'a> {
+        SimRead(self.start_read(offset, buf))
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> SimIo<'a> {
         let started = self.started(2, offset, buf.len());
@@ -311,6 +361,7 @@ impl HostDevice for SimHost {
             host: self,
             offset,
             started,
+            direct: self.direct_started(),
             op: Some(Op::Write(buf)),
         }
     }

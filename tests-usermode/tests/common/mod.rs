@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use vcdirect::crypto::XtsCipher;
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, RequestKind};
+use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead, RequestKind};
 use vcdirect::registry::Gates;
 use vcdirect::volume::{CounterSnapshot, LegacyReason, MountParams, Volume};
 use vcdirect::Status;
@@ -223,6 +223,7 @@ impl Drop for ProbeIo<'_> {
 
 impl HostDevice for ProbeHost {
     type Io<'a> = ProbeIo<'a>;
+    type Read<'a> = KeptRead<'a, ProbeIo<'a>>;
 
     fn kind(&self) -> HostKind {
         self.mem.kind()
@@ -246,6 +247,23 @@ impl HostDevice for ProbeHost {
             inner: Some(io),
             host: &self.0,
         }
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        self.started(Op {
+            write: false,
+            offset,
+            len: buf.len(),
+            addr: buf.as_ptr() as usize,
+        });
+        let (io, buf) = self.mem.start_read_kept(offset, buf).into_parts();
+        self.after(false);
+        KeptRead::new(
+            ProbeIo {
+                inner: Some(io),
+                host: &self.0,
+            },
+            buf,
+        )
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ProbeIo<'a> {
         self.started(Op {

@@ -28,7 +28,7 @@ use wdk_sys::{DEVICE_OBJECT, FILE_OBJECT, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP
 use super::remove_lock::RemoveLock;
 #[cfg(feature = "wine-host")]
 use crate::io::SegmentLimits;
-use crate::platform::{HostDevice, HostIo, HostKind, HostLimits};
+use crate::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead};
 use crate::Status;
 
 pub use child_irp::ChildIo;
@@ -115,6 +115,7 @@ impl Drop for KernelHost {
 
 impl HostDevice for KernelHost {
     type Io<'a> = ChildIo<'a>;
+    type Read<'a> = KeptRead<'a, ChildIo<'a>>;
 
     fn kind(&self) -> HostKind {
         self.kind
@@ -129,6 +130,14 @@ impl HostDevice for KernelHost {
         // SAFETY: `buf` (the engine's nonpaged buffer) is borrowed mutably for as long as the
         // returned ChildIo, which waits for the IRP before it goes.
         unsafe { self.start(IRP_MJ_READ, offset, buf.as_mut_ptr(), buf.len()) }
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        // SAFETY: the child IRP's MDL describes `buf`, which stays borrowed mutably (inside the
+        // returned KeptRead, which hands it out only after ChildIo waited for the IRP, and whose
+        // drop waits too) and is not touched by the engine meanwhile; the engine's nonpaged
+        // buffer or the caller's locked pages outlive the borrow.
+        let io = unsafe { self.start(IRP_MJ_READ, offset, buf.as_mut_ptr(), buf.len()) };
+        KeptRead::new(io, buf)
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ChildIo<'a> {
         // SAFETY: as in `start_read`; the target only reads a write's buffer.

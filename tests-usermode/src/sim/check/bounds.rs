@@ -1,5 +1,6 @@
-//! The direct path keeps at most 8 requests in flight, and docs/review.md R12: no request ever waits
-//! on one whose range does not overlap its own.
+//! The direct path keeps at most 8 requests and at most 8 host operations in flight (a worker
+//! may have several segments of its request at the host at once: issue 23), and
+//! docs/review.md R12: no request ever waits on one whose range does not overlap its own.
 
 use vcdirect::volume::{CounterSnapshot, Volume};
 
@@ -14,6 +15,18 @@ pub(crate) fn check_bounds(
         violations.push(format!(
             "direct in flight reached {}",
             counters.direct_in_flight_max
+        ));
+    }
+    // Counted by the simulated host for the operations the direct workers start, and by the
+    // engine's cap.
+    let host_ops = volume.host().direct_outstanding_max();
+    if host_ops > vcdirect::direct::HOST_OPS as u64
+        || volume.direct_host_ops_max() > vcdirect::direct::HOST_OPS
+    {
+        violations.push(format!(
+            "direct host operations in flight reached {host_ops} at the host, {} by the cap (cap {})",
+            volume.direct_host_ops_max(),
+            vcdirect::direct::HOST_OPS
         ));
     }
     if volume.disjoint_waits() != 0 {

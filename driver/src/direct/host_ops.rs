@@ -1,0 +1,105 @@
+//! The volume's cap on host operations in flight on the direct path: at most [`HOST_OPS`]
+//! child reads and writes at once, shared by the 8 workers (the kernel host keeps that many
+//! child-operation slots per volume). It counts host operations, not requests: one worker may
+//! have several segments of its request in flight, and 8 workers may have one each.
+//!
+//! Owns: the count of free permits and of workers waiting for one.
+//! Never: holds its lock while blocking.
+//!
+//! No deadlock: a worker waits for a permit only while it holds none
+//! ([`HostOps::take_for`]); holding some, it takes one only if one is free and otherwise
+//! finishes its oldest operation first, which needs nothing from anybody. A permit given back
+//! while a worker waits goes to that worker, not to whoever asks next, so a worker with a long
+//! request cannot starve one that holds nothing.
+
+use crate::faults::{self, Fault};
+use crate::platform::{Lock, Platform, Semaphore};
+
+/// Host operations in flight per volume on the direct path.
+pub const HOST_OPS: usize = 8;
+
+struct State {
+    /// Permits nobody holds.
+    free: usize,
+    /// Workers blocked in `take_for` (holding none).
+    waiters: usize,
+    /// Permits held (including ones handed to a waiter that has not woken yet).
+    held: usize,
+    /// The most ever held at once.
+    max_held: usize,
+}
+
+/// The cap. See the module documentation.
+pub struct HostOps<P: Platform> {
+    state: P::Lock<State>,
+    /// Wakes a waiter; each release hands it one permit.
+    wake: P::Semaphore,
+}
+
+impl<P: Platform> HostOps<P> {
+    /// A cap of `permits` operations in flight.
+    pub fn new(permits: usize) -> Self {
+        HostOps {
+            state: P::Lock::new(State {
+                free: permits,
+                waiters: 0,
+                held: 0,
+                max_held: 0,
+            }),
+            wake: P::Semaphore::new(0),
+        }
+    }
+
+    /// Takes a permit for one more host operation of a worker that holds `holding`: with none
+    /// held it waits until one is free (and gets it: true); holding some, it takes one only if
+    /// one is free now (false: finish an operation in flight first).
+    pub fn take_for(&self, holding: usize) -> bool {
+        let may_wait = holding == 0 || faults::is_on(Fault::CapWaitWhileHolding);
+        let got = self.state.with(|s| {
+            if s.free > 0 {
+                s.free -= 1;
+                s.held += 1;
+                s.max_held = s.max_held.max(s.held);
+                true
+            } else {
+                if may_wait {
+                    s.waiters += 1;
+                }
+                false
+            }
+        });
+        if got || !may_wait {
+            return got;
+        }
+        // `give` counted this permit as held when it handed it over.
+        self.wake.acquire();
+        true
+    }
+
+    /// Gives a permit back (its operation finished): to a waiting worker if there is one.
+    pub fn give(&self) {
+        let hand_over = self.state.with(|s| {
+            if s.waiters > 0 {
+                s.waiters -= 1;
+                true
+            } else {
+                s.held -= 1;
+                s.free += 1;
+                false
+            }
+        });
+        if hand_over {
+            self.wake.release();
+        }
+    }
+
+    /// Permits held now.
+    pub fn held(&self) -> usize {
+        self.state.with(|s| s.held)
+    }
+
+    /// The most permits ever held at once (never more than the cap).
+    pub fn max_held(&self) -> usize {
+        self.state.with(|s| s.max_held)
+    }
+}
