@@ -11,6 +11,11 @@
 //! finishes its oldest operation first, which needs nothing from anybody. A permit given back
 //! while a worker waits goes to that worker, not to whoever asks next, so a worker with a long
 //! request cannot starve one that holds nothing.
+//!
+//! Fair share: holding some, a worker takes another only while it holds fewer than the cap
+//! divided by the workers in a transfer ([`HostOps::enter`]), at least one. A lone request
+//! gets all 8; with 8 workers busy each keeps one in flight, as before issue 23, and none
+//! waits for a permit (a worker that grabbed more would make the next one to start wait).
 
 use crate::faults::{self, Fault};
 use crate::platform::{Lock, Platform, Semaphore};
@@ -23,6 +28,10 @@ struct State {
     free: usize,
     /// Workers blocked in `take_for` (holding none).
     waiters: usize,
+    /// Workers in a transfer (between `enter` and `leave`).
+    active: usize,
+    /// The cap.
+    permits: usize,
     /// Permits held (including ones handed to a waiter that has not woken yet).
     held: usize,
     /// The most ever held at once.
@@ -43,6 +52,8 @@ impl<P: Platform> HostOps<P> {
             state: P::Lock::new(State {
                 free: permits,
                 waiters: 0,
+                active: 0,
+                permits,
                 held: 0,
                 max_held: 0,
             }),
@@ -56,7 +67,8 @@ impl<P: Platform> HostOps<P> {
     pub fn take_for(&self, holding: usize) -> bool {
         let may_wait = holding == 0 || faults::is_on(Fault::CapWaitWhileHolding);
         let got = self.state.with(|s| {
-            if s.free > 0 {
+            let share = (s.permits / s.active.max(1)).max(1);
+            if s.free > 0 && (holding == 0 || holding < share) {
                 s.free -= 1;
                 s.held += 1;
                 s.max_held = s.max_held.max(s.held);
@@ -74,6 +86,16 @@ impl<P: Platform> HostOps<P> {
         // `give` counted this permit as held when it handed it over.
         self.wake.acquire();
         true
+    }
+
+    /// A worker starts a transfer (counts for the fair share).
+    pub fn enter(&self) {
+        self.state.with(|s| s.active += 1);
+    }
+
+    /// A worker ended a transfer.
+    pub fn leave(&self) {
+        self.state.with(|s| s.active = s.active.saturating_sub(1));
     }
 
     /// Gives a permit back (its operation finished): to a waiting worker if there is one.

@@ -181,16 +181,21 @@ fn worker<P: Platform, F: Finisher<P>>(
                     Err(s) => s,
                 }
             }
-            (_, Some(buf)) => transfer(
-                context,
-                &direct.ops,
-                &request,
-                kind,
-                offset,
-                buf,
-                &limits,
-                bounce.as_mut(),
-            ),
+            (_, Some(buf)) => {
+                direct.ops.enter();
+                let status = transfer(
+                    context,
+                    &direct.ops,
+                    &request,
+                    kind,
+                    offset,
+                    buf,
+                    &limits,
+                    bounce.as_mut(),
+                );
+                direct.ops.leave();
+                status
+            }
             (_, None) => Status::InvalidUserBuffer,
         };
         let information = if status.is_success() && kind != JobKind::Flush {

@@ -18,6 +18,7 @@ type Ops = HostOps<LoomPlatform<LoomHost>>;
 /// segment loop: issue while a permit comes (`take_for` with the count it holds), otherwise
 /// finish the oldest operation in flight and give its permit back.
 fn request(ops: &Ops, in_flight: &AtomicUsize, cap: usize, segments: usize) {
+    ops.enter();
     let (mut held, mut issued) = (0usize, 0usize);
     while issued < segments || held > 0 {
         if issued < segments && ops.take_for(held) {
@@ -31,6 +32,7 @@ fn request(ops: &Ops, in_flight: &AtomicUsize, cap: usize, segments: usize) {
         ops.give();
         held -= 1;
     }
+    ops.leave();
 }
 
 /// `workers` workers (this thread and `workers - 1` more) each move `segments` segments
