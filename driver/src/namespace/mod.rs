@@ -19,6 +19,8 @@ use alloc::vec::Vec;
 
 use crate::Status;
 
+pub mod mountmgr;
+
 /// STATUS_OBJECT_NAME_COLLISION: the letter (or link) is in use by someone else.
 pub const OBJECT_NAME_COLLISION: Status = Status::Host(0xC000_0035);
 /// STATUS_OBJECT_NAME_NOT_FOUND: no such link.
