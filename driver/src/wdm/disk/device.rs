@@ -77,14 +77,15 @@ pub struct VolumeDevice {
 
 // SAFETY: the device object is ours until `delete`; its routines may run on any thread.
 unsafe impl Send for VolumeDevice {}
-// SAFETY: as above; shared access only reads.
+// SAFETY: as above; shared access only reads, except the links, behind their spin lock.
 unsafe impl Sync for VolumeDevice {}
 
 impl VolumeDevice {
     /// Creates the device `\Device\VcVolume<id>` and its links for `volume`, with the
     /// descriptor that limits raw opens to system, administrators and `owner` (W4), and the
-    /// names of `names` (`VolumeNames::new(id, letter, unique id)`, W2). The caller checked that the letter is
-    /// free (`crate::namespace::letter_free`) before anything of the mount was created.
+    /// names of `names` (`VolumeNames::new(id, letter, unique id)`, W2). The caller checked
+    /// that the letter is free (`crate::namespace::letter_free`) before anything of the mount
+    /// was created.
     ///
     /// IRQL: PASSIVE_LEVEL.
     ///
@@ -198,8 +199,9 @@ impl VolumeDevice {
 
     /// Removes every link this mount created, each by its full path and only while it still
     /// points at this device (the mount manager's delete-points request first for a letter it
-    /// made). Idempotent; runs in any thread context (every link is global). The dismount
-    /// sequence calls it before the device goes; `drop` calls it again (then a no-op).
+    /// made). Idempotent; runs in any thread context (every link is global), so a dismount
+    /// sequence on a system thread may call it before the device goes; `drop` always calls it
+    /// (after such a call, a no-op).
     ///
     /// IRQL: PASSIVE_LEVEL (the links are taken out under the spin lock, removed after it).
     pub fn remove_links(&self) {
