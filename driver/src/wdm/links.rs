@@ -19,7 +19,6 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::fmt::Write as _;
 use core::ptr::NonNull;
 
 use wdk_sys::ntddk::{
@@ -65,6 +64,10 @@ fn log(line: &str) {
     // bytes of `line`.
     unsafe { DbgPrint(c"%.*s\n".as_ptr(), line.len() as i32, line.as_ptr()) };
 }
+
+// The log lines below are built without `core::fmt`: the W13 stack check follows `fmt`'s
+// `dyn Write` calls into every vtable slot they could reach, which includes these trait
+// methods, so formatting in them would read as recursion.
 
 fn text(name: &[u16]) -> String {
     char::decode_utf16(name.iter().copied())
@@ -242,13 +245,14 @@ mod product {
             let out = mountmgr::DELETE_POINTS_OUTPUT;
             let r = self.send(mountmgr::IOCTL_DELETE_POINTS, buf, out);
             if let Err(status) = r {
-                let mut line = String::new();
-                let _ = write!(
-                    line,
-                    "vcdirect: mount manager refused to delete {}: {:#010x}",
-                    text(link),
-                    status.ntstatus()
-                );
+                let mut line = String::from("vcdirect: mount manager refused to delete ");
+                line.push_str(&text(link));
+                line.push_str(": 0x");
+                let raw = status.ntstatus();
+                for shift in (0..8).rev() {
+                    let digit = (raw >> (4 * shift)) & 0xF;
+                    line.push(char::from_digit(digit, 16).unwrap_or('?'));
+                }
                 log(&line);
             }
             r
@@ -264,6 +268,23 @@ mod stand_in {
     use super::super::device_control::device_control;
     use super::super::layout as at;
 
+    /// `n` in decimal, appended to `out`.
+    fn push_decimal(out: &mut String, n: usize) {
+        let mut digits = [0u8; 20];
+        let (mut n, mut len) = (n, 0);
+        loop {
+            digits[len] = b'0' + (n % 10) as u8;
+            len += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for d in digits[..len].iter().rev() {
+            out.push(char::from(*d));
+        }
+    }
+
     /// The wine-host mount-manager stand-in (see the module comment).
     ///
     /// # Invariants
@@ -274,12 +295,11 @@ mod stand_in {
     }
 
     fn note(what: &str, name: &[u16], rest: &str) {
-        let mut line = String::new();
-        let _ = write!(
-            line,
-            "vcdirect: mount manager stand-in: {what} {}{rest}",
-            text(name)
-        );
+        let mut line = String::from("vcdirect: mount manager stand-in: ");
+        line.push_str(what);
+        line.push(' ');
+        line.push_str(&text(name));
+        line.push_str(rest);
         log(&line);
     }
 
@@ -361,13 +381,11 @@ mod stand_in {
                 note("volume arrival MISMATCH", &named, "");
                 return Err(Status::InvalidParameter);
             }
-            let mut rest = String::new();
-            let _ = write!(
-                rest,
-                " (unique id {} bytes, suggested link {})",
-                unique.len(),
-                text(&suggested)
-            );
+            let mut rest = String::from(" (unique id ");
+            push_decimal(&mut rest, unique.len());
+            rest.push_str(" bytes, suggested link ");
+            rest.push_str(&text(&suggested));
+            rest.push(')');
             note("volume arrival", &named, &rest);
             Ok(())
         }
@@ -375,8 +393,8 @@ mod stand_in {
         fn create_point(&self, link: &[u16], device: &[u16]) -> Result<(), Status> {
             let buf = mountmgr::create_point_input(link, device)?;
             let (link, device) = mountmgr::parse_create_point_input(&buf)?;
-            let mut rest = String::new();
-            let _ = write!(rest, " -> {}", text(&device));
+            let mut rest = String::from(" -> ");
+            rest.push_str(&text(&device));
             note("create point", &link, &rest);
             KernelNamespace.create(&Self::global(&Self::letter(&link)?), &device)
         }
