@@ -505,6 +505,56 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         vcctl ro-dismount dismount "$VOL"
     fi
 
+    # W2 (Wine build, mount-manager stand-in in vcdirect's process, sys/README.md): a letter
+    # through the volume arrival notification then a create point for \DosDevices\V:, seen
+    # through \\.\V:, listed as made by the mount manager, removed by a delete-points request
+    # at dismount; a letter already in use is refused in one line, its link untouched; a
+    # mount without a letter is never announced.
+    w2_requests() { # the stand-in's requests so far, one per line, without the prefix
+        grep -ao 'vcdirect: mount manager stand-in: .*' "$BOTH_LOG" | tr -d '\r' | sed 's/^vcdirect: mount manager stand-in: //'
+    }
+    w2_before=$(w2_requests | wc -l)
+    if mount_volume w2-letter "--letter V"; then
+        await_log "$BOTH_LOG" "stand-in: create point .DosDevices.V:" 10 || true
+        got=$(w2_requests | tail -n +$((w2_before + 1)) | tr '\n' '|')
+        want="volume arrival \\Device\\VcVolume$VOL (unique id 24 bytes, suggested link \\DosDevices\\V:)|create point \\DosDevices\\V: -> \\Device\\VcVolume$VOL|"
+        [ "$got" = "$want" ] && result PASS w2-wine-mount-manager-requests-in-order "$got" \
+            || result FAIL w2-wine-mount-manager-requests-in-order "got '$got', want '$want' ($BOTH_LOG)"
+        vcctl w2-list list
+        grep -aq '"letter": *"V:"' "$LAST_LOG" && grep -aq '"letter_via": *"mount manager"' "$LAST_LOG" \
+            && result PASS w2-wine-list-shows-letter-and-how "V: via the mount manager" \
+            || result FAIL w2-wine-list-shows-letter-and-how "see $LAST_LOG"
+        client w2-read-through-letter verify --device '\\.\V:' --model "$VM"
+        # The letter in use (V: is ours now; C: is Wine's drive): refused in one line.
+        for letter in V C; do
+            vcctl "w2-in-use-$letter" "$MOUNT_ARGS --letter $letter"
+            rc=$?
+            if [ $rc -ne 0 ] && grep -aq 'drive letter is already in use' "$LAST_LOG" && [ "$(grep -ac . "$LAST_LOG")" -eq 1 ]; then
+                result PASS "w2-wine-letter-$letter-in-use-refused" "$(tr -d '\r' <"$LAST_LOG")"
+            else
+                result FAIL "w2-wine-letter-$letter-in-use-refused" "exit $rc, see $LAST_LOG"
+            fi
+        done
+        client w2-letter-untouched verify --device '\\.\V:' --model "$VM"
+        [ -f "$C/vctest/password.txt" ] && result PASS w2-wine-c-drive-untouched "C: still serves files after the refused mount" \
+            || result FAIL w2-wine-c-drive-untouched "C:\\vctest is gone"
+        w2_mid=$(w2_requests | wc -l)
+        vcctl w2-dismount dismount V:
+        await_log "$BOTH_LOG" "stand-in: delete points .DosDevices.V:" 10 || true
+        got=$(w2_requests | tail -n +$((w2_mid + 1)) | tr '\n' '|')
+        [ "$got" = 'delete points \DosDevices\V:|' ] && result PASS w2-wine-dismount-deletes-the-point "$got" \
+            || result FAIL w2-wine-dismount-deletes-the-point "got '$got' ($BOTH_LOG)"
+        if w w2-letter-gone 60 wine "$WIN_DIR\\vc-e2e.exe" info --device '\\.\V:'; then
+            result FAIL w2-wine-letter-gone-after-dismount "\\\\.\\V: still opens ($LAST_LOG)"
+        else
+            result PASS w2-wine-letter-gone-after-dismount "\\\\.\\V: no longer opens"
+        fi
+    fi
+    # Every other scenario mounts without a letter: none of them was announced.
+    arrivals=$(w2_requests | grep -c '^volume arrival')
+    [ "$arrivals" -eq 1 ] && result PASS w2-wine-no-letter-no-arrival "one arrival, for the one mount with a letter" \
+        || result FAIL w2-wine-no-letter-no-arrival "$arrivals arrival notifications ($BOTH_LOG)"
+
     # R2, R3: key erasure under load.
     gates 1 1
     if mount_volume r2-r3-key-erasure-under-load ""; then

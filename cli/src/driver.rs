@@ -32,14 +32,23 @@ pub enum DriverError {
     Usage(String),
     /// The driver refused the IOCTL with STATUS_ACCESS_DENIED (W4): what was refused.
     AccessDenied(&'static str),
+    /// The mount's drive letter is in use (STATUS_OBJECT_NAME_COLLISION, W2).
+    LetterInUse,
 }
 
 /// ERROR_ACCESS_DENIED: how DeviceIoControl reports the driver's STATUS_ACCESS_DENIED.
 const ERROR_ACCESS_DENIED: i32 = 5;
 
-/// The failure of IOCTL `code`: one clear line for a refusal by the driver's policy (W4).
+/// ERROR_ALREADY_EXISTS: how DeviceIoControl reports STATUS_OBJECT_NAME_COLLISION.
+const ERROR_ALREADY_EXISTS: i32 = 183;
+
+/// The failure of IOCTL `code`: one clear line for a refusal by the driver's policy (W4) or a
+/// drive letter in use (W2).
 #[cfg_attr(not(windows), allow(dead_code))]
 pub(crate) fn ioctl_error(code: u32, e: std::io::Error) -> DriverError {
+    if code == abi::IOCTL_MOUNT && e.raw_os_error() == Some(ERROR_ALREADY_EXISTS) {
+        return DriverError::LetterInUse;
+    }
     if e.raw_os_error() != Some(ERROR_ACCESS_DENIED) {
         return DriverError::Io(format!("IOCTL {code:#x} failed: {e}"));
     }
@@ -67,6 +76,10 @@ impl fmt::Display for DriverError {
             DriverError::Io(s) => write!(f, "{s}"),
             DriverError::Usage(s) => write!(f, "{s}"),
             DriverError::AccessDenied(why) => write!(f, "access denied: {why}"),
+            DriverError::LetterInUse => write!(
+                f,
+                "the drive letter is already in use (a drive, a mapped network drive or another volume): choose another with --letter"
+            ),
         }
     }
 }
@@ -246,6 +259,8 @@ pub fn list_json(l: &ListReply) -> Value {
                 json!({
                     "volume_id": e.volume_id,
                     "letter": letter_json(e.drive_letter),
+                    // W2: "mount manager", "global link" or "none".
+                    "letter_via": e.letter_kind.name(),
                     "flags": flags_json(e.flags),
                 })
             })
@@ -258,6 +273,16 @@ pub fn gates_json(g: &GatesMessage) -> Value {
     json!({ "read": g.read, "write": g.write })
 }
 
+/// The `dbcv_unitmask` of a DEV_BROADCAST_VOLUME for drive `letter` (bit 0 = A:), as the
+/// WM_DEVICECHANGE broadcast after a letter appears or disappears carries it (W2).
+pub fn unit_mask(letter: char) -> Option<u32> {
+    let c = letter.to_ascii_uppercase();
+    c.is_ascii_uppercase()
+        .then(|| 1u32 << (c as u32 - 'A' as u32))
+}
+
+#[cfg(windows)]
+mod broadcast;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
@@ -310,6 +335,49 @@ pub use elsewhere::{
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn w2_letter_in_use_is_one_clear_line_and_unit_masks_name_the_drive() {
+        let exists = std::io::Error::from_raw_os_error(ERROR_ALREADY_EXISTS);
+        let line = ioctl_error(abi::IOCTL_MOUNT, exists).to_string();
+        assert!(line.starts_with("the drive letter is already in use"));
+        assert!(!line.contains('\n'));
+        // Only the mount's collision is about a letter.
+        let exists = std::io::Error::from_raw_os_error(ERROR_ALREADY_EXISTS);
+        assert!(matches!(
+            ioctl_error(abi::IOCTL_STATUS, exists),
+            DriverError::Io(_)
+        ));
+        assert_eq!(unit_mask('A'), Some(1));
+        assert_eq!(unit_mask('v'), Some(1 << 21));
+        assert_eq!(unit_mask('Z'), Some(1 << 25));
+        assert_eq!(unit_mask('1'), None);
+    }
+
+    #[test]
+    fn w2_list_json_says_how_each_letter_was_made() {
+        let l = ListReply {
+            entries: vec![
+                abi::ListEntry {
+                    volume_id: 1,
+                    flags: 0,
+                    drive_letter: Some('V'),
+                    letter_kind: abi::LinkKind::MountManager,
+                },
+                abi::ListEntry {
+                    volume_id: 2,
+                    flags: 0,
+                    drive_letter: None,
+                    letter_kind: abi::LinkKind::None,
+                },
+            ],
+        };
+        let j = list_json(&l);
+        assert_eq!(j[0]["letter"], "V:");
+        assert_eq!(j[0]["letter_via"], "mount manager");
+        assert_eq!(j[1]["letter"], Value::Null);
+        assert_eq!(j[1]["letter_via"], "none");
+    }
 
     #[test]
     fn w4_access_denied_is_one_clear_line() {

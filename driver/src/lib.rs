@@ -19,6 +19,7 @@ pub mod crypto;
 pub mod direct;
 pub mod faults;
 pub mod io;
+pub mod namespace;
 pub mod platform;
 pub mod queue;
 pub mod registry;

@@ -6,7 +6,7 @@ use std::os::windows::io::AsRawHandle;
 
 use serde_json::{json, Value};
 use vcdirect::abi::{self, EmptyRequest, EraseReply, GatesMessage, ListReply, MountReply};
-use vcdirect::abi::{StatusReply, VolumeRequest};
+use vcdirect::abi::{StatusReply, Target, VolumeRequest};
 use windows_sys::Win32::System::IO::DeviceIoControl;
 
 use super::{gates_json, list_json, mount_json, parse_target, status_json, DriverError, MountArgs};
@@ -91,17 +91,50 @@ pub fn mount(args: &MountArgs) -> Result<Value, DriverError> {
     let req = super::mount_request(args, &mut host, size, raw_sector)?;
     drop(host);
     let out = ioctl(&control()?, abi::IOCTL_MOUNT, &req, MountReply::SIZE)?;
-    Ok(mount_json(&MountReply::parse(&out)?))
+    let reply = MountReply::parse(&out)?;
+    // W2: Explorer and other programs learn about the new drive.
+    if let Some(c) = reply.drive_letter {
+        super::broadcast::arrived(c);
+    }
+    Ok(mount_json(&reply))
+}
+
+/// The drive letter of the volume `target` names, if it has one (for the broadcast after a
+/// dismount; a volume named by id is looked up in the list first).
+fn letter_of(dev: &File, target: Target) -> Option<char> {
+    match target {
+        Target::Letter(c) => Some(c),
+        Target::Id(id) => {
+            let out = ioctl(
+                dev,
+                abi::IOCTL_LIST,
+                &EmptyRequest::build(),
+                ListReply::MAX_SIZE,
+            );
+            let list = ListReply::parse(&out.ok()?).ok()?;
+            list.entries
+                .iter()
+                .find(|e| e.volume_id == id)
+                .and_then(|e| e.drive_letter)
+        }
+    }
 }
 
 /// Dismounts a volume.
 pub fn dismount(volume: &str, force: bool) -> Result<Value, DriverError> {
+    let target = parse_target(volume)?;
     let req = VolumeRequest {
-        target: parse_target(volume)?,
+        target,
         flags: if force { abi::DISMOUNT_FORCE } else { 0 },
     }
     .build()?;
-    ioctl(&control()?, abi::IOCTL_DISMOUNT, &req, 0)?;
+    let dev = control()?;
+    let letter = letter_of(&dev, target);
+    ioctl(&dev, abi::IOCTL_DISMOUNT, &req, 0)?;
+    // W2: the drive is gone.
+    if let Some(c) = letter {
+        super::broadcast::removed(c);
+    }
     Ok(json!({ "dismounted": volume }))
 }
 

@@ -5,6 +5,7 @@ use zeroize::Zeroizing;
 
 use super::{open_exact, AbiError, MasterKey, Reader, Writer};
 use crate::io::{CounterSnapshot, VolumeMemory};
+pub use crate::namespace::LinkKind;
 
 /// Key bytes for AES-256-XTS: primary key 0..32, tweak key 32..64.
 pub const KEY_LENGTH: usize = 64;
@@ -535,7 +536,8 @@ impl StatusReply {
 }
 
 /// One entry of a list reply, 16 bytes: volume_id u32, flags u32, drive_letter u16,
-/// reserved [u8; 6].
+/// letter_kind u16 (how the letter was made: 0 none, 1 mount manager, 2 global link; was
+/// reserved, so a driver without it sends 0), reserved [u8; 4].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListEntry {
     /// Volume id.
@@ -544,6 +546,8 @@ pub struct ListEntry {
     pub flags: u32,
     /// Drive letter.
     pub drive_letter: Option<char>,
+    /// How the drive letter was made (W2).
+    pub letter_kind: LinkKind,
 }
 
 /// `IOCTL_LIST` output: version u32, size u32 (= 16 + 16 x count), count u32, reserved u32,
@@ -575,6 +579,7 @@ impl ListReply {
             w.u32(at, e.volume_id);
             w.u32(at + 4, e.flags);
             w.u16(at + 8, letter_field(e.drive_letter));
+            w.u16(at + 10, e.letter_kind.to_raw());
         }
         Ok(w.0)
     }
@@ -599,13 +604,15 @@ impl ListReply {
         let mut entries = Vec::with_capacity(count as usize);
         for i in 0..count as usize {
             let at = 16 + 16 * i;
-            if buf[at + 10..at + 16].iter().any(|b| *b != 0) {
+            if buf[at + 12..at + 16].iter().any(|b| *b != 0) {
                 return Err(AbiError::ReservedNotZero);
             }
+            let kind = r.u16(at + 10);
             entries.push(ListEntry {
                 volume_id: r.u32(at),
                 flags: r.u32(at + 4),
                 drive_letter: parse_letter(r.u16(at + 8))?,
+                letter_kind: LinkKind::from_raw(kind).ok_or(AbiError::BadLinkKind(kind))?,
             });
         }
         Ok(ListReply { entries })

@@ -149,6 +149,8 @@ pub enum AbiError {
     BadTarget,
     /// A string too long for its field (build side).
     TooLong,
+    /// A list entry's letter kind other than 0, 1 or 2.
+    BadLinkKind(u16),
 }
 
 impl AbiError {
@@ -196,6 +198,7 @@ impl core::fmt::Display for AbiError {
             AbiError::BadCount(c) => write!(f, "bad entry count {c}"),
             AbiError::BadTarget => write!(f, "name the volume by drive letter or by id"),
             AbiError::TooLong => write!(f, "string too long for its field"),
+            AbiError::BadLinkKind(k) => write!(f, "bad letter kind {k}"),
         }
     }
 }

@@ -348,11 +348,21 @@ fn small_messages_reject_malformed_buffers() {
         entries: vec![ListEntry {
             volume_id: 1,
             flags: 0,
-            drive_letter: None,
+            drive_letter: Some('V'),
+            letter_kind: LinkKind::MountManager,
         }],
     };
     assert_eq!(list.build(16), Err(AbiError::OutputTooSmall { needed: 32 }));
     let mut l = list.build(ListReply::MAX_SIZE).unwrap();
+    // W2: the letter kind sits where the first reserved bytes were.
+    assert_eq!(&l[16 + 10..16 + 12], &[1, 0]);
+    assert_eq!(ListReply::parse(&l).unwrap(), list);
+    l[16 + 10] = 3;
+    assert_eq!(ListReply::parse(&l), Err(AbiError::BadLinkKind(3)));
+    l[16 + 10] = 0;
+    l[16 + 12] = 1;
+    assert_eq!(ListReply::parse(&l), Err(AbiError::ReservedNotZero));
+    l[16 + 12] = 0;
     l[8] = 2;
     assert_eq!(ListReply::parse(&l), Err(AbiError::BadCount(2)));
     let mut s = StatusReply {
@@ -413,6 +423,7 @@ proptest! {
         id in 1u32.., flags in any::<u32>(), r in any::<bool>(), w in any::<bool>(),
         letter in letter(), c in any::<[u64; 19]>(), size in any::<u64>(),
         n in 0usize..=MAX_LIST_ENTRIES, mem in prop::option::of(any::<[u64; 4]>()),
+        kind in 0u16..3,
     ) {
         let s = StatusReply {
             volume_id: id, flags, gates: GatesMessage { read: r, write: w }, drive_letter: letter,
@@ -433,7 +444,10 @@ proptest! {
         };
         prop_assert_eq!(StatusReply::parse(&s.build().unwrap()).unwrap(), s);
         let l = ListReply {
-            entries: (0..n).map(|i| ListEntry { volume_id: i as u32 + 1, flags, drive_letter: letter }).collect(),
+            entries: (0..n).map(|i| ListEntry {
+                volume_id: i as u32 + 1, flags, drive_letter: letter,
+                letter_kind: LinkKind::from_raw(kind).unwrap(),
+            }).collect(),
         };
         prop_assert_eq!(ListReply::parse(&l.build(ListReply::MAX_SIZE).unwrap()).unwrap(), l);
         let g = GatesMessage { read: r, write: w };

@@ -32,6 +32,7 @@ use super::disk::{self, VolumeDevice};
 use super::host::{KernelHost, OpenParams};
 use super::identity::{self, DeviceAccess};
 use super::irp::Irp;
+use super::links::{fresh_unique_id, KernelNamespace, DIRS};
 use super::mutex::KernelMutex;
 use super::platform::{ClientSecurity, KernelPlatform};
 use super::registry::read_values;
@@ -44,6 +45,7 @@ use crate::abi::{
     MOUNT_PROTECT_HIDDEN, MOUNT_READ_ONLY, MOUNT_SHARED,
 };
 use crate::access::{self, Caller, Operation, Sid};
+use crate::namespace::VolumeNames;
 use crate::platform::{Lock, UpperRequest};
 use crate::registry::{Config, Gate, Gates, Note, Tunables, ALL_VALUE_NAMES, DRIVER_GATES};
 use crate::volume::{MountParams, Volume};
@@ -502,7 +504,12 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
         {
             return Err(nts::OBJECT_NAME_COLLISION);
         }
+        // W2: a link of that name anywhere the caller could see it (global, or its logon
+        // session's, checked in its thread), before anything of the mount is created.
+        crate::namespace::letter_free(&KernelNamespace, &DIRS, c)?;
     }
+    // W2: fresh bytes for the mount manager's unique id of this volume (not the slot).
+    let unique_id = fresh_unique_id()?;
     let read_only = request.flags & MOUNT_READ_ONLY != 0;
     // R11: the mounting user's context, captured in the caller's thread.
     let security = ClientSecurity::capture()?;
@@ -541,7 +548,7 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
             state.driver,
             id,
             request.flags,
-            request.drive_letter,
+            VolumeNames::new(id, request.drive_letter, unique_id),
             read_only,
             Arc::clone(&volume),
             &caller.sid,
@@ -604,6 +611,7 @@ fn list(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -
                 volume_id: d.mounted().id,
                 flags: d.mounted().flags,
                 drive_letter: d.mounted().drive_letter,
+                letter_kind: d.letter_kind(),
             })
             .collect::<Vec<_>>()
     });

@@ -91,7 +91,6 @@ unsafe impl Sync for KernelEvent {}
 impl KernelEvent {
     /// The KEVENT, for kernel routines that signal it (a child IRP's completion, a
     /// device-control IRP built with IoBuildDeviceIoControlRequest). It does not move.
-    #[cfg(feature = "wine-host")]
     pub(crate) fn as_ptr(&self) -> *mut KEVENT {
         self.event.get()
     }

@@ -1,24 +1,28 @@
 //! The volume's device object: `\Device\VcVolume<N>`, its links and its extension.
 //!
-//! Owns: creating the device and its links, the device extension (a remove lock and the
-//! reference to the mounted volume), and tearing them down (links removed, volume dismounted,
-//! the remove lock released and waited for, the device deleted). Never: serves requests
-//! (`dispatch` and `ioctl` do).
+//! Owns: creating the device and its links (through `crate::namespace::Links`, which records
+//! exactly the links this mount made: `VcVolume<N>` and the letter, both global, W2), the
+//! device extension (a remove lock and the reference to the mounted volume), and tearing them
+//! down (links removed, volume dismounted, the remove lock released and waited for, the device
+//! deleted). Never: serves requests (`dispatch` and `ioctl` do).
 
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::AtomicU32;
 
-use wdk_sys::ntddk::{IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink};
+use wdk_sys::ntddk::{IoCreateDevice, IoDeleteDevice};
 use wdk_sys::{
     DEVICE_OBJECT, DO_DEVICE_INITIALIZING, DO_DIRECT_IO, DRIVER_OBJECT, FILE_DEVICE_DISK,
     FILE_DEVICE_SECURE_OPEN,
 };
 
+use super::super::links::{self, KernelNamespace, DIRS};
 use super::super::platform::KernelPlatform;
 use super::super::remove_lock::RemoveLockCell;
 use super::super::strings::OwnedUnicode;
+use super::super::sync::SpinLock;
+use crate::namespace::{LinkKind, Links, MountManager, VolumeNames};
+use crate::platform::Lock;
 use crate::volume::Volume;
 use crate::Status;
 
@@ -37,9 +41,8 @@ pub struct MountedVolume {
     pub volume: Arc<Volume<KernelPlatform>>,
     /// Handles open on the volume device (CREATE minus CLOSE).
     pub open_handles: AtomicU32,
-    pub(super) device_name: Vec<u16>,
-    link_name: Vec<u16>,
-    pub(super) letter_link: Option<Vec<u16>>,
+    /// Its names and the MOUNTDEV answers built from them (W2).
+    pub(super) names: VolumeNames,
     pub(super) read_only: bool,
     pub(super) sector_size: u32,
 }
@@ -65,38 +68,24 @@ pub(super) struct Extension {
 /// # Invariants
 /// `device` is a volume device this value created (its extension initialized), not deleted
 /// until `drop`; `links` holds exactly the symbolic links this value created (each recorded
-/// only after IoCreateSymbolicLink succeeded), the only ones `drop` deletes.
+/// only once it existed and pointed at this device), the only ones `drop` deletes.
 pub struct VolumeDevice {
     device: NonNull<DEVICE_OBJECT>,
     mounted: Arc<MountedVolume>,
-    links: Vec<Vec<u16>>,
+    links: SpinLock<Links>,
 }
 
 // SAFETY: the device object is ours until `delete`; its routines may run on any thread.
 unsafe impl Send for VolumeDevice {}
-// SAFETY: as above; shared access only reads.
+// SAFETY: as above; shared access only reads, except the links, behind their spin lock.
 unsafe impl Sync for VolumeDevice {}
-
-fn utf16(s: &str) -> Vec<u16> {
-    s.encode_utf16().collect()
-}
-
-fn decimal(mut n: u32) -> Vec<u16> {
-    let mut digits = Vec::new();
-    loop {
-        digits.push(u16::from(b'0') + (n % 10) as u16);
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    digits.reverse();
-    digits
-}
 
 impl VolumeDevice {
     /// Creates the device `\Device\VcVolume<id>` and its links for `volume`, with the
-    /// descriptor that limits raw opens to system, administrators and `owner` (W4).
+    /// descriptor that limits raw opens to system, administrators and `owner` (W4), and the
+    /// names of `names` (`VolumeNames::new(id, letter, unique id)`, W2). The caller checked
+    /// that the letter is free (`crate::namespace::letter_free`) before anything of the mount
+    /// was created.
     ///
     /// IRQL: PASSIVE_LEVEL.
     ///
@@ -106,21 +95,12 @@ impl VolumeDevice {
         driver: *mut DRIVER_OBJECT,
         id: u32,
         flags: u32,
-        drive_letter: Option<char>,
+        names: VolumeNames,
         read_only: bool,
         volume: Arc<Volume<KernelPlatform>>,
         owner: &crate::access::Sid,
     ) -> Result<VolumeDevice, Status> {
-        let mut device_name = utf16("\\Device\\VcVolume");
-        device_name.extend(decimal(id));
-        let mut link_name = utf16("\\DosDevices\\VcVolume");
-        link_name.extend(decimal(id));
-        let letter_link = drive_letter.map(|c| {
-            let mut l = utf16("\\DosDevices\\");
-            l.push(c as u16);
-            l.push(u16::from(b':'));
-            l
-        });
+        let drive_letter = names.letter();
         let sector_size = volume_sector(&volume);
         let mounted = Arc::new(MountedVolume {
             id,
@@ -128,13 +108,11 @@ impl VolumeDevice {
             drive_letter,
             volume,
             open_handles: AtomicU32::new(0),
-            device_name,
-            link_name,
-            letter_link,
+            names,
             read_only,
             sector_size,
         });
-        let mut name = OwnedUnicode::copy(&mounted.device_name)?;
+        let mut name = OwnedUnicode::copy(mounted.names.device_name())?;
         let mut device: *mut DEVICE_OBJECT = core::ptr::null_mut();
         // SAFETY: `driver` is our driver object (contract); the name is valid for the call.
         let status = unsafe {
@@ -167,10 +145,10 @@ impl VolumeDevice {
         unsafe { ext.lock.init() };
         d.Flags |= DO_DIRECT_IO;
         d.SectorSize = sector_size as u16;
-        let mut this = VolumeDevice {
+        let this = VolumeDevice {
             device,
             mounted,
-            links: Vec::new(),
+            links: SpinLock::new(Links::default()),
         };
         // W4: raw opens for system, administrators and the mounting user, set before the
         // device can be opened; on failure Drop deletes the device.
@@ -185,30 +163,26 @@ impl VolumeDevice {
             return Err(status);
         }
         d.Flags &= !DO_DEVICE_INITIALIZING;
-        let links: [Option<Vec<u16>>; 2] = [
-            Some(this.mounted.link_name.clone()),
-            this.mounted.letter_link.clone(),
-        ];
-        for link in links {
-            let Some(link) = link else { continue };
-            // An error here drops `this` too (links made so far removed, device deleted).
-            this.links
-                .try_reserve(1)
-                .map_err(|_| Status::InsufficientResources)?;
-            let mut l = OwnedUnicode::copy(&link)?;
-            let mut n = OwnedUnicode::copy(&this.mounted.device_name)?;
-            // SAFETY: both names are valid for the call.
-            let status = unsafe { IoCreateSymbolicLink(l.as_mut(), n.as_mut()) };
-            if status < 0 {
-                // Drop removes only the links made so far (never one that existed before,
-                // such as a global `\DosDevices\C:` that made this one collide) and deletes
-                // the device; the caller still owns the (not yet dismounted) volume's other
-                // reference.
+        // The links, once the device can be opened (the mount manager asks it its names). A
+        // letterless mount never reaches the mount manager. On failure `Links` removed what it
+        // made, and dropping `this` deletes the device; the caller still owns the (not yet
+        // dismounted) volume's other reference.
+        let made = {
+            // SAFETY: `device` is our live volume device until `this` drops, after `mm`.
+            let mm = drive_letter.and_then(|_| unsafe { links::mount_manager(device) });
+            Links::establish(
+                &KernelNamespace,
+                mm.as_ref().map(|m| m as &dyn MountManager),
+                &DIRS,
+                &this.mounted.names,
+            )
+        };
+        match made {
+            Ok(made) => this.links.with(|l| *l = made),
+            Err(status) => {
                 drop(this);
-                return Err(Status::from_ntstatus(status as u32));
+                return Err(status);
             }
-            // Recorded only now that it exists and is ours (capacity reserved above).
-            this.links.push(link);
         }
         Ok(this)
     }
@@ -216,6 +190,30 @@ impl VolumeDevice {
     /// The mounted volume.
     pub fn mounted(&self) -> &Arc<MountedVolume> {
         &self.mounted
+    }
+
+    /// How its drive letter was made (W2; `LinkKind::None` without one or once removed).
+    pub fn letter_kind(&self) -> LinkKind {
+        self.links.with(|l| l.kind())
+    }
+
+    /// Removes every link this mount created, each by its full path and only while it still
+    /// points at this device (the mount manager's delete-points request first for a letter it
+    /// made). Idempotent; runs in any thread context (every link is global), so a dismount
+    /// sequence on a system thread may call it before the device goes; `drop` always calls it
+    /// (after such a call, a no-op).
+    ///
+    /// IRQL: PASSIVE_LEVEL (the links are taken out under the spin lock, removed after it).
+    pub fn remove_links(&self) {
+        let mut links = self.links.with(core::mem::take);
+        // SAFETY: `device` is our live volume device (type invariant) for the whole call.
+        let mm = (links.kind() == LinkKind::MountManager)
+            .then(|| unsafe { links::mount_manager(self.device) })
+            .flatten();
+        links.remove_all(
+            &KernelNamespace,
+            mm.as_ref().map(|m| m as &dyn MountManager),
+        );
     }
 
     fn delete_device(&self) {
@@ -250,20 +248,10 @@ impl Drop for VolumeDevice {
     ///
     /// IRQL: PASSIVE_LEVEL.
     fn drop(&mut self) {
-        for link in &self.links {
-            delete_link(link);
-        }
+        self.remove_links();
         self.mounted.volume.dismount();
         self.delete_device();
     }
-}
-
-fn delete_link(link: &[u16]) {
-    let Ok(mut l) = OwnedUnicode::copy(link) else {
-        return; // never made: `create` fails with the same name
-    };
-    // SAFETY: the name is valid for the call; a missing link just fails.
-    let _ = unsafe { IoDeleteSymbolicLink(l.as_mut()) };
 }
 
 fn volume_sector(volume: &Volume<KernelPlatform>) -> u32 {

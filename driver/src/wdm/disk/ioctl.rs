@@ -158,17 +158,22 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
             (Status::Success, n)
         }
         code::STORAGE_QUERY_PROPERTY => storage_query(&input, &mut out, sector),
-        code::MOUNTDEV_QUERY_DEVICE_NAME | code::MOUNTDEV_QUERY_UNIQUE_ID => {
-            // The unique id (MOUNTDEV_UNIQUE_ID, the same shape) is the device name's bytes.
-            let name = &mounted.device_name;
-            counted_name(
-                &mut out,
-                at::MOUNTDEV_NAME_LENGTH,
-                name,
-                at::MOUNTDEV_NAME_SIZE,
-            )
-        }
-        code::MOUNTDEV_QUERY_SUGGESTED_LINK_NAME => match &mounted.letter_link {
+        // W2: all three from the volume's one `VolumeNames`, so they agree.
+        code::MOUNTDEV_QUERY_DEVICE_NAME => counted_name(
+            &mut out,
+            at::MOUNTDEV_NAME_LENGTH,
+            &units(mounted.names.device_name()),
+            at::MOUNTDEV_NAME_SIZE,
+        ),
+        // MOUNTDEV_UNIQUE_ID has MOUNTDEV_NAME's shape; the id is fresh per mount, never
+        // the slot's name (a later volume in the same slot must not inherit a letter).
+        code::MOUNTDEV_QUERY_UNIQUE_ID => counted_name(
+            &mut out,
+            at::MOUNTDEV_NAME_LENGTH,
+            mounted.names.unique_id(),
+            at::MOUNTDEV_NAME_SIZE,
+        ),
+        code::MOUNTDEV_QUERY_SUGGESTED_LINK_NAME => match mounted.names.suggested_link_name() {
             None => (nts::NOT_FOUND, 0),
             Some(link) => {
                 if !need(at::SUGGESTED_LINK_SIZE) {
@@ -176,30 +181,32 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
                 }
                 out.u8(at::SUGGESTED_LINK_USE_ONLY, 0);
                 let length_at = at::SUGGESTED_LINK_NAME_LENGTH;
-                counted_name(&mut out, length_at, link, at::SUGGESTED_LINK_SIZE)
+                counted_name(&mut out, length_at, &units(&link), at::SUGGESTED_LINK_SIZE)
             }
         },
         _ => (Status::InvalidDeviceRequest, 0),
     }
 }
 
-/// A `USHORT length; WCHAR name[]` reply with the length at `at` and the name right after it
-/// (layout.rs asserts that for both structures; the mount manager's protocol: when the name
-/// does not fit, the length alone with STATUS_BUFFER_OVERFLOW).
-fn counted_name(out: &mut Out<'_>, at: usize, name: &[u16], header: usize) -> (Status, usize) {
+/// UTF-16 as its little-endian bytes.
+fn units(name: &[u16]) -> Vec<u8> {
+    name.iter().flat_map(|c| c.to_le_bytes()).collect()
+}
+
+/// A `USHORT length; WCHAR name[]` reply (or `UCHAR id[]`) with the length in bytes at `at`
+/// and `bytes` right after it (layout.rs asserts that for both structures; the mount
+/// manager's protocol: when they do not fit, the length alone with STATUS_BUFFER_OVERFLOW).
+fn counted_name(out: &mut Out<'_>, at: usize, bytes: &[u8], header: usize) -> (Status, usize) {
     let len = out.buf.len();
     if len < header {
         return (nts::BUFFER_TOO_SMALL, 0);
     }
-    let bytes = name.len() * 2;
-    out.u16(at, bytes as u16);
-    if len < at + 2 + bytes {
+    out.u16(at, bytes.len() as u16);
+    if len < at + 2 + bytes.len() {
         return (nts::BUFFER_OVERFLOW, header);
     }
-    for (i, c) in name.iter().enumerate() {
-        out.u16(at + 2 + 2 * i, *c);
-    }
-    (Status::Success, at + 2 + bytes)
+    out.buf[at + 2..at + 2 + bytes.len()].copy_from_slice(bytes);
+    (Status::Success, at + 2 + bytes.len())
 }
 
 /// IOCTL_STORAGE_QUERY_PROPERTY: device, adapter and access-alignment descriptors.

@@ -8,20 +8,16 @@
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 
-use wdk_sys::ntddk::{
-    IoBuildDeviceIoControlRequest, IofCallDriver, ObReferenceObjectByName, ObfDereferenceObject,
-};
-use wdk_sys::{
-    _MODE::KernelMode, DEVICE_OBJECT, DRIVER_OBJECT, IO_STATUS_BLOCK, OBJ_CASE_INSENSITIVE, PVOID,
-};
+use wdk_sys::ntddk::{ObReferenceObjectByName, ObfDereferenceObject};
+use wdk_sys::{_MODE::KernelMode, DRIVER_OBJECT, OBJ_CASE_INSENSITIVE, PVOID};
 
 use super::super::codes::nts;
+use super::super::device_control::device_control;
 use super::super::remove_lock::RemoveLock;
 use super::super::strings::OwnedUnicode;
-use super::super::sync::KernelEvent;
 use super::open::{probe, OpenParams};
 use super::KernelHost;
-use crate::platform::{Event, HostKind, HostLimits};
+use crate::platform::{HostKind, HostLimits};
 use crate::Status;
 
 /// IO_TYPE_DRIVER: the Type field of a DRIVER_OBJECT.
@@ -83,52 +79,4 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
     host.size = size;
     host.limits = limits;
     Ok(host)
-}
-
-/// A METHOD_BUFFERED device control IRP to `device`, input and output in `buf`.
-///
-/// # Safety
-/// `device` is a referenced device object for the whole call.
-unsafe fn device_control(
-    device: NonNull<DEVICE_OBJECT>,
-    code: u32,
-    buf: &mut [u8],
-    input: usize,
-) -> Result<usize, Status> {
-    let event = KernelEvent::new();
-    let mut iosb = IO_STATUS_BLOCK::default();
-    let len = buf.len() as u32;
-    let ptr: PVOID = buf.as_mut_ptr().cast();
-    // SAFETY: `buf` serves as input (first `input` bytes) and output, alive until the
-    // request completed (we wait below); `event` and `iosb` live until then too.
-    let irp = unsafe {
-        IoBuildDeviceIoControlRequest(
-            code,
-            device.as_ptr(),
-            ptr,
-            input as u32,
-            ptr,
-            len,
-            0,
-            event.as_ptr(),
-            &mut iosb,
-        )
-    };
-    if irp.is_null() {
-        return Err(Status::InsufficientResources);
-    }
-    // SAFETY: a complete IRP for `device`, referenced (contract); the I/O manager frees it on
-    // completion.
-    let status = unsafe { IofCallDriver(device.as_ptr(), irp) };
-    let status = if status == nts::PENDING {
-        event.wait();
-        // SAFETY: the status block was written before the event was set.
-        unsafe { iosb.__bindgen_anon_1.Status }
-    } else {
-        status
-    };
-    if status < 0 {
-        return Err(Status::from_ntstatus(status as u32));
-    }
-    Ok(iosb.Information as usize)
 }

@@ -1,0 +1,381 @@
+//! The names a mounted volume has in the object namespace (docs/review.md W2).
+//!
+//! Owns: the volume's names and the mount-manager answers derived from them ([`VolumeNames`]:
+//! device name, unique id, suggested link name, which always agree), the check that a drive
+//! letter is free everywhere the caller could see it ([`letter_free`]), and the bookkeeping of
+//! the links a mount made ([`Links`]): exactly the links it created, each recorded by full
+//! path only after it exists and points at this volume's device, removed on every path out by
+//! one call ([`Links::remove_all`]) that deletes a link only while it still points at this
+//! device. Never: talks to the kernel (the glue implements [`Namespace`] and [`MountManager`]
+//! with kernel calls; the tests with a model of global and per-session directories).
+//!
+//! How a letter is made, as VeraCrypt does by default: the volume arrival notification to the
+//! mount manager, then a create-point request for `\DosDevices\X:` (made in the system
+//! context, so the link is global); if the mount manager does not make the link, an explicit
+//! link under the global directory. A mount without a letter is never announced to the mount
+//! manager, so it cannot get one (from the suggested name or a remembered one).
+
+use alloc::vec::Vec;
+
+use crate::Status;
+
+pub mod mountmgr;
+
+/// STATUS_OBJECT_NAME_COLLISION: the letter (or link) is in use by someone else.
+pub const OBJECT_NAME_COLLISION: Status = Status::Host(0xC000_0035);
+/// STATUS_OBJECT_NAME_NOT_FOUND: no such link.
+pub const OBJECT_NAME_NOT_FOUND: Status = Status::Host(0xC000_0034);
+
+/// The object namespace, as far as links go. Paths are full object paths in UTF-16
+/// (`\GLOBAL??\V:`); a path under the caller's directory (`\??\V:`) is resolved in the
+/// calling thread's context (its logon session's directory first, then the global one).
+pub trait Namespace {
+    /// The target of the symbolic link `path`; `Ok(None)` when there is no such object.
+    fn query(&self, path: &[u16]) -> Result<Option<Vec<u16>>, Status>;
+    /// Creates the symbolic link `path` to `target`; an existing object of that name is
+    /// OBJECT_NAME_COLLISION.
+    fn create(&self, path: &[u16], target: &[u16]) -> Result<(), Status>;
+    /// Deletes the symbolic link `path`.
+    fn delete(&self, path: &[u16]) -> Result<(), Status>;
+}
+
+/// The requests the mount manager (`\Device\MountPointManager`) serves for a volume.
+pub trait MountManager {
+    /// IOCTL_MOUNTMGR_VOLUME_ARRIVAL_NOTIFICATION for the device `device` (the mount manager
+    /// then asks the device its MOUNTDEV names and may create the suggested link).
+    fn volume_arrival(&self, device: &[u16]) -> Result<(), Status>;
+    /// IOCTL_MOUNTMGR_CREATE_POINT: the mount point `link` (`\DosDevices\X:`) for `device`.
+    fn create_point(&self, link: &[u16], device: &[u16]) -> Result<(), Status>;
+    /// IOCTL_MOUNTMGR_DELETE_POINTS naming only the symbolic link `link` (`\DosDevices\X:`),
+    /// as VeraCrypt does (naming the device or unique id would make the mount manager ignore
+    /// later arrivals of that id).
+    fn delete_point(&self, link: &[u16]) -> Result<(), Status>;
+}
+
+/// Where global links live and how the caller's own directory is named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Directories {
+    /// The global directory, with its trailing backslash (`\GLOBAL??\`).
+    pub global: &'static str,
+    /// The calling thread's view (`\??\`): its session's directory, then the global one.
+    pub caller: &'static str,
+}
+
+impl Directories {
+    /// Windows: `\GLOBAL??` and the caller's `\??`.
+    pub const WINDOWS: Directories = Directories {
+        global: "\\GLOBAL??\\",
+        caller: "\\??\\",
+    };
+    /// Wine 8: one `\??` directory for everyone, and no `\GLOBAL??`.
+    pub const WINE: Directories = Directories {
+        global: "\\??\\",
+        caller: "\\??\\",
+    };
+
+    /// `name` in the global directory.
+    pub fn global(&self, name: &str) -> Vec<u16> {
+        utf16(self.global).into_iter().chain(utf16(name)).collect()
+    }
+
+    /// `name` as the caller sees it.
+    pub fn caller(&self, name: &str) -> Vec<u16> {
+        utf16(self.caller).into_iter().chain(utf16(name)).collect()
+    }
+}
+
+/// How a volume's drive letter was made (what `vcctl list` shows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LinkKind {
+    /// No letter.
+    #[default]
+    None,
+    /// Through the mount manager (arrival notification, create point).
+    MountManager,
+    /// An explicit link in the global directory (the mount manager did not make it).
+    GlobalLink,
+}
+
+impl LinkKind {
+    /// Its value in the ABI (`ListEntry`).
+    pub const fn to_raw(self) -> u16 {
+        match self {
+            LinkKind::None => 0,
+            LinkKind::MountManager => 1,
+            LinkKind::GlobalLink => 2,
+        }
+    }
+
+    /// From its ABI value; `None` for an unknown one.
+    pub const fn from_raw(raw: u16) -> Option<LinkKind> {
+        match raw {
+            0 => Some(LinkKind::None),
+            1 => Some(LinkKind::MountManager),
+            2 => Some(LinkKind::GlobalLink),
+            _ => None,
+        }
+    }
+
+    /// Short text for vcctl.
+    pub const fn name(self) -> &'static str {
+        match self {
+            LinkKind::None => "none",
+            LinkKind::MountManager => "mount manager",
+            LinkKind::GlobalLink => "global link",
+        }
+    }
+}
+
+/// ASCII to UTF-16.
+pub fn utf16(s: &str) -> Vec<u16> {
+    s.encode_utf16().collect()
+}
+
+fn letter_name(letter: char) -> [u8; 2] {
+    [letter.to_ascii_uppercase() as u8, b':']
+}
+
+fn letter_str(letter: &[u8; 2]) -> &str {
+    core::str::from_utf8(letter).unwrap_or("?:")
+}
+
+/// `\DosDevices\X:`, the name the mount manager and the suggested link use for a letter.
+pub fn dos_letter(letter: char) -> Vec<u16> {
+    let l = letter_name(letter);
+    utf16("\\DosDevices\\")
+        .into_iter()
+        .chain(utf16(letter_str(&l)))
+        .collect()
+}
+
+/// Bytes of a [`UniqueId`].
+pub const UNIQUE_ID_BYTES: usize = 24;
+
+/// The mount manager's unique id of one mounted volume: `vcdirect` and 16 bytes drawn fresh
+/// for each mount (the glue takes them from ExUuidCreate). Never derived from the slot
+/// number (a later volume in the same `\Device\VcVolume<N>` would inherit a letter the mount
+/// manager remembers for that id) nor from key material.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UniqueId([u8; UNIQUE_ID_BYTES]);
+
+impl UniqueId {
+    /// The id for a mount whose fresh 16 bytes are `nonce`.
+    pub fn new(nonce: [u8; 16]) -> UniqueId {
+        let mut id = [0u8; UNIQUE_ID_BYTES];
+        id[..8].copy_from_slice(b"vcdirect");
+        id[8..].copy_from_slice(&nonce);
+        UniqueId(id)
+    }
+
+    /// Its bytes (the MOUNTDEV_UNIQUE_ID payload).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// The names of one mounted volume and the MOUNTDEV answers built from them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VolumeNames {
+    id: u32,
+    device: Vec<u16>,
+    letter: Option<char>,
+    unique_id: UniqueId,
+}
+
+fn decimal(mut n: u32) -> Vec<u16> {
+    let mut digits = Vec::new();
+    loop {
+        digits.push(u16::from(b'0') + (n % 10) as u16);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.reverse();
+    digits
+}
+
+impl VolumeNames {
+    /// The names of volume `id` (`\Device\VcVolume<id>`), its letter if any, its unique id.
+    pub fn new(id: u32, letter: Option<char>, unique_id: UniqueId) -> VolumeNames {
+        let mut device = utf16("\\Device\\VcVolume");
+        device.extend(decimal(id));
+        VolumeNames {
+            id,
+            device,
+            letter: letter.map(|c| c.to_ascii_uppercase()),
+            unique_id,
+        }
+    }
+
+    /// IOCTL_MOUNTDEV_QUERY_DEVICE_NAME: `\Device\VcVolume<id>`.
+    pub fn device_name(&self) -> &[u16] {
+        &self.device
+    }
+
+    /// IOCTL_MOUNTDEV_QUERY_UNIQUE_ID.
+    pub fn unique_id(&self) -> &[u8] {
+        self.unique_id.as_bytes()
+    }
+
+    /// IOCTL_MOUNTDEV_QUERY_SUGGESTED_LINK_NAME: `\DosDevices\X:` for a mount with a letter;
+    /// `None` (STATUS_NOT_FOUND) without one.
+    pub fn suggested_link_name(&self) -> Option<Vec<u16>> {
+        self.letter.map(dos_letter)
+    }
+
+    /// The drive letter asked for.
+    pub fn letter(&self) -> Option<char> {
+        self.letter
+    }
+
+    /// The `VcVolume<id>` link name (global), which vcctl and the tests open as
+    /// `\\.\VcVolume<id>`.
+    fn device_link(&self, dirs: &Directories) -> Vec<u16> {
+        let mut l = dirs.global("VcVolume");
+        l.extend(decimal(self.id));
+        l
+    }
+}
+
+/// Refuses `letter` (OBJECT_NAME_COLLISION) when a link or object of that name exists in the
+/// global directory or in the caller's view (its logon session's directory). Called before
+/// anything of a mount is created, in the caller's thread.
+pub fn letter_free(ns: &dyn Namespace, dirs: &Directories, letter: char) -> Result<(), Status> {
+    let l = letter_name(letter);
+    for path in [dirs.global(letter_str(&l)), dirs.caller(letter_str(&l))] {
+        if ns.query(&path)?.is_some() {
+            return Err(OBJECT_NAME_COLLISION);
+        }
+    }
+    Ok(())
+}
+
+/// One link a mount created.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Created {
+    /// Full path of the link.
+    path: Vec<u16>,
+    /// `Some(\DosDevices\X:)` when the mount manager made it (removed through it first).
+    mount_point: Option<Vec<u16>>,
+}
+
+/// The links one mount created, and only those.
+///
+/// # Invariants
+/// Every entry was recorded after the link existed and pointed at `device`; nothing else is
+/// ever recorded, so [`Links::remove_all`] can never delete a link someone else made.
+#[derive(Debug, Default)]
+pub struct Links {
+    device: Vec<u16>,
+    created: Vec<Created>,
+    kind: LinkKind,
+}
+
+impl Links {
+    /// Creates the volume's links: `VcVolume<id>` in the global directory, and its letter if
+    /// it has one (through `mount_manager` when given, else, or when the mount manager does
+    /// not make it, as an explicit global link). On failure every link made so far is
+    /// removed and nothing else is touched.
+    pub fn establish(
+        ns: &dyn Namespace,
+        mount_manager: Option<&dyn MountManager>,
+        dirs: &Directories,
+        names: &VolumeNames,
+    ) -> Result<Links, Status> {
+        let mut links = Links {
+            device: names.device_name().to_vec(),
+            created: Vec::new(),
+            kind: LinkKind::None,
+        };
+        match links.make(ns, mount_manager, dirs, names) {
+            Ok(()) => Ok(links),
+            Err(status) => {
+                links.remove_all(ns, mount_manager);
+                Err(status)
+            }
+        }
+    }
+
+    fn points_here(&self, ns: &dyn Namespace, path: &[u16]) -> Result<bool, Status> {
+        Ok(ns.query(path)?.as_deref() == Some(&self.device[..]))
+    }
+
+    /// Records a link that exists and points here (room reserved by `make`, so it cannot
+    /// fail after the link was made).
+    fn record(&mut self, path: Vec<u16>, mount_point: Option<Vec<u16>>) {
+        self.created.push(Created { path, mount_point });
+    }
+
+    fn make(
+        &mut self,
+        ns: &dyn Namespace,
+        mount_manager: Option<&dyn MountManager>,
+        dirs: &Directories,
+        names: &VolumeNames,
+    ) -> Result<(), Status> {
+        // Room for both records before anything is created.
+        self.created
+            .try_reserve(2)
+            .map_err(|_| Status::InsufficientResources)?;
+        let device_link = names.device_link(dirs);
+        ns.create(&device_link, &self.device)?;
+        self.record(device_link, None);
+        let Some(letter) = names.letter() else {
+            return Ok(());
+        };
+        let l = letter_name(letter);
+        let global = dirs.global(letter_str(&l));
+        // Checked again here: nothing of ours holds the letter yet, so any link is another's.
+        letter_free(ns, dirs, letter)?;
+        let dos = dos_letter(letter);
+        if let Some(mm) = mount_manager {
+            // The mount manager may make the letter on arrival (the suggested name); else the
+            // create point does. Either way it is ours only if it points at our device.
+            let made = mm.volume_arrival(&self.device).is_ok()
+                && (self.points_here(ns, &global)?
+                    || (mm.create_point(&dos, &self.device).is_ok()
+                        && self.points_here(ns, &global)?));
+            if made {
+                self.kind = LinkKind::MountManager;
+                self.record(global, Some(dos));
+                return Ok(());
+            }
+            if ns.query(&global)?.is_some() {
+                // Someone else's link took the letter meanwhile: theirs stays.
+                return Err(OBJECT_NAME_COLLISION);
+            }
+        }
+        ns.create(&global, &self.device)?;
+        self.kind = LinkKind::GlobalLink;
+        self.record(global, None);
+        Ok(())
+    }
+
+    /// How the letter was made ([`LinkKind::None`] without one).
+    pub fn kind(&self) -> LinkKind {
+        self.kind
+    }
+
+    /// The full paths of the links this mount created, in creation order.
+    pub fn paths(&self) -> impl Iterator<Item = &[u16]> {
+        self.created.iter().map(|c| &c.path[..])
+    }
+
+    /// Removes every link this mount created, newest first, each by its full path and only
+    /// while it still points at this volume's device (a letter the mount manager made goes
+    /// through its delete-points request first, then the link itself if it is still there,
+    /// as VeraCrypt does). Idempotent: afterwards nothing is recorded. Works from any thread
+    /// context: every recorded path is global.
+    pub fn remove_all(&mut self, ns: &dyn Namespace, mount_manager: Option<&dyn MountManager>) {
+        while let Some(c) = self.created.pop() {
+            if let (Some(dos), Some(mm)) = (&c.mount_point, mount_manager) {
+                let _ = mm.delete_point(dos);
+            }
+            if self.points_here(ns, &c.path).unwrap_or(false) {
+                let _ = ns.delete(&c.path);
+            }
+        }
+        self.kind = LinkKind::None;
+    }
+}

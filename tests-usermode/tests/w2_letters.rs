@@ -1,0 +1,605 @@
+//! W2: drive letters in the global namespace, through the real `vcdirect::namespace` code and
+//! a model of the object namespace (a global directory, one directory per logon session that
+//! the caller's `\??` resolves to first, links owned by others) and of the mount manager (a
+//! database of letters remembered by unique id, the suggested link on arrival, create and
+//! delete points). The model answers as Windows does; the kernel calls behind the same traits
+//! are the glue's (only Windows can prove they behave like the model).
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+
+use vcdirect::namespace::{
+    dos_letter, letter_free, utf16, Directories, LinkKind, Links, MountManager, Namespace,
+    UniqueId, VolumeNames, OBJECT_NAME_COLLISION, OBJECT_NAME_NOT_FOUND,
+};
+use vcdirect::Status;
+
+const DIRS: Directories = Directories::WINDOWS;
+
+fn s(v: &[u16]) -> String {
+    String::from_utf16_lossy(v)
+}
+
+/// The object namespace: `\GLOBAL??` and `\Sessions\<n>\DosDevices` directories; the calling
+/// thread's `\??` is its session's directory, then the global one.
+#[derive(Default)]
+struct Objects {
+    global: RefCell<BTreeMap<String, String>>,
+    sessions: RefCell<BTreeMap<u32, BTreeMap<String, String>>>,
+    /// The session of the calling thread.
+    session: Cell<u32>,
+    /// Creations to refuse (full path -> status), to fail a mount at that step.
+    refuse: RefCell<BTreeMap<String, Status>>,
+}
+
+enum Dir {
+    Global(String),
+    Caller(String),
+}
+
+fn dir(path: &str) -> Dir {
+    if let Some(n) = path.strip_prefix("\\GLOBAL??\\") {
+        Dir::Global(n.to_ascii_uppercase())
+    } else if let Some(n) = path.strip_prefix("\\??\\") {
+        Dir::Caller(n.to_ascii_uppercase())
+    } else if let Some(n) = path.strip_prefix("\\DosDevices\\") {
+        Dir::Caller(n.to_ascii_uppercase())
+    } else {
+        panic!("path outside the model: {path}")
+    }
+}
+
+impl Objects {
+    fn in_session(&self, session: u32) -> &Self {
+        self.session.set(session);
+        self
+    }
+    fn add_global(&self, name: &str, target: &str) {
+        self.global
+            .borrow_mut()
+            .insert(name.to_ascii_uppercase(), target.into());
+    }
+    fn add_session(&self, session: u32, name: &str, target: &str) {
+        self.sessions
+            .borrow_mut()
+            .entry(session)
+            .or_default()
+            .insert(name.to_ascii_uppercase(), target.into());
+    }
+    fn global_target(&self, name: &str) -> Option<String> {
+        self.global
+            .borrow()
+            .get(&name.to_ascii_uppercase())
+            .cloned()
+    }
+    fn session_target(&self, session: u32, name: &str) -> Option<String> {
+        self.sessions
+            .borrow()
+            .get(&session)
+            .and_then(|d| d.get(&name.to_ascii_uppercase()).cloned())
+    }
+    /// What `\??\name` resolves to for a thread of `session`.
+    fn resolve(&self, session: u32, name: &str) -> Option<String> {
+        self.session_target(session, name)
+            .or_else(|| self.global_target(name))
+    }
+    fn snapshot(
+        &self,
+    ) -> (
+        BTreeMap<String, String>,
+        BTreeMap<u32, BTreeMap<String, String>>,
+    ) {
+        (self.global.borrow().clone(), self.sessions.borrow().clone())
+    }
+}
+
+impl Namespace for Objects {
+    fn query(&self, path: &[u16]) -> Result<Option<Vec<u16>>, Status> {
+        Ok(match dir(&s(path)) {
+            Dir::Global(n) => self.global_target(&n),
+            Dir::Caller(n) => self.resolve(self.session.get(), &n),
+        }
+        .map(|t| utf16(&t)))
+    }
+    fn create(&self, path: &[u16], target: &[u16]) -> Result<(), Status> {
+        if let Some(status) = self.refuse.borrow().get(&s(path)) {
+            return Err(*status);
+        }
+        let (map, name) = match dir(&s(path)) {
+            Dir::Global(n) => (self.global.borrow_mut(), n),
+            Dir::Caller(_) => panic!("a mount creates only global links: {}", s(path)),
+        };
+        let mut map = map;
+        if map.contains_key(&name) {
+            return Err(OBJECT_NAME_COLLISION);
+        }
+        map.insert(name, s(target));
+        Ok(())
+    }
+    fn delete(&self, path: &[u16]) -> Result<(), Status> {
+        match dir(&s(path)) {
+            Dir::Global(n) => self.global.borrow_mut().remove(&n),
+            Dir::Caller(n) => {
+                let session = self.session.get();
+                // Deleting `\??\X:` removes the caller's session link if any, else the
+                // global one: the W2 bug this model must be able to show.
+                let mut sessions = self.sessions.borrow_mut();
+                match sessions.get_mut(&session).and_then(|d| d.remove(&n)) {
+                    Some(t) => Some(t),
+                    None => self.global.borrow_mut().remove(&n),
+                }
+            }
+        }
+        .map(|_| ())
+        .ok_or(OBJECT_NAME_NOT_FOUND)
+    }
+}
+
+/// The mount manager: remembers letters by unique id, asks a device its MOUNTDEV answers on
+/// arrival, creates and deletes `\DosDevices\X:` in the system context (the global
+/// directory), as Windows' does.
+struct MountMgr<'a> {
+    objects: &'a Objects,
+    /// The devices' MOUNTDEV answers, as the mount manager would query them.
+    devices: RefCell<BTreeMap<String, VolumeNames>>,
+    /// unique id -> remembered letter (`\DosDevices\X:`).
+    database: RefCell<BTreeMap<Vec<u8>, String>>,
+    /// Every request, in order.
+    log: RefCell<Vec<String>>,
+    fail_arrival: Cell<bool>,
+    fail_create_point: Cell<bool>,
+}
+
+impl<'a> MountMgr<'a> {
+    fn new(objects: &'a Objects) -> Self {
+        MountMgr {
+            objects,
+            devices: RefCell::default(),
+            database: RefCell::default(),
+            log: RefCell::default(),
+            fail_arrival: Cell::new(false),
+            fail_create_point: Cell::new(false),
+        }
+    }
+    fn attach(&self, names: &VolumeNames) {
+        self.devices
+            .borrow_mut()
+            .insert(s(names.device_name()), names.clone());
+    }
+    fn take_log(&self) -> Vec<String> {
+        std::mem::take(&mut *self.log.borrow_mut())
+    }
+    fn letter_of(dos: &str) -> String {
+        dos.strip_prefix("\\DosDevices\\")
+            .expect("a \\DosDevices\\X: name")
+            .to_string()
+    }
+}
+
+impl MountManager for MountMgr<'_> {
+    fn volume_arrival(&self, device: &[u16]) -> Result<(), Status> {
+        let device = s(device);
+        self.log.borrow_mut().push(format!("arrival {device}"));
+        if self.fail_arrival.get() {
+            return Err(Status::IoDeviceError);
+        }
+        let names = self
+            .devices
+            .borrow()
+            .get(&device)
+            .cloned()
+            .expect("a device");
+        // The answers must agree: the device names itself as the notification did.
+        assert_eq!(s(names.device_name()), device);
+        let remembered = self.database.borrow().get(names.unique_id()).cloned();
+        let wanted = remembered.or_else(|| names.suggested_link_name().map(|l| s(&l)));
+        if let Some(dos) = wanted {
+            let letter = Self::letter_of(&dos);
+            if self.objects.global_target(&letter).is_none() {
+                self.objects.add_global(&letter, &device);
+                self.database
+                    .borrow_mut()
+                    .insert(names.unique_id().to_vec(), dos);
+            }
+        }
+        Ok(())
+    }
+    fn create_point(&self, link: &[u16], device: &[u16]) -> Result<(), Status> {
+        let (link, device) = (s(link), s(device));
+        self.log
+            .borrow_mut()
+            .push(format!("create-point {link} {device}"));
+        if self.fail_create_point.get() {
+            return Err(Status::IoDeviceError);
+        }
+        let letter = Self::letter_of(&link);
+        match self.objects.global_target(&letter) {
+            Some(t) if t == device => Ok(()),
+            Some(_) => Err(OBJECT_NAME_COLLISION),
+            None => {
+                self.objects.add_global(&letter, &device);
+                let names = self
+                    .devices
+                    .borrow()
+                    .get(&device)
+                    .cloned()
+                    .expect("a device");
+                self.database
+                    .borrow_mut()
+                    .insert(names.unique_id().to_vec(), link);
+                Ok(())
+            }
+        }
+    }
+    fn delete_point(&self, link: &[u16]) -> Result<(), Status> {
+        let link = s(link);
+        self.log.borrow_mut().push(format!("delete-points {link}"));
+        let mut db = self.database.borrow_mut();
+        let Some(id) = db
+            .iter()
+            .find(|(_, l)| **l == link)
+            .map(|(id, _)| id.clone())
+        else {
+            return Err(OBJECT_NAME_NOT_FOUND);
+        };
+        db.remove(&id);
+        self.objects
+            .global
+            .borrow_mut()
+            .remove(&Self::letter_of(&link));
+        Ok(())
+    }
+}
+
+fn names(id: u32, letter: Option<char>, nonce: u8) -> VolumeNames {
+    VolumeNames::new(id, letter, UniqueId::new([nonce; 16]))
+}
+
+/// A mount as the driver's control IOCTL does it: the letter checked in the caller's context
+/// before anything is created, then the links.
+fn mount(
+    objects: &Objects,
+    mm: Option<&MountMgr<'_>>,
+    names: &VolumeNames,
+) -> Result<Links, Status> {
+    if let Some(m) = mm {
+        m.attach(names);
+    }
+    if let Some(c) = names.letter() {
+        letter_free(objects, &DIRS, c)?;
+    }
+    Links::establish(objects, mm.map(|m| m as &dyn MountManager), &DIRS, names)
+}
+
+#[test]
+fn w2_letter_is_visible_from_every_session() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let v = names(1, Some('v'), 1);
+    // An elevated vcctl in session 1 mounts.
+    let links = mount(objects.in_session(1), Some(&mm), &v).expect("mounted");
+    assert_eq!(links.kind(), LinkKind::MountManager);
+    for session in [0, 1, 2, 7] {
+        assert_eq!(
+            objects.resolve(session, "V:").as_deref(),
+            Some("\\Device\\VcVolume1"),
+            "session {session} sees V:"
+        );
+        assert_eq!(
+            objects.resolve(session, "VcVolume1").as_deref(),
+            Some("\\Device\\VcVolume1")
+        );
+    }
+    let recorded: Vec<String> = links.paths().map(s).collect();
+    assert_eq!(recorded, ["\\GLOBAL??\\VcVolume1", "\\GLOBAL??\\V:"]);
+}
+
+#[test]
+fn w2_mount_manager_requests_arrive_in_order_and_answers_agree() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let v = names(3, Some('V'), 2);
+    assert_eq!(s(v.device_name()), "\\Device\\VcVolume3");
+    assert_eq!(
+        v.suggested_link_name().map(|l| s(&l)),
+        Some("\\DosDevices\\V:".into())
+    );
+    assert!(v.unique_id().starts_with(b"vcdirect"));
+    assert_eq!(v.unique_id().len(), 24);
+    let mut links = mount(&objects, Some(&mm), &v).expect("mounted");
+    assert_eq!(
+        mm.take_log(),
+        ["arrival \\Device\\VcVolume3"],
+        "the suggested name made the letter on arrival: no create point needed"
+    );
+    links.remove_all(&objects, Some(&mm as &dyn MountManager));
+    assert_eq!(mm.take_log(), ["delete-points \\DosDevices\\V:"]);
+    assert_eq!(objects.global_target("V:"), None);
+    assert_eq!(objects.global_target("VcVolume3"), None);
+
+    // A mount manager that leaves the letter to the create point.
+    let w = names(4, Some('W'), 3);
+    objects.add_global("W:", "\\Device\\Other");
+    mm.attach(&w);
+    // Arrival while W: is taken makes nothing; then the other link goes away before the
+    // create point (the check runs in `mount`, so do the steps by hand here).
+    mm.volume_arrival(w.device_name()).unwrap();
+    objects.global.borrow_mut().remove("W:");
+    mm.create_point(&dos_letter('W'), w.device_name()).unwrap();
+    assert_eq!(
+        mm.take_log(),
+        [
+            "arrival \\Device\\VcVolume4",
+            "create-point \\DosDevices\\W: \\Device\\VcVolume4"
+        ]
+    );
+}
+
+#[test]
+fn w2_create_point_follows_arrival_when_the_arrival_makes_no_letter() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let x = names(5, Some('X'), 4);
+    // The mount manager makes no link on arrival (as when it ignores suggested names).
+    struct NoSuggest<'a>(&'a MountMgr<'a>);
+    impl MountManager for NoSuggest<'_> {
+        fn volume_arrival(&self, device: &[u16]) -> Result<(), Status> {
+            self.0
+                .log
+                .borrow_mut()
+                .push(format!("arrival {}", s(device)));
+            Ok(())
+        }
+        fn create_point(&self, link: &[u16], device: &[u16]) -> Result<(), Status> {
+            self.0.create_point(link, device)
+        }
+        fn delete_point(&self, link: &[u16]) -> Result<(), Status> {
+            self.0.delete_point(link)
+        }
+    }
+    mm.attach(&x);
+    let nm = NoSuggest(&mm);
+    letter_free(&objects, &DIRS, 'X').unwrap();
+    let mut links = Links::establish(&objects, Some(&nm), &DIRS, &x).expect("mounted");
+    assert_eq!(links.kind(), LinkKind::MountManager);
+    assert_eq!(
+        mm.take_log(),
+        [
+            "arrival \\Device\\VcVolume5",
+            "create-point \\DosDevices\\X: \\Device\\VcVolume5"
+        ]
+    );
+    links.remove_all(&objects, Some(&nm as &dyn MountManager));
+    assert_eq!(mm.take_log(), ["delete-points \\DosDevices\\X:"]);
+    assert_eq!(objects.global_target("X:"), None);
+}
+
+#[test]
+fn w2_mount_without_letter_gets_none_and_is_not_announced() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let n = names(2, None, 5);
+    assert_eq!(n.suggested_link_name(), None);
+    let mut links = mount(&objects, Some(&mm), &n).expect("mounted");
+    assert_eq!(links.kind(), LinkKind::None);
+    assert!(mm.take_log().is_empty(), "no arrival notification");
+    let (global, _) = objects.snapshot();
+    assert_eq!(
+        global.keys().cloned().collect::<Vec<_>>(),
+        ["VCVOLUME2"],
+        "only the device link"
+    );
+    links.remove_all(&objects, Some(&mm as &dyn MountManager));
+    assert!(objects.snapshot().0.is_empty());
+}
+
+#[test]
+fn w2_letter_used_by_another_device_is_refused_and_its_link_untouched() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    objects.add_global("C:", "\\Device\\HarddiskVolume2");
+    objects.add_session(4, "Z:", "\\Device\\LanmanRedirector\\server\\share");
+    let before = objects.snapshot();
+    // Global letter, from any session.
+    for session in [0, 4] {
+        let c = names(1, Some('C'), 6);
+        assert_eq!(
+            mount(objects.in_session(session), Some(&mm), &c).err(),
+            Some(OBJECT_NAME_COLLISION)
+        );
+    }
+    // A letter in the caller's own session (a mapped network drive).
+    let z = names(1, Some('Z'), 7);
+    assert_eq!(
+        mount(objects.in_session(4), Some(&mm), &z).err(),
+        Some(OBJECT_NAME_COLLISION)
+    );
+    assert_eq!(
+        objects.snapshot(),
+        before,
+        "nothing created, nothing removed"
+    );
+    assert!(mm.take_log().is_empty(), "refused before anything was sent");
+
+    // The letter taken between the check and the links (a race): refused, theirs untouched,
+    // our device link removed again.
+    let y = names(2, Some('Y'), 8);
+    mm.attach(&y);
+    objects.add_global("Y:", "\\Device\\Other");
+    let before = objects.snapshot();
+    let r = Links::establish(&objects, Some(&mm as &dyn MountManager), &DIRS, &y);
+    assert_eq!(r.err(), Some(OBJECT_NAME_COLLISION));
+    assert_eq!(objects.snapshot(), before);
+}
+
+#[test]
+fn w2_failed_mount_removes_nothing_it_did_not_create() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    objects.add_global("C:", "\\Device\\HarddiskVolume2");
+    objects.add_session(1, "P:", "\\Device\\Mup\\share");
+    let before = objects.snapshot();
+    // The mount manager fails and the explicit link cannot be made either.
+    mm.fail_arrival.set(true);
+    objects
+        .refuse
+        .borrow_mut()
+        .insert("\\GLOBAL??\\Q:".into(), Status::InsufficientResources);
+    let q = names(6, Some('Q'), 9);
+    let r = mount(objects.in_session(1), Some(&mm), &q);
+    assert_eq!(r.err(), Some(Status::InsufficientResources));
+    assert_eq!(
+        objects.snapshot(),
+        before,
+        "its device link removed, others kept"
+    );
+
+    // The device link itself fails: nothing was made, nothing is deleted (in particular not
+    // an existing link of that name).
+    objects.refuse.borrow_mut().clear();
+    objects.add_global("VcVolume7", "\\Device\\SomeoneElse");
+    let before = objects.snapshot();
+    let r = mount(&objects, Some(&mm), &names(7, Some('Q'), 10));
+    assert_eq!(r.err(), Some(OBJECT_NAME_COLLISION));
+    assert_eq!(objects.snapshot(), before);
+}
+
+#[test]
+fn w2_falls_back_to_a_global_link_when_the_mount_manager_does_not_make_it() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    mm.fail_arrival.set(true);
+    let mut links = mount(objects.in_session(3), Some(&mm), &names(1, Some('R'), 11)).unwrap();
+    assert_eq!(links.kind(), LinkKind::GlobalLink);
+    assert_eq!(
+        objects.resolve(0, "R:").as_deref(),
+        Some("\\Device\\VcVolume1")
+    );
+    mm.take_log();
+    links.remove_all(&objects, Some(&mm as &dyn MountManager));
+    assert!(
+        mm.take_log().is_empty(),
+        "no delete points for a link it did not make"
+    );
+    assert!(objects.snapshot().0.is_empty());
+    // No mount manager at all: the same explicit link.
+    let mut links = mount(&objects, None, &names(1, Some('R'), 12)).unwrap();
+    assert_eq!(links.kind(), LinkKind::GlobalLink);
+    links.remove_all(&objects, None);
+    assert!(objects.snapshot().0.is_empty());
+}
+
+#[test]
+fn w2_dismount_from_another_context_removes_only_its_own_links() {
+    for with_mount_manager in [true, false] {
+        let objects = Objects::default();
+        let mm = MountMgr::new(&objects);
+        let m = with_mount_manager.then_some(&mm as &dyn MountManager);
+        let mt = with_mount_manager.then_some(&mm);
+        objects.add_global("C:", "\\Device\\HarddiskVolume2");
+        let mut links = mount(objects.in_session(1), mt, &names(1, Some('V'), 13)).unwrap();
+        let mut other = mount(objects.in_session(1), mt, &names(2, Some('W'), 14)).unwrap();
+        // Later, session 2 maps its own V: over the global one (its `\??` shadows it).
+        objects.add_session(2, "V:", "\\Device\\Mup\\home");
+        objects.add_session(2, "VcVolume1", "\\Device\\Elsewhere");
+        // Dismount from session 2 (or a system thread).
+        links.remove_all(objects.in_session(2), m);
+        assert_eq!(objects.global_target("V:"), None, "our letter is gone");
+        assert_eq!(objects.global_target("VcVolume1"), None);
+        assert_eq!(
+            objects.session_target(2, "V:").as_deref(),
+            Some("\\Device\\Mup\\home"),
+            "session 2's own V: untouched"
+        );
+        assert_eq!(
+            objects.session_target(2, "VcVolume1").as_deref(),
+            Some("\\Device\\Elsewhere")
+        );
+        assert_eq!(
+            objects.global_target("C:").as_deref(),
+            Some("\\Device\\HarddiskVolume2")
+        );
+        assert_eq!(
+            objects.global_target("W:").as_deref(),
+            Some("\\Device\\VcVolume2"),
+            "another volume's letter untouched"
+        );
+        // A second removal (unload after a dismount) changes nothing.
+        links.remove_all(&objects, m);
+        assert_eq!(links.paths().count(), 0);
+        other.remove_all(&objects, m);
+        assert_eq!(objects.global.borrow().len(), 1);
+    }
+}
+
+#[test]
+fn w2_a_link_replaced_by_another_device_is_not_deleted() {
+    let objects = Objects::default();
+    let mut links = mount(&objects, None, &names(1, Some('V'), 15)).unwrap();
+    // Someone deleted our V: and made theirs (possible only from outside the driver).
+    objects.global.borrow_mut().remove("V:");
+    objects.add_global("V:", "\\Device\\Theirs");
+    links.remove_all(&objects, None);
+    assert_eq!(
+        objects.global_target("V:").as_deref(),
+        Some("\\Device\\Theirs")
+    );
+}
+
+#[test]
+fn w2_reused_slot_does_not_inherit_a_remembered_letter() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    // Volume A in slot 1 with V:, then the machine crashes: links are gone after the reboot,
+    // the mount manager's database (the registry) still remembers V: for A's unique id.
+    let a = names(1, Some('V'), 16);
+    let _crashed = mount(&objects, Some(&mm), &a).unwrap();
+    objects.global.borrow_mut().clear();
+    assert_eq!(mm.database.borrow().len(), 1);
+
+    // After the reboot another volume B mounts in slot 1 (same device name), with no letter.
+    let b = VolumeNames::new(1, None, UniqueId::new([17; 16]));
+    assert_eq!(b.device_name(), a.device_name());
+    assert_ne!(b.unique_id(), a.unique_id());
+    let _b = mount(&objects, Some(&mm), &b).unwrap();
+    assert_eq!(objects.global_target("V:"), None, "B got no letter");
+    objects.global.borrow_mut().clear();
+
+    // With a letter, B gets exactly the one it asked for.
+    let b = VolumeNames::new(1, Some('W'), UniqueId::new([18; 16]));
+    mm.attach(&b);
+    let links = mount(&objects, Some(&mm), &b).unwrap();
+    assert_eq!(objects.global_target("V:"), None);
+    assert_eq!(
+        objects.global_target("W:").as_deref(),
+        Some("\\Device\\VcVolume1")
+    );
+    drop(links);
+
+    // The model bites: a unique id derived from the slot (the same id for A and B) makes the
+    // mount manager hand B the letter it remembers for A. (An id-less, letter-less mount is
+    // never announced, so this needs B to be announced: give it a letter that differs.)
+    objects.global.borrow_mut().clear();
+    let slot_id = VolumeNames::new(1, Some('W'), UniqueId::new([16; 16]));
+    mm.attach(&slot_id);
+    mm.volume_arrival(slot_id.device_name()).unwrap();
+    assert_eq!(
+        objects.global_target("V:").as_deref(),
+        Some("\\Device\\VcVolume1"),
+        "a slot-derived id inherits V:"
+    );
+}
+
+#[test]
+fn w2_deleting_through_the_callers_view_would_hit_another_link() {
+    // The bug W2 describes, shown by the model (so the tests above could catch it): a
+    // delete of `\??\V:` from a context without its own V: removes the global one,
+    // whoever made it.
+    let objects = Objects::default();
+    objects.add_global("V:", "\\Device\\Theirs");
+    objects
+        .in_session(5)
+        .delete(&utf16("\\??\\V:"))
+        .expect("deleted");
+    assert_eq!(objects.global_target("V:"), None);
+}
