@@ -27,7 +27,7 @@ use crate::io::{
     AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, Purpose,
     SegmentLimits, RANGE_ENTRIES,
 };
-use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest};
+use crate::platform::{HostDevice, HostIo, IoBuf, Origin, Platform, ThreadRole, UpperRequest};
 use crate::Status;
 
 /// Workers (and so requests in flight) per volume.
@@ -185,6 +185,10 @@ fn transfer<P: Platform>(
     mut bounce: Option<&mut AlignedBuffer>,
 ) -> Status {
     let address = buf.address();
+    // W11: the host hands the caller's memory down (a read's segment is a partial MDL of the
+    // upper request's) and copies the paging flag into its child requests.
+    let memory = buf.origin();
+    let paging = request.is_paging_io();
     let data = buf.bytes();
     let total = data.len();
     let crypto = CryptoPool::inline();
@@ -207,7 +211,15 @@ fn transfer<P: Platform>(
         let segment = &mut data[pos..pos + n];
         Counters::add(&context.counters.direct_segments, 1);
         if kind == JobKind::Read {
-            match context.host.start_read(host_offset, segment).wait() {
+            let origin = Origin {
+                paging,
+                memory: memory.map(|m| m.advanced(pos)),
+            };
+            match context
+                .host
+                .start_read_for(host_offset, segment, origin)
+                .wait()
+            {
                 Ok(got) if got == n => {}
                 Ok(_) => return Status::EndOfFile,
                 Err(s) => return s,
@@ -246,7 +258,15 @@ fn transfer<P: Platform>(
                 zeroize::Zeroize::zeroize(out);
                 return Status::DeviceBusy;
             }
-            match context.host.start_write(host_offset, out).wait() {
+            let origin = Origin {
+                paging,
+                memory: None,
+            };
+            match context
+                .host
+                .start_write_for(host_offset, out, origin)
+                .wait()
+            {
                 Ok(got) if got == n => {}
                 Ok(_) => return Status::EndOfFile,
                 Err(s) => return s,

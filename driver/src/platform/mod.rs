@@ -12,7 +12,9 @@ mod request;
 mod rundown;
 mod work_queue;
 
-pub use request::{HostDevice, HostIo, HostKind, HostLimits, IoBuf, RequestKind, UpperRequest};
+pub use request::{
+    BufOrigin, HostDevice, HostIo, HostKind, HostLimits, IoBuf, Origin, RequestKind, UpperRequest,
+};
 pub use rundown::{Rundown, RundownGuard};
 pub use work_queue::WorkQueue;
 

@@ -34,6 +34,42 @@ pub trait IoBuf: Send + 'static {
     fn unsplit(&mut self, next: Self);
     /// Address of the first byte (for alignment and page-offset arithmetic only).
     fn address(&self) -> usize;
+    /// Where the first byte lives for a host that can hand the caller's memory down as it is
+    /// (the kernel: the upper IRP's MDL and this piece's offset in it, for IoBuildPartialMdl),
+    /// or `None` where the platform has no such description (its host uses the bytes).
+    fn origin(&self) -> Option<BufOrigin> {
+        None
+    }
+}
+
+/// Where a piece of an upper request's buffer lives, in the platform's own terms. Opaque to the
+/// engine, which only moves it forward with the piece ([`BufOrigin::advanced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufOrigin {
+    /// The platform's descriptor of the whole buffer (the kernel: the upper IRP's MDL).
+    pub descriptor: usize,
+    /// Byte offset of the piece's first byte within the described buffer.
+    pub offset: usize,
+}
+
+impl BufOrigin {
+    /// The origin `by` bytes further on.
+    pub fn advanced(self, by: usize) -> Self {
+        BufOrigin {
+            descriptor: self.descriptor,
+            offset: self.offset.saturating_add(by),
+        }
+    }
+}
+
+/// What a host operation knows about the upper request it serves: the flags a disk class
+/// driver copies into its child requests, and where a read's caller buffer lives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The upper request is paging I/O (the kernel: IRP_PAGING_IO).
+    pub paging: bool,
+    /// For a read into the caller's buffer: where the segment's first byte lives.
+    pub memory: Option<BufOrigin>,
 }
 
 /// A request from above (an IRP in the kernel). Owned: completing it consumes it, so nothing
@@ -55,6 +91,11 @@ pub trait UpperRequest: Send + 'static {
     fn put_buffer(&mut self, buf: Self::Buf);
     /// True once the request was cancelled by its issuer.
     fn is_cancelled(&self) -> bool;
+    /// True for paging I/O (the kernel: IRP_PAGING_IO in the IRP's flags): the host requests
+    /// made for it carry the paging flags, as a disk class driver's do.
+    fn is_paging_io(&self) -> bool {
+        false
+    }
     /// Identifies the request while it is outstanding (the IRP's address in the kernel): the
     /// key the issuer's cancel hands to `Volume::cancel`.
     fn cancel_key(&self) -> usize;
@@ -78,6 +119,54 @@ pub enum HostKind {
     RawDevice,
     /// A container file (always the legacy path).
     FileContainer,
+}
+
+impl HostKind {
+    /// What a host path names (NT path, UTF-16, no terminator): a device object
+    /// (`\Device\HarddiskVolume3`, `\Device\Harddisk0\Partition1`, `\Device\Harddisk0\DR0`)
+    /// is a raw device; a path below a device (`\Device\HarddiskVolume3\dir\vol.hc`) or
+    /// through a drive letter (`\??\C:\vol.hc`) is a container file. The `\Device\` prefix
+    /// and the `Harddisk<n>` directory are matched without regard to ASCII case.
+    pub fn of_path(path: &[u16]) -> HostKind {
+        let mut parts = path.split(|c| *c == u16::from(b'\\'));
+        let device = match (parts.next(), parts.next(), parts.next()) {
+            (Some([]), Some(top), Some(name)) if ascii_eq(top, "Device") && !name.is_empty() => {
+                name
+            }
+            _ => return HostKind::FileContainer,
+        };
+        let raw = match (parts.next(), parts.next()) {
+            (None, _) => true,
+            // \Device\HarddiskN\PartitionM and \Device\HarddiskN\DRM name devices too.
+            (Some(child), None) => {
+                numbered(device, "Harddisk")
+                    && (numbered(child, "Partition") || numbered(child, "DR"))
+            }
+            _ => false,
+        };
+        if raw {
+            HostKind::RawDevice
+        } else {
+            HostKind::FileContainer
+        }
+    }
+}
+
+/// `s` equals the ASCII `word`, ignoring ASCII case.
+fn ascii_eq(s: &[u16], word: &str) -> bool {
+    s.len() == word.len()
+        && s.iter()
+            .zip(word.bytes())
+            .all(|(a, b)| u8::try_from(*a).is_ok_and(|a| a.eq_ignore_ascii_case(&b)))
+}
+
+/// `s` is the ASCII `prefix` (any case) followed by one or more decimal digits.
+fn numbered(s: &[u16], prefix: &str) -> bool {
+    s.len() > prefix.len()
+        && ascii_eq(&s[..prefix.len()], prefix)
+        && s[prefix.len()..]
+            .iter()
+            .all(|c| (u16::from(b'0')..=u16::from(b'9')).contains(c))
 }
 
 /// The limits of the host device that segmentation respects.
@@ -132,6 +221,24 @@ pub trait HostDevice: Send + Sync + 'static {
     fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Io<'a>;
     /// Starts an asynchronous write of `buf`.
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> Self::Io<'a>;
+    /// [`start_read`](Self::start_read) for an upper request described by `origin` (the
+    /// direct path's reads into the caller's buffer): a host may hand `origin.memory` down
+    /// instead of describing `buf` anew, and copies the request's flags. The default ignores it.
+    fn start_read_for<'a>(
+        &'a self,
+        offset: u64,
+        buf: &'a mut [u8],
+        origin: Origin,
+    ) -> Self::Io<'a> {
+        let _ = origin;
+        self.start_read(offset, buf)
+    }
+    /// [`start_write`](Self::start_write) for an upper request described by `origin` (the
+    /// direct path's writes from a worker's buffer: `origin.memory` is `None`).
+    fn start_write_for<'a>(&'a self, offset: u64, buf: &'a [u8], origin: Origin) -> Self::Io<'a> {
+        let _ = origin;
+        self.start_write(offset, buf)
+    }
     /// Flushes the device's volatile cache.
     fn flush(&self) -> Result<(), Status>;
 
@@ -166,6 +273,17 @@ impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> Self::Io<'a> {
         (**self).start_write(offset, buf)
+    }
+    fn start_read_for<'a>(
+        &'a self,
+        offset: u64,
+        buf: &'a mut [u8],
+        origin: Origin,
+    ) -> Self::Io<'a> {
+        (**self).start_read_for(offset, buf, origin)
+    }
+    fn start_write_for<'a>(&'a self, offset: u64, buf: &'a [u8], origin: Origin) -> Self::Io<'a> {
+        (**self).start_write_for(offset, buf, origin)
     }
     fn flush(&self) -> Result<(), Status> {
         (**self).flush()
