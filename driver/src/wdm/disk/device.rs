@@ -13,7 +13,7 @@ use core::sync::atomic::AtomicU32;
 use wdk_sys::ntddk::{IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink};
 use wdk_sys::{
     DEVICE_OBJECT, DO_DEVICE_INITIALIZING, DO_DIRECT_IO, DRIVER_OBJECT, FILE_DEVICE_DISK,
-    FILE_DEVICE_SECURE_OPEN,
+    FILE_DEVICE_SECURE_OPEN, FILE_READ_ONLY_DEVICE,
 };
 
 use super::super::platform::KernelPlatform;
@@ -122,6 +122,11 @@ impl VolumeDevice {
             l
         });
         let sector_size = volume_sector(&volume);
+        // W11: what the device says about itself matches a disk on this host.
+        let (host_stack, host_alignment) = (
+            volume.host().stack_size(),
+            volume.host().alignment_requirement(),
+        );
         let mounted = Arc::new(MountedVolume {
             id,
             flags,
@@ -143,7 +148,12 @@ impl VolumeDevice {
                 core::mem::size_of::<Extension>() as u32,
                 name.as_mut(),
                 FILE_DEVICE_DISK,
-                FILE_DEVICE_SECURE_OPEN,
+                // W11: a read-only mount says so to the file systems above.
+                if read_only {
+                    FILE_DEVICE_SECURE_OPEN | FILE_READ_ONLY_DEVICE
+                } else {
+                    FILE_DEVICE_SECURE_OPEN
+                },
                 0,
                 &mut device,
             )
@@ -167,6 +177,10 @@ impl VolumeDevice {
         unsafe { ext.lock.init() };
         d.Flags |= DO_DIRECT_IO;
         d.SectorSize = sector_size as u16;
+        // W11: the host's stack, our own location and the 6 VeraCrypt adds to its volume
+        // devices against drivers that overrun their stack; the host's alignment.
+        d.StackSize = host_stack.max(1).saturating_add(1 + EXTRA_STACK_LOCATIONS);
+        d.AlignmentRequirement = d.AlignmentRequirement.max(host_alignment);
         let mut this = VolumeDevice {
             device,
             mounted,
@@ -265,6 +279,10 @@ fn delete_link(link: &[u16]) {
     // SAFETY: the name is valid for the call; a missing link just fails.
     let _ = unsafe { IoDeleteSymbolicLink(l.as_mut()) };
 }
+
+/// Stack locations VeraCrypt adds to its volume devices' StackSize (against the
+/// NO_MORE_IRP_STACK_LOCATIONS bugcheck some drivers above cause).
+const EXTRA_STACK_LOCATIONS: i8 = 6;
 
 fn volume_sector(volume: &Volume<KernelPlatform>) -> u32 {
     // The sector size the volume presents (validated at mount: a power of two >= 512).

@@ -7,7 +7,6 @@
 //! reads. Never: sends child requests (`child_irp` does) or interprets the answers (`open`
 //! does).
 
-use alloc::vec::Vec;
 use core::mem::{align_of, offset_of, size_of};
 use core::ptr::NonNull;
 
@@ -39,18 +38,10 @@ const FILE_ATTRIBUTE_NORMAL: u32 = 0x80;
 /// IO_TYPE_FILE: the Type field of a FILE_OBJECT.
 const IO_TYPE_FILE: i16 = 5;
 
-/// `\Device\...` paths are raw devices; anything else (`\??\C:\...`) is a container file.
-fn is_device_path(path: &[u16]) -> bool {
-    let prefix: Vec<u16> = "\\Device\\".encode_utf16().collect();
-    path.len() > prefix.len()
-        && path[..prefix.len()]
-            .iter()
-            .zip(&prefix)
-            .all(|(a, b)| (*a as u8 as char).eq_ignore_ascii_case(&(*b as u8 as char)) && *a < 128)
-}
-
 pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
-    let raw = is_device_path(params.path);
+    // W11: a device object is a raw device; a file below a device (or a drive letter) is a
+    // container, whatever its path starts with.
+    let raw = HostKind::of_path(params.path) == HostKind::RawDevice;
     let mut name = OwnedUnicode::copy(params.path)?;
     let mut attributes = OBJECT_ATTRIBUTES {
         Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
@@ -130,6 +121,19 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         let _ = unsafe { ZwClose(handle) };
         return Err(Status::InvalidDeviceRequest);
     };
+    // W6, W11: the device referenced for the mount's lifetime and the child-operation slots
+    // sized for its stack; a failure fails the mount with nothing left behind.
+    // SAFETY: `device` lives as long as the referenced `file` (above).
+    let slots = match unsafe { KernelHost::reference_device(device) } {
+        Ok(slots) => slots,
+        Err(status) => {
+            // SAFETY: as above, undo the reference and the handle.
+            unsafe { ObfDereferenceObject(object) };
+            // SAFETY: our handle, closed once.
+            let _ = unsafe { ZwClose(handle) };
+            return Err(status);
+        }
+    };
     let mut host = KernelHost {
         kind: if raw {
             HostKind::RawDevice
@@ -139,6 +143,7 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         size: 0,
         limits: HostLimits::unlimited(),
         device,
+        slots,
         file,
         handle,
         children: RemoveLock::new(),
