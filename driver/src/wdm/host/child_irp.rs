@@ -12,11 +12,15 @@
 //! IRP completed (R13). Never: retries, times out or abandons a request (R13: a started child
 //! is always waited for).
 //!
-//! A worker takes one slot per segment it issues and gives it back when that segment
-//! completed; with every slot taken, the next one waits (at PASSIVE_LEVEL) for a slot to come
-//! back. The engine never has more host operations in flight per volume than there are slots
-//! (the direct path's cap), so that wait is short and never a deadlock: every slot in use
-//! belongs to a request that is already at the host.
+//! A worker takes one slot per segment it issues and gives it back when it waited for that
+//! segment; with every slot taken, the next one waits (at PASSIVE_LEVEL) for a slot to come
+//! back. That wait ends as long as the direct path keeps at most [`SLOTS`] host operations
+//! started and not yet waited for per volume, counted across all its workers (its cap): a
+//! holder that waits for a slot then holds fewer than all of them, and every other slot
+//! belongs to an operation already at the host, whose owner gives it back without taking
+//! another. The wine-host build's legacy I/O thread also takes slots, one at a time, holding
+//! none while it waits. (Were the cap ever larger than [`SLOTS`], workers each holding
+//! slots and waiting for one more could wait for each other forever.)
 
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
@@ -218,7 +222,9 @@ impl KernelHost {
     /// READ; a WRITE's target only reads them) that stay valid and otherwise untouched until
     /// the returned [`ChildIo`] is waited for or dropped; they are nonpaged pool (an engine
     /// buffer) unless `request.origin.memory` describes them: then they are the system mapping
-    /// of the bytes at that offset of that locked upper-request MDL. FLUSH_BUFFERS ignores both.
+    /// of the bytes at that offset of that locked upper-request MDL. (wine-host: the legacy
+    /// thread may pass the caller's mapping without an origin; Wine's MDLs carry only the
+    /// address, so describing it as nonpaged is exact there.) FLUSH_BUFFERS ignores both.
     pub(super) unsafe fn start(&self, request: ChildRequest) -> ChildIo<'_> {
         let guard = match self.children.acquire() {
             Ok(g) => g,
