@@ -466,7 +466,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         client "$t-flush" flush --device "$VOLUME_PATH"
         # W11: every read and write the test disk got carried IRP_NOCACHE (no paging flag: none
         # of this is paging I/O) and an MDL that agrees with it (ByteCount = length, ByteOffset
-        # = the system address's page offset); direct reads came as partial MDLs of the upper
+        # = the system address's page offset, Size holds the span's pages); direct reads came as partial MDLs of the upper
         # request's MDL, legacy transfers and direct writes as MDLs of the engine's buffers.
         client "w11-child-nocache-gates-$1$2" check-counter --name no_cache_missing --max 0
         client "w11-child-not-paging-gates-$1$2" check-counter --name paging_io --max 0

@@ -29,7 +29,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use wdk_sys::ntddk::{
-    IoAllocateIrp, IoAllocateMdl, IoFreeIrp, IoFreeMdl, IoReuseIrp, IofCallDriver,
+    DbgPrint, IoAllocateIrp, IoAllocateMdl, IoFreeIrp, IoFreeMdl, IoReuseIrp, IofCallDriver,
     KeInitializeEvent, KeSetEvent, KeWaitForSingleObject,
 };
 #[cfg(not(feature = "wine-host"))]
@@ -59,6 +59,10 @@ pub const SLOTS: usize = 8;
 const PAGE: usize = 4096;
 /// Pages one slot's MDL describes: the largest segment (1 MiB) at any page offset.
 const SLOT_MDL_PAGES: usize = MAX_DIRECT_REQUEST as usize / PAGE + 1;
+/// The MDL Size (header and page frame numbers) of a slot's MDL: what IoAllocateMdl allocated
+/// for [`SLOT_MDL_PAGES`] pages.
+const SLOT_MDL_SIZE: usize = core::mem::size_of::<MDL>() + 8 * SLOT_MDL_PAGES;
+const _: () = assert!(SLOT_MDL_SIZE <= i16::MAX as usize);
 /// SL_INVOKE_ON_CANCEL | SL_INVOKE_ON_SUCCESS | SL_INVOKE_ON_ERROR.
 const SL_INVOKE_ALWAYS: u8 = 0x20 | 0x40 | 0x80;
 /// SL_WRITE_THROUGH (IO_STACK_LOCATION.Flags of a write).
@@ -75,7 +79,8 @@ const fn span_pages(va: usize, length: usize) -> usize {
 ///
 /// # Invariants
 /// `irp` (from IoAllocateIrp with the host's StackSize) and `mdl` (from IoAllocateMdl,
-/// [`SLOT_MDL_PAGES`] pages) are ours until [`ChildSlots`] drops; `event` is an initialized
+/// [`SLOT_MDL_PAGES`] pages, its `Size` at least [`SLOT_MDL_SIZE`] whenever the slot is free)
+/// are ours until [`ChildSlots`] drops; `event` is an initialized
 /// synchronization KEVENT that never moves (the slots' vector is never resized). While the
 /// slot is taken, its taker alone touches `irp`, `mdl` and waits on `event`; the completion
 /// routine only sets `event`.
@@ -140,6 +145,16 @@ impl ChildSlots {
                 unsafe { IoFreeIrp(irp.as_ptr()) };
                 return Err(Status::InsufficientResources);
             };
+            // SAFETY: the MDL just allocated, ours alone.
+            let allocated = unsafe { mdl.as_ref().Size } as usize;
+            if allocated < SLOT_MDL_SIZE {
+                // Not the capacity asked for: never describe a segment with it.
+                // SAFETY: the MDL just allocated, never used.
+                unsafe { IoFreeMdl(mdl.as_ptr()) };
+                // SAFETY: the IRP just allocated, never sent.
+                unsafe { IoFreeIrp(irp.as_ptr()) };
+                return Err(Status::InsufficientResources);
+            }
             // SAFETY: KEVENT is a plain C struct; all-zero is valid before KeInitializeEvent.
             let event = UnsafeCell::new(unsafe { core::mem::zeroed::<KEVENT>() });
             // Within the reserved capacity: never reallocates, so no slot ever moves.
@@ -246,7 +261,11 @@ impl KernelHost {
         // SAFETY: the slot is ours until we give it back (ChildSlots invariant); its IRP is
         // not in flight; `device` and `file` are referenced until the host drops, which waits
         // for this request through `guard`; the buffer contract is the caller's.
-        unsafe { self.send(slot, &request, flush, length, offset) };
+        if let Err(status) = unsafe { self.send(slot, &request, flush, length, offset) } {
+            // Nothing was sent: the slot goes back as it is (its MDL describes nothing).
+            self.slots.give_back(index);
+            return ChildIo::failed(self, status);
+        }
         ChildIo {
             host: self,
             slot: Some(index),
@@ -257,7 +276,7 @@ impl KernelHost {
     }
 
     /// Builds the request in `slot` and sends it (its completion routine sets the slot's
-    /// event).
+    /// event); an error means nothing was sent.
     ///
     /// # Safety
     /// As [`start`](Self::start); `slot` is taken by the caller and not in flight.
@@ -268,7 +287,7 @@ impl KernelHost {
         flush: bool,
         length: u32,
         offset: i64,
-    ) {
+    ) -> Result<(), Status> {
         let irp = slot.irp.as_ptr();
         // SAFETY: our IRP, not in flight: IoReuseIrp reinitializes it for its StackCount.
         unsafe { IoReuseIrp(irp, 0) };
@@ -277,7 +296,9 @@ impl KernelHost {
         if !flush {
             // SAFETY: our MDL, released after its last use; the buffer contract is the
             // caller's (`start`).
-            let va = unsafe { describe(slot.mdl, request, length) };
+            let Some(va) = (unsafe { describe(slot.mdl, request, length) }) else {
+                return Err(Status::InvalidParameter);
+            };
             irp_ref.MdlAddress = slot.mdl.as_ptr();
             irp_ref.UserBuffer = va;
             // W11: the flags a disk class driver's requests carry.
@@ -312,6 +333,7 @@ impl KernelHost {
         // slots drop (after every child completed). The status is read from the IRP after
         // the event, so the call's result is ignored here.
         let _ = unsafe { IofCallDriver(self.device.as_ptr(), irp) };
+        Ok(())
     }
 
     /// Waits for the request in slot `index`, releases its MDL and the slot, and returns its
@@ -351,20 +373,31 @@ impl KernelHost {
 }
 
 /// Describes the request's data with the slot's MDL; returns the data's virtual address as the
-/// MDL describes it (MmGetMdlVirtualAddress).
+/// MDL describes it (MmGetMdlVirtualAddress), or `None` (logged) when the MDL's Size cannot
+/// hold the span's page frame numbers.
 ///
 /// # Safety
 /// `mdl` is a slot's MDL, released after its last use; the request's buffer contract
 /// ([`KernelHost::start`]) holds, and `length` spans at most [`SLOT_MDL_PAGES`] pages from the
 /// data's address.
-unsafe fn describe(mdl: NonNull<MDL>, request: &ChildRequest, length: u32) -> PVOID {
+unsafe fn describe(mdl: NonNull<MDL>, request: &ChildRequest, length: u32) -> Option<PVOID> {
     // SAFETY: our MDL, not in use (contract).
     let m = unsafe { &mut *mdl.as_ptr() };
     let kept = m.MdlFlags as u32 & MDL_ALLOCATION_FLAGS;
+    // The whole allocation, whatever the last use left (`release` restores it too):
+    // IoBuildPartialMdl checks the span against Size and leaves Size as it is (bugcheck 0x40,
+    // TARGET_MDL_TOO_SMALL, were it still a smaller write's).
+    m.Size = SLOT_MDL_SIZE as i16;
     match request.origin.memory {
         // A read into the caller's buffer: a partial MDL of the upper request's (locked) MDL.
         Some(origin) => {
             let (source, va) = source_va(origin);
+            if mdl_pages(m) < span_pages(va as usize, length as usize) {
+                // Unreachable while Size is restored above; a request refused here beats
+                // IoBuildPartialMdl's bugcheck, and the wine-host e2e sees the failure.
+                log_mdl_too_small();
+                return None;
+            }
             #[cfg(not(feature = "wine-host"))]
             // SAFETY: `source` is the upper request's MDL (locked by the I/O manager until the
             // upper IRP completes, which waits for this child), `va..va+length` lies inside it
@@ -386,7 +419,7 @@ unsafe fn describe(mdl: NonNull<MDL>, request: &ChildRequest, length: u32) -> PV
                 m.MappedSystemVa = request.buffer.cast();
                 m.MdlFlags = (kept | MDL_PARTIAL | MDL_MAPPED_TO_SYSTEM_VA) as i16;
             }
-            va
+            Some(va)
         }
         // An engine buffer (nonpaged pool): MmInitializeMdl, then MmBuildMdlForNonPagedPool.
         None => {
@@ -409,7 +442,7 @@ unsafe fn describe(mdl: NonNull<MDL>, request: &ChildRequest, length: u32) -> PV
                 m.MappedSystemVa = va as PVOID;
                 m.MdlFlags = (kept | MDL_SOURCE_IS_NONPAGED_POOL) as i16;
             }
-            va as PVOID
+            Some(va as PVOID)
         }
     }
 }
@@ -441,6 +474,21 @@ unsafe fn release(mdl: NonNull<MDL>) {
     // An MDL built for nonpaged pool (MDL_SOURCE_IS_NONPAGED_POOL) needs no undoing.
     m.MdlFlags = (m.MdlFlags as u32 & MDL_ALLOCATION_FLAGS) as i16;
     m.MappedSystemVa = core::ptr::null_mut();
+    // A write's MmInitializeMdl shrank Size to its span: give the next use the whole MDL.
+    m.Size = SLOT_MDL_SIZE as i16;
+}
+
+/// Page frame numbers an MDL's Size holds ((Size - sizeof(MDL)) / sizeof(PFN_NUMBER)), as
+/// IoBuildPartialMdl checks it.
+fn mdl_pages(m: &MDL) -> usize {
+    (m.Size as usize).saturating_sub(core::mem::size_of::<MDL>()) / 8
+}
+
+/// Reports a slot MDL too small for a segment (never expected: `describe` restores its Size).
+fn log_mdl_too_small() {
+    // SAFETY: a NUL-terminated format without arguments; DbgPrint is callable at any IRQL
+    // at or below DIRQL for a string without %wZ.
+    let _ = unsafe { DbgPrint(c"vcdirect: child request refused: slot MDL too small\n".as_ptr()) };
 }
 
 /// Completion routine of a child request: runs at IRQL <= DISPATCH_LEVEL in an arbitrary

@@ -156,7 +156,8 @@ pub mod counter {
     /// Reads and writes without IRP_NOCACHE (a disk class driver's requests carry it).
     pub const NO_CACHE_MISSING: usize = 15;
     /// Reads and writes whose MDL disagrees with the request: ByteCount is not the length,
-    /// StartVa is not page aligned, ByteOffset is not the page offset of the system address.
+    /// StartVa is not page aligned, ByteOffset is not the page offset of the system address,
+    /// or Size cannot hold the page frame numbers of the span.
     pub const MDL_MISMATCH: usize = 16;
     /// Reads and writes whose MDL is a partial MDL (MDL_PARTIAL: built from the upper MDL).
     pub const PARTIAL_MDL: usize = 17;

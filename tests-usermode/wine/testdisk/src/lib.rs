@@ -1026,7 +1026,7 @@ unsafe fn read_write(disk: &Disk, irp: *mut IRP, st: &mut IO_STACK_LOCATION) -> 
 
 /// Records what a read or write carries (docs/review.md W11): its IRP flags (no-cache,
 /// paging) and its MDL (partial or not; ByteCount against the length, StartVa and ByteOffset
-/// against the system address's page offset), as counters.
+/// against the system address's page offset, Size against the span), as counters.
 ///
 /// # Safety
 /// `irp` is a live read/write IRP of the disk device.
@@ -1050,10 +1050,15 @@ unsafe fn record(disk: &Disk, irp: *mut IRP, length: u32) {
     }
     let mapped = m.MdlFlags & (MDL_MAPPED_TO_SYSTEM_VA | MDL_SOURCE_IS_NONPAGED_POOL) != 0;
     let offset_agrees = !mapped || (m.MappedSystemVa as u64) % PAGE == u64::from(m.ByteOffset);
+    // The MDL's Size holds the page frame numbers of the span it describes (IoBuildPartialMdl
+    // and MmBuildMdlForNonPagedPool write that many; a smaller Size is a bugcheck on Windows).
+    let span = (u64::from(m.ByteOffset) + u64::from(m.ByteCount)).div_ceil(PAGE);
+    let holds = (m.Size as u64).saturating_sub(size_of::<wdk_sys::MDL>() as u64) / 8 >= span;
     let consistent = m.ByteCount == length
         && (m.StartVa as u64) % PAGE == 0
         && u64::from(m.ByteOffset) < PAGE
-        && offset_agrees;
+        && offset_agrees
+        && holds;
     if !consistent {
         disk.count(counter::MDL_MISMATCH, 1);
     }
