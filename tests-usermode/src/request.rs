@@ -144,6 +144,7 @@ pub struct TestRequest {
     cancel: CancelHandle,
     done: Option<Callback>,
     paging: bool,
+    priority: Option<u8>,
 }
 
 impl TestRequest {
@@ -163,12 +164,19 @@ impl TestRequest {
             cancel: CancelHandle::new(),
             done: Some(Box::new(done)),
             paging: false,
+            priority: None,
         }
     }
 
     /// The same request as paging I/O (IRP_PAGING_IO in the kernel).
     pub fn with_paging_io(mut self) -> Self {
         self.paging = true;
+        self
+    }
+
+    /// The same request with an I/O priority hint (IoSetIoPriorityHint in the kernel).
+    pub fn with_priority_hint(mut self, hint: u8) -> Self {
+        self.priority = Some(hint);
         self
     }
 
@@ -228,6 +236,9 @@ impl UpperRequest for TestRequest {
     }
     fn is_paging_io(&self) -> bool {
         self.paging
+    }
+    fn priority_hint(&self) -> Option<u8> {
+        self.priority
     }
     fn cancel_key(&self) -> usize {
         self.cancel.0.key

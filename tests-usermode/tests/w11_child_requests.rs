@@ -1,7 +1,7 @@
 //! docs/review.md W11: what the direct path tells the host about the upper request a segment
 //! serves. The kernel host builds each child IRP from it: a read's data as a partial MDL of the
 //! upper request's MDL (the origin names that MDL and the segment's offset in it), and the
-//! paging flags when the upper request is paging I/O.
+//! paging flags when the upper request is paging I/O, and its I/O priority hint.
 
 mod common;
 
@@ -76,13 +76,14 @@ impl HostDevice for OriginHost {
     }
 }
 
-/// A direct read or write of `buf` at `offset`, paging I/O or not; its status.
+/// A direct read or write of `buf` at `offset`, paging I/O or not, with a priority hint or
+/// not; its status.
 fn transfer(
     vol: &Arc<Volume<StdPlatform<OriginHost>>>,
     kind: RequestKind,
     offset: u64,
     buf: Buf,
-    paging: bool,
+    (paging, priority): (bool, Option<u8>),
 ) -> Status {
     let (tx, rx) = mpsc::channel();
     let len = buf.len() as u32;
@@ -92,12 +93,15 @@ fn transfer(
     if paging {
         req = req.with_paging_io();
     }
+    if let Some(hint) = priority {
+        req = req.with_priority_hint(hint);
+    }
     vol.dispatch(req);
     rx.recv_timeout(WAIT).expect("request did not complete")
 }
 
 #[test]
-fn w11_direct_segments_name_the_callers_memory_and_the_paging_flag() {
+fn w11_direct_segments_name_the_callers_memory_paging_flag_and_priority() {
     let size = 2 * MIB;
     let mem = MemoryHost::new(DATA_OFFSET + size + 64 * KIB).with_limits(HostLimits {
         max_transfer: 64 * 1024,
@@ -116,7 +120,12 @@ fn w11_direct_segments_name_the_callers_memory_and_the_paging_flag() {
     )
     .expect("mount");
 
-    for paging in [false, true] {
+    for (paging, priority) in [
+        (false, None),
+        (true, None),
+        (false, Some(1)),
+        (true, Some(4)),
+    ] {
         // A write of 160 KiB: three segments from the worker's buffer, none of them caller
         // memory, each with the request's paging flag.
         host.seen.lock().unwrap().clear();
@@ -124,7 +133,7 @@ fn w11_direct_segments_name_the_callers_memory_and_the_paging_flag() {
         let mut wbuf = buf_at_page_offset(data.len(), 0);
         wbuf.bytes().copy_from_slice(&data);
         assert_eq!(
-            transfer(&vol, RequestKind::Write, 0, wbuf, paging),
+            transfer(&vol, RequestKind::Write, 0, wbuf, (paging, priority)),
             Status::Success
         );
         let seen = host.seen.lock().unwrap().clone();
@@ -135,6 +144,7 @@ fn w11_direct_segments_name_the_callers_memory_and_the_paging_flag() {
                 s.origin,
                 Some(Origin {
                     paging,
+                    priority,
                     memory: None
                 }),
                 "{s:?}"
@@ -147,7 +157,7 @@ fn w11_direct_segments_name_the_callers_memory_and_the_paging_flag() {
         let rbuf = buf_at_page_offset(data.len(), 512);
         let (base, start) = (rbuf.origin().unwrap(), rbuf.address());
         assert_eq!(
-            transfer(&vol, RequestKind::Read, 0, rbuf, paging),
+            transfer(&vol, RequestKind::Read, 0, rbuf, (paging, priority)),
             Status::Success
         );
         let seen = host.seen.lock().unwrap().clone();
@@ -165,6 +175,7 @@ fn w11_direct_segments_name_the_callers_memory_and_the_paging_flag() {
                 s.origin,
                 Some(Origin {
                     paging,
+                    priority,
                     memory: Some(expected),
                 }),
                 "{s:?}"

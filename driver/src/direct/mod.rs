@@ -186,9 +186,10 @@ fn transfer<P: Platform>(
 ) -> Status {
     let address = buf.address();
     // W11: the host hands the caller's memory down (a read's segment is a partial MDL of the
-    // upper request's) and copies the paging flag into its child requests.
+    // upper request's) and copies the paging flag and priority hint into its child requests.
     let memory = buf.origin();
     let paging = request.is_paging_io();
+    let priority = request.priority_hint();
     let data = buf.bytes();
     let total = data.len();
     let crypto = CryptoPool::inline();
@@ -213,6 +214,7 @@ fn transfer<P: Platform>(
         if kind == JobKind::Read {
             let origin = Origin {
                 paging,
+                priority,
                 memory: memory.map(|m| m.advanced(pos)),
             };
             match context
@@ -260,6 +262,7 @@ fn transfer<P: Platform>(
             }
             let origin = Origin {
                 paging,
+                priority,
                 memory: None,
             };
             match context

@@ -68,6 +68,9 @@ impl BufOrigin {
 pub struct Origin {
     /// The upper request is paging I/O (the kernel: IRP_PAGING_IO).
     pub paging: bool,
+    /// The upper request's I/O priority hint in the platform's terms (the kernel:
+    /// IO_PRIORITY_HINT), copied into its host requests; `None` leaves theirs at the default.
+    pub priority: Option<u8>,
     /// For a read into the caller's buffer: where the segment's first byte lives.
     pub memory: Option<BufOrigin>,
 }
@@ -95,6 +98,11 @@ pub trait UpperRequest: Send + 'static {
     /// made for it carry the paging flags, as a disk class driver's do.
     fn is_paging_io(&self) -> bool {
         false
+    }
+    /// The request's I/O priority hint (the kernel: IoGetIoPriorityHint), or `None` where the
+    /// platform has none: the host requests made for it carry it.
+    fn priority_hint(&self) -> Option<u8> {
+        None
     }
     /// Identifies the request while it is outstanding (the IRP's address in the kernel): the
     /// key the issuer's cancel hands to `Volume::cancel`.

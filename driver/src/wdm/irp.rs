@@ -329,6 +329,20 @@ impl UpperRequest for Irp {
         self.raw().Flags & IRP_PAGING_IO != 0
     }
 
+    /// Product: the upper IRP's hint (IoReuseIrp resets a child's, so the host sets it again).
+    /// wine-host: none (Wine 8.0 exports neither IoGetIoPriorityHint nor IoSetIoPriorityHint).
+    fn priority_hint(&self) -> Option<u8> {
+        #[cfg(not(feature = "wine-host"))]
+        {
+            // SAFETY: the IRP is owned by this request and not completed; the routine only
+            // reads it (IRQL <= DISPATCH_LEVEL).
+            let hint = unsafe { wdk_sys::ntddk::IoGetIoPriorityHint(self.irp.as_ptr()) };
+            u8::try_from(hint).ok()
+        }
+        #[cfg(feature = "wine-host")]
+        None
+    }
+
     fn cancel_key(&self) -> usize {
         self.irp.as_ptr() as usize
     }

@@ -5,7 +5,8 @@
 //! sized for the host's stack, an MDL able to describe the largest segment and the KEVENT its
 //! completion routine sets; reused for every segment with IoReuseIrp, so a segment allocates
 //! nothing), building one child request in a slot (W11: READ, WRITE or FLUSH_BUFFERS with
-//! IRP_NOCACHE and the paging flags of the upper request, the mount's FILE_OBJECT in the
+//! IRP_NOCACHE and the paging flags of the upper request, the issuing thread in
+//! Tail.Overlay.Thread and the upper request's I/O priority hint (product), the mount's FILE_OBJECT in the
 //! target's stack location, the data described by a partial MDL of the upper request's MDL for
 //! a read into the caller's buffer, or by an MDL built for the engine's nonpaged buffer), and
 //! [`ChildIo`], the engine's `HostIo`, which holds the host's remove lock and its slot until the
@@ -33,7 +34,9 @@ use wdk_sys::ntddk::{
     KeInitializeEvent, KeSetEvent, KeWaitForSingleObject,
 };
 #[cfg(not(feature = "wine-host"))]
-use wdk_sys::ntddk::{IoBuildPartialMdl, MmBuildMdlForNonPagedPool, MmUnmapLockedPages};
+use wdk_sys::ntddk::{
+    IoBuildPartialMdl, IoSetIoPriorityHint, MmBuildMdlForNonPagedPool, MmUnmapLockedPages,
+};
 #[cfg(not(feature = "wine-host"))]
 use wdk_sys::MDL_PARTIAL_HAS_BEEN_MAPPED;
 use wdk_sys::{
@@ -51,6 +54,12 @@ use super::KernelHost;
 use crate::io::MAX_DIRECT_REQUEST;
 use crate::platform::{BufOrigin, HostIo, Origin, Semaphore};
 use crate::Status;
+
+extern "system" {
+    /// Exported by ntoskrnl on x64 and ARM64 and by Wine 8.0 (the headers inline it on x64
+    /// only; wdm/platform.rs declares it the same way for the security capture).
+    fn KeGetCurrentThread() -> wdk_sys::PETHREAD;
+}
 
 /// Child-operation slots per volume: the most host operations the volume has in flight at
 /// once (the direct path's cap: 8 workers, or 8 segments of requests in flight together).
@@ -293,6 +302,19 @@ impl KernelHost {
         unsafe { IoReuseIrp(irp, 0) };
         // SAFETY: our IRP (as above), not shared with anyone until IofCallDriver.
         let irp_ref = unsafe { &mut *irp };
+        // The issuing thread, as IoBuildAsynchronousFsdRequest sets it (IoReuseIrp cleared
+        // it): the filters on the host's stack (FltMgr and its minifilters above RAW) see
+        // whose request this is. That thread waits for the IRP (`ChildIo` is waited for or
+        // dropped before its borrow ends, by the worker that started it), so it outlives it.
+        // SAFETY: no preconditions; the current thread is referenced while it runs.
+        irp_ref.Tail.Overlay.Thread = unsafe { KeGetCurrentThread() };
+        #[cfg(not(feature = "wine-host"))]
+        if let Some(hint) = request.origin.priority {
+            // The upper request's priority (IoReuseIrp reset the child's); a hint the kernel
+            // refuses leaves the default, so the status is not needed.
+            // SAFETY: our IRP, not in flight; IRQL <= DISPATCH_LEVEL.
+            let _ = unsafe { IoSetIoPriorityHint(irp, i32::from(hint)) };
+        }
         if !flush {
             // SAFETY: our MDL, released after its last use; the buffer contract is the
             // caller's (`start`).
