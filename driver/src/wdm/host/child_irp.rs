@@ -129,7 +129,7 @@ impl ChildSlots {
         let mut this = ChildSlots {
             slots,
             free: AtomicU32::new(0),
-            permits: KernelSemaphore::new(0),
+            permits: KernelSemaphore::try_new(0)?,
         };
         let stack_size = stack_size.max(1);
         for _ in 0..SLOTS {
