@@ -123,10 +123,7 @@ impl VolumeDevice {
         });
         let sector_size = volume_sector(&volume);
         // W11: what the device says about itself matches a disk on this host.
-        let (host_stack, host_alignment) = (
-            volume.host().stack_size(),
-            volume.host().alignment_requirement(),
-        );
+        let host_alignment = volume.host().alignment_requirement();
         let mounted = Arc::new(MountedVolume {
             id,
             flags,
@@ -177,9 +174,11 @@ impl VolumeDevice {
         unsafe { ext.lock.init() };
         d.Flags |= DO_DIRECT_IO;
         d.SectorSize = sector_size as u16;
-        // W11: the host's stack, our own location and the 6 VeraCrypt adds to its volume
-        // devices against drivers that overrun their stack; the host's alignment.
-        d.StackSize = host_stack.max(1).saturating_add(1 + EXTRA_STACK_LOCATIONS);
+        // W11: our own location and the 6 VeraCrypt adds to its volume devices against
+        // drivers that overrun their stack, as VeraCrypt sets it (7): upper IRPs are never
+        // forwarded down the host's stack (child IRPs are allocated with the host's own
+        // StackSize); the host's alignment.
+        d.StackSize = 1 + EXTRA_STACK_LOCATIONS;
         d.AlignmentRequirement = d.AlignmentRequirement.max(host_alignment);
         let mut this = VolumeDevice {
             device,

@@ -96,16 +96,10 @@ impl KernelHost {
 }
 
 impl KernelHost {
-    /// The host device's StackSize (the volume device's covers it, W11).
-    pub fn stack_size(&self) -> i8 {
-        // SAFETY: the device is referenced until `self` drops (type invariant); StackSize is
-        // set before a device is attached and not changed afterwards.
-        unsafe { self.device.as_ref().StackSize }
-    }
-
     /// The host device's AlignmentRequirement (the volume device takes it, W11).
     pub fn alignment_requirement(&self) -> u32 {
-        // SAFETY: as in `stack_size`.
+        // SAFETY: the device is referenced until `self` drops (type invariant); the field is
+        // set before a device is attached and not changed afterwards.
         unsafe { self.device.as_ref().AlignmentRequirement }
     }
 
