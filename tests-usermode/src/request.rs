@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use vcdirect::platform::{BufOrigin, IoBuf, RequestKind, UpperRequest};
+use vcdirect::platform::{BufOrigin, IoBuf, Paging, RequestKind, UpperRequest};
 use vcdirect::Status;
 
 /// What a fresh read buffer holds before the read: a byte pattern no test volume or medium
@@ -143,7 +143,7 @@ pub struct TestRequest {
     buf: Option<Buf>,
     cancel: CancelHandle,
     done: Option<Callback>,
-    paging: bool,
+    paging: Paging,
     priority: Option<u8>,
 }
 
@@ -163,14 +163,15 @@ impl TestRequest {
             buf,
             cancel: CancelHandle::new(),
             done: Some(Box::new(done)),
-            paging: false,
+            paging: Paging::No,
             priority: None,
         }
     }
 
-    /// The same request as paging I/O (IRP_PAGING_IO in the kernel).
-    pub fn with_paging_io(mut self) -> Self {
-        self.paging = true;
+    /// The same request as paging I/O of the given kind (IRP_PAGING_IO, with or without
+    /// IRP_SYNCHRONOUS_PAGING_IO, in the kernel).
+    pub fn with_paging(mut self, paging: Paging) -> Self {
+        self.paging = paging;
         self
     }
 
@@ -234,7 +235,7 @@ impl UpperRequest for TestRequest {
     fn is_cancelled(&self) -> bool {
         self.cancel.0.cancelled.load(Ordering::SeqCst)
     }
-    fn is_paging_io(&self) -> bool {
+    fn paging(&self) -> Paging {
         self.paging
     }
     fn priority_hint(&self) -> Option<u8> {

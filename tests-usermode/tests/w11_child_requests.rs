@@ -8,7 +8,9 @@ mod common;
 use std::sync::{mpsc, Arc, Mutex};
 
 use common::*;
-use vcdirect::platform::{BufOrigin, HostDevice, HostKind, HostLimits, IoBuf, Origin, RequestKind};
+use vcdirect::platform::{
+    BufOrigin, HostDevice, HostKind, HostLimits, IoBuf, Origin, Paging, RequestKind,
+};
 use vcdirect::volume::Volume;
 use vcdirect::Status;
 use vcdirect_usermode::host::{MemoryHost, ReadyIo};
@@ -76,23 +78,21 @@ impl HostDevice for OriginHost {
     }
 }
 
-/// A direct read or write of `buf` at `offset`, paging I/O or not, with a priority hint or
+/// A direct read or write of `buf` at `offset`, of a paging kind, with a priority hint or
 /// not; its status.
 fn transfer(
     vol: &Arc<Volume<StdPlatform<OriginHost>>>,
     kind: RequestKind,
     offset: u64,
     buf: Buf,
-    (paging, priority): (bool, Option<u8>),
+    (paging, priority): (Paging, Option<u8>),
 ) -> Status {
     let (tx, rx) = mpsc::channel();
     let len = buf.len() as u32;
     let mut req = TestRequest::new(kind, offset as i64, len, Some(buf), move |c| {
         let _ = tx.send(c.status);
     });
-    if paging {
-        req = req.with_paging_io();
-    }
+    req = req.with_paging(paging);
     if let Some(hint) = priority {
         req = req.with_priority_hint(hint);
     }
@@ -121,13 +121,14 @@ fn w11_direct_segments_name_the_callers_memory_paging_flag_and_priority() {
     .expect("mount");
 
     for (paging, priority) in [
-        (false, None),
-        (true, None),
-        (false, Some(1)),
-        (true, Some(4)),
+        (Paging::No, None),
+        (Paging::Asynchronous, None),
+        (Paging::Synchronous, None),
+        (Paging::No, Some(1)),
+        (Paging::Asynchronous, Some(4)),
     ] {
         // A write of 160 KiB: three segments from the worker's buffer, none of them caller
-        // memory, each with the request's paging flag.
+        // memory, each with the request's paging kind.
         host.seen.lock().unwrap().clear();
         let data = pattern(3, 160 * 1024);
         let mut wbuf = buf_at_page_offset(data.len(), 0);

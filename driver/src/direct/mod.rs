@@ -186,9 +186,9 @@ fn transfer<P: Platform>(
 ) -> Status {
     let address = buf.address();
     // W11: the host hands the caller's memory down (a read's segment is a partial MDL of the
-    // upper request's) and copies the paging flag and priority hint into its child requests.
+    // upper request's) and copies the paging flags and priority hint into its child requests.
     let memory = buf.origin();
-    let paging = request.is_paging_io();
+    let paging = request.paging();
     let priority = request.priority_hint();
     let data = buf.bytes();
     let total = data.len();

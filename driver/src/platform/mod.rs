@@ -13,7 +13,8 @@ mod rundown;
 mod work_queue;
 
 pub use request::{
-    BufOrigin, HostDevice, HostIo, HostKind, HostLimits, IoBuf, Origin, RequestKind, UpperRequest,
+    BufOrigin, HostDevice, HostIo, HostKind, HostLimits, IoBuf, Origin, Paging, RequestKind,
+    UpperRequest,
 };
 pub use rundown::{Rundown, RundownGuard};
 pub use work_queue::WorkQueue;

@@ -13,11 +13,12 @@ use wdk_sys::ntddk::{IofCompleteRequest, MmMapLockedPagesSpecifyCache};
 use wdk_sys::{
     _MEMORY_CACHING_TYPE::MmCached, _MM_PAGE_PRIORITY::NormalPagePriority, _MODE::KernelMode,
     IO_DISK_INCREMENT, IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ,
-    IRP_MJ_WRITE, IRP_PAGING_IO, MDL, MDL_MAPPED_TO_SYSTEM_VA, MDL_SOURCE_IS_NONPAGED_POOL,
+    IRP_MJ_WRITE, IRP_PAGING_IO, IRP_SYNCHRONOUS_PAGING_IO, MDL, MDL_MAPPED_TO_SYSTEM_VA,
+    MDL_SOURCE_IS_NONPAGED_POOL,
 };
 
 use super::nt;
-use crate::platform::{BufOrigin, IoBuf, RequestKind, UpperRequest};
+use crate::platform::{BufOrigin, IoBuf, Paging, RequestKind, UpperRequest};
 use crate::Status;
 
 /// MdlMappingNoExecute (Windows 8 and later): map data pages no-execute.
@@ -325,8 +326,15 @@ impl UpperRequest for Irp {
         cancel.load(Ordering::SeqCst) != 0
     }
 
-    fn is_paging_io(&self) -> bool {
-        self.raw().Flags & IRP_PAGING_IO != 0
+    fn paging(&self) -> Paging {
+        let flags = self.raw().Flags;
+        if flags & IRP_PAGING_IO == 0 {
+            Paging::No
+        } else if flags & IRP_SYNCHRONOUS_PAGING_IO == 0 {
+            Paging::Asynchronous
+        } else {
+            Paging::Synchronous
+        }
     }
 
     /// Product: the upper IRP's hint (IoReuseIrp resets a child's, so the host sets it again).

@@ -52,7 +52,7 @@ use super::super::remove_lock::RemoveLockGuard;
 use super::super::sync::KernelSemaphore;
 use super::KernelHost;
 use crate::io::MAX_DIRECT_REQUEST;
-use crate::platform::{BufOrigin, HostIo, Origin, Semaphore};
+use crate::platform::{BufOrigin, HostIo, Origin, Paging, Semaphore};
 use crate::Status;
 
 extern "system" {
@@ -325,9 +325,13 @@ impl KernelHost {
             irp_ref.UserBuffer = va;
             // W11: the flags a disk class driver's requests carry.
             irp_ref.Flags = IRP_NOCACHE;
-            if request.origin.paging {
-                irp_ref.Flags |= IRP_PAGING_IO | IRP_SYNCHRONOUS_PAGING_IO;
-            }
+            // The upper request's paging flags as it has them (the modified page writer's
+            // writes are asynchronous paging I/O: no IRP_SYNCHRONOUS_PAGING_IO).
+            irp_ref.Flags |= match request.origin.paging {
+                Paging::No => 0,
+                Paging::Asynchronous => IRP_PAGING_IO,
+                Paging::Synchronous => IRP_PAGING_IO | IRP_SYNCHRONOUS_PAGING_IO,
+            };
         }
         // SAFETY: after IoReuseIrp the Overlay arm of Tail is the one in use.
         let current = unsafe { irp_ref.Tail.Overlay.__bindgen_anon_2.__bindgen_anon_1 };
