@@ -277,7 +277,10 @@ impl KernelHost {
         }
         ChildIo {
             host: self,
-            slot: Some(index),
+            slot: Some(Sent {
+                index,
+                described: !flush,
+            }),
             failed: None,
             _guard: Some(guard),
             _buffer: PhantomData,
@@ -362,9 +365,9 @@ impl KernelHost {
         Ok(())
     }
 
-    /// Waits for the request in slot `index`, releases its MDL and the slot, and returns its
-    /// outcome.
-    fn finish(&self, index: usize) -> Result<usize, Status> {
+    /// Waits for the request `sent`, releases its MDL and the slot, and returns its outcome.
+    fn finish(&self, sent: Sent) -> Result<usize, Status> {
+        let Sent { index, described } = sent;
         let slot = &self.slots.slots[index];
         // SAFETY: the slot's initialized event; kernel-mode, non-alertable wait without
         // timeout at PASSIVE_LEVEL. A synchronization event: the wait resets it for the next use.
@@ -384,8 +387,11 @@ impl KernelHost {
         // SAFETY: the Status arm of the status block is the one a driver completes with.
         let status = unsafe { irp_ref.IoStatus.__bindgen_anon_1.Status };
         let information = irp_ref.IoStatus.Information;
-        if !irp_ref.MdlAddress.is_null() {
-            irp_ref.MdlAddress = core::ptr::null_mut();
+        // Whatever MdlAddress says now (a filter may have swapped it and not put it back),
+        // the slot's own MDL is released when the slot described data with it: a mapping a
+        // driver below made of the partial MDL is undone, never leaked.
+        irp_ref.MdlAddress = core::ptr::null_mut();
+        if described {
             // SAFETY: the slot's MDL, used by the completed IRP only.
             unsafe { release(slot.mdl) };
         }
@@ -530,12 +536,20 @@ unsafe extern "C" fn child_done(
     nts::MORE_PROCESSING_REQUIRED
 }
 
+/// A child request sent from a slot.
+#[derive(Clone, Copy)]
+struct Sent {
+    index: usize,
+    /// The slot's MDL describes the request's data (a READ or WRITE; a flush has none).
+    described: bool,
+}
+
 /// A started child request (the engine's `HostIo`). Waiting or dropping blocks until the
 /// IRP completed, then gives its slot back (R13: never abandoned, no timeout).
 pub struct ChildIo<'a> {
     host: &'a KernelHost,
     /// The slot whose IRP is in flight (`None` once finished, or when nothing was sent).
-    slot: Option<usize>,
+    slot: Option<Sent>,
     failed: Option<Status>,
     _guard: Option<RemoveLockGuard<'a>>,
     _buffer: PhantomData<&'a mut [u8]>,
@@ -554,7 +568,7 @@ impl<'a> ChildIo<'a> {
 
     fn finish(&mut self) -> Result<usize, Status> {
         match (self.slot.take(), self.failed) {
-            (Some(index), _) => self.host.finish(index),
+            (Some(sent), _) => self.host.finish(sent),
             (None, Some(status)) => Err(status),
             (None, None) => Err(Status::IoDeviceError),
         }
