@@ -1,6 +1,7 @@
 //! docs/review.md W11: what a mount's host path names. A device object is a raw device (the
 //! direct path may serve it); a file below a device or behind a drive letter is a container
-//! file (always the legacy path), as VeraCrypt treats it.
+//! file (always the legacy path), as VeraCrypt treats it. A link in the DOS device namespace to a
+//! device (`\??\X:`, `\??\PhysicalDriveN`, `\??\Volume{GUID}`, `\GLOBAL??\...`) is a device.
 
 use vcdirect::platform::HostKind;
 
@@ -17,6 +18,19 @@ fn w11_device_objects_are_raw_devices() {
         r"\DEVICE\HARDDISK10\PARTITION2",
         r"\Device\Harddisk1\DR1",
         r"\Device\CdRom0",
+        // Links to devices in the DOS device namespace.
+        r"\??\Volume{3f2504e0-4f89-11d3-9a0c-0305e82c3301}",
+        r"\GLOBAL??\volume{3f2504e0-4f89-11d3-9a0c-0305e82c3301}",
+        r"\??\PhysicalDrive0",
+        r"\??\physicaldrive12",
+        r"\??\X:",
+        r"\??\c:",
+        r"\GLOBAL??\X:",
+        r"\DosDevices\X:",
+        r"\GLOBAL??\PhysicalDrive3",
+        r"\??\Harddisk0Partition1",
+        r"\??\GLOBALROOT\Device\HarddiskVolume3",
+        r"\GLOBAL??\GLOBALROOT\Device\Harddisk0\Partition1",
     ] {
         assert_eq!(kind(path), HostKind::RawDevice, "{path}");
     }
@@ -35,6 +49,22 @@ fn w11_a_file_below_a_device_is_a_container_file() {
         r"\??\C:\vol.hc",
         r"\??\UNC\server\share\vol.hc",
         r"\DosDevices\C:\vol.hc",
+        r"\??\C:\",
+        r"\GLOBAL??\C:\dir\vol.hc",
+        r"\??\Volume{3f2504e0-4f89-11d3-9a0c-0305e82c3301}\vol.hc",
+        r"\??\Volume{3f2504e0-4f89-11d3-9a0c-0305e82c3301}\",
+        r"\??\Volume{",
+        r"\??\PhysicalDrive",
+        r"\??\PhysicalDrive0\x",
+        r"\??\CC:",
+        r"\??\1:",
+        r"\??\",
+        r"\??",
+        r"\??\GLOBALROOT\Device\HarddiskVolume3\vol.hc",
+        r"\??\GLOBALROOT",
+        r"\??\Harddisk0Partition",
+        r"\??\Harddisk0Partition1\vol.hc",
+        r"\Global\X:",
         r"\Device\",
         r"\Device",
         r"Device\HarddiskVolume3",

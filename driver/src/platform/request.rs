@@ -148,24 +148,16 @@ pub enum HostKind {
 impl HostKind {
     /// What a host path names (NT path, UTF-16, no terminator): a device object
     /// (`\Device\HarddiskVolume3`, `\Device\Harddisk0\Partition1`, `\Device\Harddisk0\DR0`)
-    /// is a raw device; a path below a device (`\Device\HarddiskVolume3\dir\vol.hc`) or
-    /// through a drive letter (`\??\C:\vol.hc`) is a container file. The `\Device\` prefix
-    /// and the `Harddisk<n>` directory are matched without regard to ASCII case.
+    /// or a link to one in the DOS device namespace (`\??\`, `\GLOBAL??\`, `\DosDevices\`:
+    /// `X:`, `PhysicalDriveN`, `Volume{GUID}`, `HarddiskNPartitionM`, and
+    /// `\??\GLOBALROOT\Device\...` as the device path after it) is a raw device; a path below
+    /// a device (`\Device\HarddiskVolume3\dir\vol.hc`) or through a drive letter
+    /// (`\??\C:\vol.hc`, also `\??\C:\`, the root directory) is a container file. Names are
+    /// matched without regard to ASCII case. The product glue prefers what the opened file
+    /// object says (wdm/host/product.rs); this is the text's answer.
     pub fn of_path(path: &[u16]) -> HostKind {
-        let mut parts = path.split(|c| *c == u16::from(b'\\'));
-        let device = match (parts.next(), parts.next(), parts.next()) {
-            (Some([]), Some(top), Some(name)) if ascii_eq(top, "Device") && !name.is_empty() => {
-                name
-            }
-            _ => return HostKind::FileContainer,
-        };
-        let raw = match (parts.next(), parts.next()) {
-            (None, _) => true,
-            // \Device\HarddiskN\PartitionM and \Device\HarddiskN\DRM name devices too.
-            (Some(child), None) => {
-                numbered(device, "Harddisk")
-                    && (numbered(child, "Partition") || numbered(child, "DR"))
-            }
+        let raw = match path.split_first() {
+            Some((first, rest)) if *first == BACKSLASH => names_device(rest),
             _ => false,
         };
         if raw {
@@ -174,6 +166,63 @@ impl HostKind {
             HostKind::FileContainer
         }
     }
+}
+
+const BACKSLASH: u16 = b'\\' as u16;
+
+/// The first component of `s` and what follows its backslash (`None`: no backslash).
+fn component(s: &[u16]) -> (&[u16], Option<&[u16]>) {
+    match s.iter().position(|c| *c == BACKSLASH) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    }
+}
+
+/// `path` (after the root backslash) names a device object, directly or through a link.
+fn names_device(path: &[u16]) -> bool {
+    let (top, rest) = component(path);
+    let Some(rest) = rest else {
+        return false;
+    };
+    if ascii_eq(top, "Device") {
+        let (device, below) = component(rest);
+        if device.is_empty() {
+            return false;
+        }
+        return match below.map(component) {
+            None => true,
+            // \Device\HarddiskN\PartitionM and \Device\HarddiskN\DRM name devices too.
+            Some((child, None)) => {
+                numbered(device, "Harddisk")
+                    && (numbered(child, "Partition") || numbered(child, "DR"))
+            }
+            Some(_) => false,
+        };
+    }
+    if ascii_eq(top, "??") || ascii_eq(top, "GLOBAL??") || ascii_eq(top, "DosDevices") {
+        let (link, below) = component(rest);
+        if ascii_eq(link, "GLOBALROOT") {
+            // \??\GLOBALROOT\Device\...: the object path after it, from the root.
+            return below.is_some_and(names_device);
+        }
+        return below.is_none() && device_link(link);
+    }
+    false
+}
+
+/// A DOS device name that links to a device object rather than a file system path: a drive
+/// letter (`C:`), `PhysicalDriveN`, `Volume{...}`, `HarddiskNPartitionM`.
+fn device_link(name: &[u16]) -> bool {
+    let letter = |c: u16| u8::try_from(c).is_ok_and(|c| c.is_ascii_alphabetic());
+    let drive = matches!(name, [l, colon] if letter(*l) && *colon == u16::from(b':'));
+    let volume = name.len() > "Volume{}".len()
+        && ascii_eq(&name[.."Volume{".len()], "Volume{")
+        && name.last() == Some(&u16::from(b'}'));
+    let partition = name
+        .iter()
+        .position(|c| *c == u16::from(b'P') || *c == u16::from(b'p'))
+        .is_some_and(|i| numbered(&name[..i], "Harddisk") && numbered(&name[i..], "Partition"));
+    drive || volume || partition || numbered(name, "PhysicalDrive")
 }
 
 /// `s` equals the ASCII `word`, ignoring ASCII case.

@@ -39,9 +39,6 @@ const FILE_ATTRIBUTE_NORMAL: u32 = 0x80;
 const IO_TYPE_FILE: i16 = 5;
 
 pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
-    // W11: a device object is a raw device; a file below a device (or a drive letter) is a
-    // container, whatever its path starts with.
-    let raw = HostKind::of_path(params.path) == HostKind::RawDevice;
     let mut name = OwnedUnicode::copy(params.path)?;
     let mut attributes = OBJECT_ATTRIBUTES {
         Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
@@ -111,6 +108,14 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         let _ = unsafe { ZwClose(handle) };
         return Err(Status::InvalidParameter);
     }
+    // W11: what was opened decides raw device or container, not the path's text: a device
+    // open (a volume or disk, by name or through any link: `\??\X:`, `Volume{GUID}`,
+    // `PhysicalDriveN`) leaves the FILE_OBJECT's FileName empty, a file open names the file
+    // below the device. Read right after the open, before anyone else has the object (the
+    // name is set during create and freed with the object). The path's text agrees for the
+    // forms `HostKind::of_path` knows; where they differ, the file object wins.
+    // SAFETY: `file` is a referenced FILE_OBJECT (checked above); its FileName is read only.
+    let raw = unsafe { (*file).FileName.Length } == 0;
     // SAFETY: `file` is a referenced FILE_OBJECT; the device stack behind it lives as
     // long as the file object (R10: the same handle, no second open).
     let device = unsafe { IoGetRelatedDeviceObject(file) };
