@@ -68,9 +68,13 @@ pub const SLOTS: usize = 8;
 const PAGE: usize = 4096;
 /// Pages one slot's MDL describes: the largest segment (1 MiB) at any page offset.
 const SLOT_MDL_PAGES: usize = MAX_DIRECT_REQUEST as usize / PAGE + 1;
-/// The MDL Size (header and page frame numbers) of a slot's MDL: what IoAllocateMdl allocated
-/// for [`SLOT_MDL_PAGES`] pages.
-const SLOT_MDL_SIZE: usize = core::mem::size_of::<MDL>() + 8 * SLOT_MDL_PAGES;
+/// Bytes of one page frame number (PFN_NUMBER) after an MDL's header: a ULONG_PTR on x64
+/// and ARM64 Windows; Wine 8.0 sizes its MDLs with 4-byte frame numbers (its IoAllocateMdl
+/// gives a 257-page MDL a Size of 1076 = 48 + 4 * 257, measured), and keeps none in them.
+const PFN_BYTES: usize = if cfg!(feature = "wine-host") { 4 } else { 8 };
+/// The least MDL Size (header and page frame numbers) a slot's MDL must have: what
+/// IoAllocateMdl allocates for [`SLOT_MDL_PAGES`] pages.
+const SLOT_MDL_SIZE: usize = core::mem::size_of::<MDL>() + PFN_BYTES * SLOT_MDL_PAGES;
 const _: () = assert!(SLOT_MDL_SIZE <= i16::MAX as usize);
 /// SL_INVOKE_ON_CANCEL | SL_INVOKE_ON_SUCCESS | SL_INVOKE_ON_ERROR.
 const SL_INVOKE_ALWAYS: u8 = 0x20 | 0x40 | 0x80;
@@ -88,7 +92,8 @@ const fn span_pages(va: usize, length: usize) -> usize {
 ///
 /// # Invariants
 /// `irp` (from IoAllocateIrp with the host's StackSize) and `mdl` (from IoAllocateMdl,
-/// [`SLOT_MDL_PAGES`] pages, its `Size` at least [`SLOT_MDL_SIZE`] whenever the slot is free)
+/// [`SLOT_MDL_PAGES`] pages; `mdl_size`, at least [`SLOT_MDL_SIZE`], is the Size it was
+/// allocated with and has again whenever the slot is free)
 /// are ours until [`ChildSlots`] drops; `event` is an initialized
 /// synchronization KEVENT that never moves (the slots' vector is never resized). While the
 /// slot is taken, its taker alone touches `irp`, `mdl` and waits on `event`; the completion
@@ -96,6 +101,8 @@ const fn span_pages(va: usize, length: usize) -> usize {
 struct Slot {
     irp: NonNull<IRP>,
     mdl: NonNull<MDL>,
+    /// The MDL's Size as IoAllocateMdl set it (its allocation), restored after every use.
+    mdl_size: i16,
     event: UnsafeCell<KEVENT>,
 }
 
@@ -155,8 +162,8 @@ impl ChildSlots {
                 return Err(Status::InsufficientResources);
             };
             // SAFETY: the MDL just allocated, ours alone.
-            let allocated = unsafe { mdl.as_ref().Size } as usize;
-            if allocated < SLOT_MDL_SIZE {
+            let mdl_size = unsafe { mdl.as_ref().Size };
+            if (mdl_size as usize) < SLOT_MDL_SIZE {
                 // Not the capacity asked for: never describe a segment with it.
                 // SAFETY: the MDL just allocated, never used.
                 unsafe { IoFreeMdl(mdl.as_ptr()) };
@@ -167,7 +174,12 @@ impl ChildSlots {
             // SAFETY: KEVENT is a plain C struct; all-zero is valid before KeInitializeEvent.
             let event = UnsafeCell::new(unsafe { core::mem::zeroed::<KEVENT>() });
             // Within the reserved capacity: never reallocates, so no slot ever moves.
-            this.slots.push(Slot { irp, mdl, event });
+            this.slots.push(Slot {
+                irp,
+                mdl,
+                mdl_size,
+                event,
+            });
         }
         for slot in &this.slots {
             // SAFETY: the event lives in the vector's buffer, which no longer moves (full to
@@ -321,7 +333,7 @@ impl KernelHost {
         if !flush {
             // SAFETY: our MDL, released after its last use; the buffer contract is the
             // caller's (`start`).
-            let Some(va) = (unsafe { describe(slot.mdl, request, length) }) else {
+            let Some(va) = (unsafe { describe(slot.mdl, slot.mdl_size, request, length) }) else {
                 return Err(Status::InvalidParameter);
             };
             irp_ref.MdlAddress = slot.mdl.as_ptr();
@@ -393,7 +405,7 @@ impl KernelHost {
         irp_ref.MdlAddress = core::ptr::null_mut();
         if described {
             // SAFETY: the slot's MDL, used by the completed IRP only.
-            unsafe { release(slot.mdl) };
+            unsafe { release(slot.mdl, slot.mdl_size) };
         }
         self.slots.give_back(index);
         if status < 0 {
@@ -409,17 +421,23 @@ impl KernelHost {
 /// hold the span's page frame numbers.
 ///
 /// # Safety
-/// `mdl` is a slot's MDL, released after its last use; the request's buffer contract
+/// `mdl` is a slot's MDL, released after its last use, allocated with Size `mdl_size`; the
+/// request's buffer contract
 /// ([`KernelHost::start`]) holds, and `length` spans at most [`SLOT_MDL_PAGES`] pages from the
 /// data's address.
-unsafe fn describe(mdl: NonNull<MDL>, request: &ChildRequest, length: u32) -> Option<PVOID> {
+unsafe fn describe(
+    mdl: NonNull<MDL>,
+    mdl_size: i16,
+    request: &ChildRequest,
+    length: u32,
+) -> Option<PVOID> {
     // SAFETY: our MDL, not in use (contract).
     let m = unsafe { &mut *mdl.as_ptr() };
     let kept = m.MdlFlags as u32 & MDL_ALLOCATION_FLAGS;
     // The whole allocation, whatever the last use left (`release` restores it too):
     // IoBuildPartialMdl checks the span against Size and leaves Size as it is (bugcheck 0x40,
     // TARGET_MDL_TOO_SMALL, were it still a smaller write's).
-    m.Size = SLOT_MDL_SIZE as i16;
+    m.Size = mdl_size;
     match request.origin.memory {
         // A read into the caller's buffer: a partial MDL of the upper request's (locked) MDL.
         Some(origin) => {
@@ -457,7 +475,8 @@ unsafe fn describe(mdl: NonNull<MDL>, request: &ChildRequest, length: u32) -> Op
         None => {
             let va = request.buffer as usize;
             m.Next = core::ptr::null_mut();
-            m.Size = (core::mem::size_of::<MDL>() + 8 * span_pages(va, length as usize)) as i16;
+            m.Size =
+                (core::mem::size_of::<MDL>() + PFN_BYTES * span_pages(va, length as usize)) as i16;
             m.StartVa = (va & !(PAGE - 1)) as PVOID;
             m.ByteOffset = (va % PAGE) as u32;
             m.ByteCount = length;
@@ -492,8 +511,8 @@ fn source_va(origin: BufOrigin) -> (*mut MDL, PVOID) {
 /// MmPrepareMdlForReuse, written out (a macro), then the flags a fresh MDL has.
 ///
 /// # Safety
-/// `mdl` is a slot's MDL whose IRP completed.
-unsafe fn release(mdl: NonNull<MDL>) {
+/// `mdl` is a slot's MDL whose IRP completed, allocated with Size `mdl_size`.
+unsafe fn release(mdl: NonNull<MDL>, mdl_size: i16) {
     // SAFETY: our MDL, no longer used by any IRP (contract).
     let m = unsafe { &mut *mdl.as_ptr() };
     #[cfg(not(feature = "wine-host"))]
@@ -507,13 +526,13 @@ unsafe fn release(mdl: NonNull<MDL>) {
     m.MdlFlags = (m.MdlFlags as u32 & MDL_ALLOCATION_FLAGS) as i16;
     m.MappedSystemVa = core::ptr::null_mut();
     // A write's MmInitializeMdl shrank Size to its span: give the next use the whole MDL.
-    m.Size = SLOT_MDL_SIZE as i16;
+    m.Size = mdl_size;
 }
 
 /// Page frame numbers an MDL's Size holds ((Size - sizeof(MDL)) / sizeof(PFN_NUMBER)), as
 /// IoBuildPartialMdl checks it.
 fn mdl_pages(m: &MDL) -> usize {
-    (m.Size as usize).saturating_sub(core::mem::size_of::<MDL>()) / 8
+    (m.Size as usize).saturating_sub(core::mem::size_of::<MDL>()) / PFN_BYTES
 }
 
 /// Reports a slot MDL too small for a segment (never expected: `describe` restores its Size).

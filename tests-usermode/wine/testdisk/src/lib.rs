@@ -1052,8 +1052,9 @@ unsafe fn record(disk: &Disk, irp: *mut IRP, length: u32) {
     let offset_agrees = !mapped || (m.MappedSystemVa as u64) % PAGE == u64::from(m.ByteOffset);
     // The MDL's Size holds the page frame numbers of the span it describes (IoBuildPartialMdl
     // and MmBuildMdlForNonPagedPool write that many; a smaller Size is a bugcheck on Windows).
+    // Wine 8.0 counts 4 bytes per frame number (its IoAllocateMdl sizes MDLs so).
     let span = (u64::from(m.ByteOffset) + u64::from(m.ByteCount)).div_ceil(PAGE);
-    let holds = (m.Size as u64).saturating_sub(size_of::<wdk_sys::MDL>() as u64) / 8 >= span;
+    let holds = (m.Size as u64).saturating_sub(size_of::<wdk_sys::MDL>() as u64) / 4 >= span;
     let consistent = m.ByteCount == length
         && (m.StartVa as u64) % PAGE == 0
         && u64::from(m.ByteOffset) < PAGE
