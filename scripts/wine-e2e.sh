@@ -458,10 +458,25 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         gates "$1" "$2"
         t="r13-gates-$1$2"
         mount_volume "$t" "" || continue
+        # W11: from here on only the volume's child requests reach the test disk.
+        w "$t-disk-reset" 60 wine "$WIN_DIR\\vc-e2e.exe" disk-reset
         # The model starts from a full fill (path_check's may not have run).
         client "$t-fill" fill --device "$VOLUME_PATH" --model "$VM" --seed 31
         client "$t-random" random-mixed --device "$VOLUME_PATH" --model "$VM" --ops 500 --qd 8 --seed "5$1"
         client "$t-flush" flush --device "$VOLUME_PATH"
+        # W11: every read and write the test disk got carried IRP_NOCACHE (no paging flag: none
+        # of this is paging I/O) and an MDL that agrees with it (ByteCount = length, ByteOffset
+        # = the system address's page offset, Size holds the span's pages); direct reads came as partial MDLs of the upper
+        # request's MDL, legacy transfers and direct writes as MDLs of the engine's buffers.
+        client "w11-child-nocache-gates-$1$2" check-counter --name no_cache_missing --max 0
+        client "w11-child-not-paging-gates-$1$2" check-counter --name paging_io --max 0
+        client "w11-child-mdl-agrees-gates-$1$2" check-counter --name mdl_mismatch --max 0
+        client "w11-child-mdl-every-transfer-gates-$1$2" check-counter --name with_mdl --min 1
+        if [ "$1" = 1 ]; then
+            client "w11-child-partial-mdl-gates-$1$2" check-counter --name partial_mdl --min 1
+        else
+            client "w11-child-partial-mdl-gates-$1$2" check-counter --name partial_mdl --max 0
+        fi
         w "$t-load" 120 wine "$WIN_DIR\\vc-e2e.exe" load --device "$VOLUME_PATH" --model "$VM" --seconds 4 &
         load_pid=$!
         sleep 1

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use vcdirect::platform::{IoBuf, RequestKind, UpperRequest};
+use vcdirect::platform::{BufOrigin, IoBuf, Paging, RequestKind, UpperRequest};
 use vcdirect::Status;
 
 /// What a fresh read buffer holds before the read: a byte pattern no test volume or medium
@@ -12,9 +12,11 @@ use vcdirect::Status;
 /// returned the expected bytes.
 pub const UNREAD: u8 = 0xA5;
 
-/// A caller's buffer: owned, splittable into disjoint owned pieces and joined back.
+/// A caller's buffer: owned, splittable into disjoint owned pieces and joined back. Its origin
+/// (as the kernel's names the upper IRP's MDL) is the address of the first byte of the buffer
+/// it was made as, and the piece's offset from there.
 #[derive(Debug)]
-pub struct Buf(BytesMut);
+pub struct Buf(BytesMut, usize);
 
 impl Buf {
     /// `len` zero bytes whose first byte is aligned to `align` (a power of two).
@@ -23,7 +25,8 @@ impl Buf {
         let pad = (align - (b.as_ptr() as usize) % align) % align;
         let _ = b.split_to(pad);
         b.truncate(len);
-        Buf(b)
+        let base = b.as_ptr() as usize;
+        Buf(b, base)
     }
 
     /// `len` bytes of [`UNREAD`] whose first byte is aligned to `align`: a fresh read buffer,
@@ -60,13 +63,19 @@ impl IoBuf for Buf {
         self.0.len()
     }
     fn split_to(&mut self, at: usize) -> Self {
-        Buf(self.0.split_to(at))
+        Buf(self.0.split_to(at), self.1)
     }
     fn unsplit(&mut self, next: Self) {
         self.0.unsplit(next.0)
     }
     fn address(&self) -> usize {
         self.0.as_ptr() as usize
+    }
+    fn origin(&self) -> Option<BufOrigin> {
+        Some(BufOrigin {
+            descriptor: self.1,
+            offset: self.address() - self.1,
+        })
     }
 }
 
@@ -134,6 +143,8 @@ pub struct TestRequest {
     buf: Option<Buf>,
     cancel: CancelHandle,
     done: Option<Callback>,
+    paging: Paging,
+    priority: Option<u8>,
 }
 
 impl TestRequest {
@@ -152,7 +163,22 @@ impl TestRequest {
             buf,
             cancel: CancelHandle::new(),
             done: Some(Box::new(done)),
+            paging: Paging::No,
+            priority: None,
         }
+    }
+
+    /// The same request as paging I/O of the given kind (IRP_PAGING_IO, with or without
+    /// IRP_SYNCHRONOUS_PAGING_IO, in the kernel).
+    pub fn with_paging(mut self, paging: Paging) -> Self {
+        self.paging = paging;
+        self
+    }
+
+    /// The same request with an I/O priority hint (IoSetIoPriorityHint in the kernel).
+    pub fn with_priority_hint(mut self, hint: u8) -> Self {
+        self.priority = Some(hint);
+        self
     }
 
     /// A read of `length` bytes at `offset` into a fresh aligned buffer of [`UNREAD`] bytes.
@@ -208,6 +234,12 @@ impl UpperRequest for TestRequest {
     }
     fn is_cancelled(&self) -> bool {
         self.cancel.0.cancelled.load(Ordering::SeqCst)
+    }
+    fn paging(&self) -> Paging {
+        self.paging
+    }
+    fn priority_hint(&self) -> Option<u8> {
+        self.priority
     }
     fn cancel_key(&self) -> usize {
         self.cancel.0.key

@@ -34,7 +34,9 @@ use crate::io::{
     AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, Purpose,
     SegmentLimits, MAX_DIRECT_REQUEST, RANGE_ENTRIES,
 };
-use crate::platform::{HostDevice, HostIo, HostRead, IoBuf, Platform, ThreadRole, UpperRequest};
+use crate::platform::{
+    HostDevice, HostIo, HostRead, IoBuf, Origin, Platform, ThreadRole, UpperRequest,
+};
 use crate::Status;
 
 /// Workers (and so requests in flight) per volume.
@@ -286,6 +288,11 @@ fn transfer<P: Platform>(
     bounce: Option<&mut AlignedBuffer>,
 ) -> Status {
     let address = buf.address();
+    // W11: the host hands the caller's memory down (a read's segment is a partial MDL of the
+    // upper request's) and copies the paging flags and priority hint into its child requests.
+    let memory = buf.origin();
+    let paging = request.paging();
+    let priority = request.priority_hint();
     let data = buf.bytes();
     let total = data.len();
     let crypto = CryptoPool::inline();
@@ -312,7 +319,15 @@ fn transfer<P: Platform>(
                 rest = tail;
                 Counters::add(&context.counters.direct_segments, 1);
                 ring.push(Flight {
-                    io: context.host.start_read_kept(host_offset(pos), segment),
+                    io: context.host.start_read_kept_for(
+                        host_offset(pos),
+                        segment,
+                        Origin {
+                            paging,
+                            priority,
+                            memory: memory.map(|m| m.advanced(pos)),
+                        },
+                    ),
                     unit: host_offset(pos) / DATA_UNIT as u64,
                     len: n,
                 });
@@ -393,7 +408,15 @@ fn transfer<P: Platform>(
                     break;
                 }
                 ring.push(Flight {
-                    io: context.host.start_write(host_offset(pos), out),
+                    io: context.host.start_write_for(
+                        host_offset(pos),
+                        out,
+                        Origin {
+                            paging,
+                            priority,
+                            memory: None,
+                        },
+                    ),
                     unit,
                     len: n,
                 });

@@ -13,7 +13,8 @@ mod rundown;
 mod work_queue;
 
 pub use request::{
-    HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf, KeptRead, RequestKind, UpperRequest,
+    BufOrigin, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf, KeptRead, Origin, Paging,
+    RequestKind, UpperRequest,
 };
 pub use rundown::{Rundown, RundownGuard};
 pub use work_queue::WorkQueue;

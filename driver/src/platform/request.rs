@@ -34,6 +34,60 @@ pub trait IoBuf: Send + 'static {
     fn unsplit(&mut self, next: Self);
     /// Address of the first byte (for alignment and page-offset arithmetic only).
     fn address(&self) -> usize;
+    /// Where the first byte lives for a host that can hand the caller's memory down as it is
+    /// (the kernel: the upper IRP's MDL and this piece's offset in it, for IoBuildPartialMdl),
+    /// or `None` where the platform has no such description (its host uses the bytes).
+    fn origin(&self) -> Option<BufOrigin> {
+        None
+    }
+}
+
+/// Where a piece of an upper request's buffer lives, in the platform's own terms. Opaque to the
+/// engine, which only moves it forward with the piece ([`BufOrigin::advanced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufOrigin {
+    /// The platform's descriptor of the whole buffer (the kernel: the upper IRP's MDL).
+    pub descriptor: usize,
+    /// Byte offset of the piece's first byte within the described buffer.
+    pub offset: usize,
+}
+
+impl BufOrigin {
+    /// The origin `by` bytes further on.
+    pub fn advanced(self, by: usize) -> Self {
+        BufOrigin {
+            descriptor: self.descriptor,
+            offset: self.offset.saturating_add(by),
+        }
+    }
+}
+
+/// Whether an upper request is paging I/O, and which kind: its host requests carry the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Paging {
+    /// Not paging I/O.
+    #[default]
+    No,
+    /// Asynchronous paging I/O (the kernel: IRP_PAGING_IO alone, as the modified page
+    /// writer's writes).
+    Asynchronous,
+    /// Synchronous paging I/O (the kernel: IRP_PAGING_IO | IRP_SYNCHRONOUS_PAGING_IO, as a
+    /// page fault's reads).
+    Synchronous,
+}
+
+/// What a host operation knows about the upper request it serves: the flags a disk class
+/// driver copies into its child requests, and where a read's caller buffer lives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The upper request's paging kind (the kernel: its IRP_PAGING_IO and
+    /// IRP_SYNCHRONOUS_PAGING_IO flags).
+    pub paging: Paging,
+    /// The upper request's I/O priority hint in the platform's terms (the kernel:
+    /// IO_PRIORITY_HINT), copied into its host requests; `None` leaves theirs at the default.
+    pub priority: Option<u8>,
+    /// For a read into the caller's buffer: where the segment's first byte lives.
+    pub memory: Option<BufOrigin>,
 }
 
 /// A request from above (an IRP in the kernel). Owned: completing it consumes it, so nothing
@@ -55,6 +109,17 @@ pub trait UpperRequest: Send + 'static {
     fn put_buffer(&mut self, buf: Self::Buf);
     /// True once the request was cancelled by its issuer.
     fn is_cancelled(&self) -> bool;
+    /// The request's paging kind (the kernel: IRP_PAGING_IO and IRP_SYNCHRONOUS_PAGING_IO in
+    /// the IRP's flags): the host requests made for it carry the same flags, as a disk class
+    /// driver's do.
+    fn paging(&self) -> Paging {
+        Paging::No
+    }
+    /// The request's I/O priority hint (the kernel: IoGetIoPriorityHint), or `None` where the
+    /// platform has none: the host requests made for it carry it.
+    fn priority_hint(&self) -> Option<u8> {
+        None
+    }
     /// Identifies the request while it is outstanding (the IRP's address in the kernel): the
     /// key the issuer's cancel hands to `Volume::cancel`.
     fn cancel_key(&self) -> usize;
@@ -78,6 +143,103 @@ pub enum HostKind {
     RawDevice,
     /// A container file (always the legacy path).
     FileContainer,
+}
+
+impl HostKind {
+    /// What a host path names (NT path, UTF-16, no terminator): a device object
+    /// (`\Device\HarddiskVolume3`, `\Device\Harddisk0\Partition1`, `\Device\Harddisk0\DR0`)
+    /// or a link to one in the DOS device namespace (`\??\`, `\GLOBAL??\`, `\DosDevices\`:
+    /// `X:`, `PhysicalDriveN`, `Volume{GUID}`, `HarddiskNPartitionM`, and
+    /// `\??\GLOBALROOT\Device\...` as the device path after it) is a raw device; a path below
+    /// a device (`\Device\HarddiskVolume3\dir\vol.hc`) or through a drive letter
+    /// (`\??\C:\vol.hc`, also `\??\C:\`, the root directory) is a container file. Names are
+    /// matched without regard to ASCII case. The product glue prefers what the opened file
+    /// object says (wdm/host/product.rs); this is the text's answer.
+    pub fn of_path(path: &[u16]) -> HostKind {
+        let raw = match path.split_first() {
+            Some((first, rest)) if *first == BACKSLASH => names_device(rest),
+            _ => false,
+        };
+        if raw {
+            HostKind::RawDevice
+        } else {
+            HostKind::FileContainer
+        }
+    }
+}
+
+const BACKSLASH: u16 = b'\\' as u16;
+
+/// The first component of `s` and what follows its backslash (`None`: no backslash).
+fn component(s: &[u16]) -> (&[u16], Option<&[u16]>) {
+    match s.iter().position(|c| *c == BACKSLASH) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    }
+}
+
+/// `path` (after the root backslash) names a device object, directly or through a link.
+fn names_device(path: &[u16]) -> bool {
+    let (top, rest) = component(path);
+    let Some(rest) = rest else {
+        return false;
+    };
+    if ascii_eq(top, "Device") {
+        let (device, below) = component(rest);
+        if device.is_empty() {
+            return false;
+        }
+        return match below.map(component) {
+            None => true,
+            // \Device\HarddiskN\PartitionM and \Device\HarddiskN\DRM name devices too.
+            Some((child, None)) => {
+                numbered(device, "Harddisk")
+                    && (numbered(child, "Partition") || numbered(child, "DR"))
+            }
+            Some(_) => false,
+        };
+    }
+    if ascii_eq(top, "??") || ascii_eq(top, "GLOBAL??") || ascii_eq(top, "DosDevices") {
+        let (link, below) = component(rest);
+        if ascii_eq(link, "GLOBALROOT") {
+            // \??\GLOBALROOT\Device\...: the object path after it, from the root.
+            return below.is_some_and(names_device);
+        }
+        return below.is_none() && device_link(link);
+    }
+    false
+}
+
+/// A DOS device name that links to a device object rather than a file system path: a drive
+/// letter (`C:`), `PhysicalDriveN`, `Volume{...}`, `HarddiskNPartitionM`.
+fn device_link(name: &[u16]) -> bool {
+    let letter = |c: u16| u8::try_from(c).is_ok_and(|c| c.is_ascii_alphabetic());
+    let drive = matches!(name, [l, colon] if letter(*l) && *colon == u16::from(b':'));
+    let volume = name.len() > "Volume{}".len()
+        && ascii_eq(&name[.."Volume{".len()], "Volume{")
+        && name.last() == Some(&u16::from(b'}'));
+    let partition = name
+        .iter()
+        .position(|c| *c == u16::from(b'P') || *c == u16::from(b'p'))
+        .is_some_and(|i| numbered(&name[..i], "Harddisk") && numbered(&name[i..], "Partition"));
+    drive || volume || partition || numbered(name, "PhysicalDrive")
+}
+
+/// `s` equals the ASCII `word`, ignoring ASCII case.
+fn ascii_eq(s: &[u16], word: &str) -> bool {
+    s.len() == word.len()
+        && s.iter()
+            .zip(word.bytes())
+            .all(|(a, b)| u8::try_from(*a).is_ok_and(|a| a.eq_ignore_ascii_case(&b)))
+}
+
+/// `s` is the ASCII `prefix` (any case) followed by one or more decimal digits.
+fn numbered(s: &[u16], prefix: &str) -> bool {
+    s.len() > prefix.len()
+        && ascii_eq(&s[..prefix.len()], prefix)
+        && s[prefix.len()..]
+            .iter()
+            .all(|c| (u16::from(b'0')..=u16::from(b'9')).contains(c))
 }
 
 /// The limits of the host device that segmentation respects.
@@ -172,6 +334,36 @@ pub trait HostDevice: Send + Sync + 'static {
     fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a>;
     /// Starts an asynchronous write of `buf`.
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> Self::Io<'a>;
+    /// [`start_read`](Self::start_read) for an upper request described by `origin` (the
+    /// direct path's reads into the caller's buffer): a host may hand `origin.memory` down
+    /// instead of describing `buf` anew, and copies the request's flags. The default ignores it.
+    fn start_read_for<'a>(
+        &'a self,
+        offset: u64,
+        buf: &'a mut [u8],
+        origin: Origin,
+    ) -> Self::Io<'a> {
+        let _ = origin;
+        self.start_read(offset, buf)
+    }
+    /// [`start_read_kept`](Self::start_read_kept) for an upper request described by `origin`
+    /// (the direct path's read segments, several of one request in flight together), as
+    /// [`start_read_for`](Self::start_read_for) describes it. The default ignores it.
+    fn start_read_kept_for<'a>(
+        &'a self,
+        offset: u64,
+        buf: &'a mut [u8],
+        origin: Origin,
+    ) -> Self::Read<'a> {
+        let _ = origin;
+        self.start_read_kept(offset, buf)
+    }
+    /// [`start_write`](Self::start_write) for an upper request described by `origin` (the
+    /// direct path's writes from a worker's buffer: `origin.memory` is `None`).
+    fn start_write_for<'a>(&'a self, offset: u64, buf: &'a [u8], origin: Origin) -> Self::Io<'a> {
+        let _ = origin;
+        self.start_write(offset, buf)
+    }
     /// Flushes the device's volatile cache.
     fn flush(&self) -> Result<(), Status>;
 
@@ -213,6 +405,25 @@ impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> Self::Io<'a> {
         (**self).start_write(offset, buf)
+    }
+    fn start_read_for<'a>(
+        &'a self,
+        offset: u64,
+        buf: &'a mut [u8],
+        origin: Origin,
+    ) -> Self::Io<'a> {
+        (**self).start_read_for(offset, buf, origin)
+    }
+    fn start_read_kept_for<'a>(
+        &'a self,
+        offset: u64,
+        buf: &'a mut [u8],
+        origin: Origin,
+    ) -> Self::Read<'a> {
+        (**self).start_read_kept_for(offset, buf, origin)
+    }
+    fn start_write_for<'a>(&'a self, offset: u64, buf: &'a [u8], origin: Origin) -> Self::Io<'a> {
+        (**self).start_write_for(offset, buf, origin)
     }
     fn flush(&self) -> Result<(), Status> {
         (**self).flush()

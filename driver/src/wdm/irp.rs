@@ -12,12 +12,13 @@ use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use wdk_sys::ntddk::{IofCompleteRequest, MmMapLockedPagesSpecifyCache};
 use wdk_sys::{
     _MEMORY_CACHING_TYPE::MmCached, _MM_PAGE_PRIORITY::NormalPagePriority, _MODE::KernelMode,
-    IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE,
-    MDL_MAPPED_TO_SYSTEM_VA, MDL_SOURCE_IS_NONPAGED_POOL,
+    IO_DISK_INCREMENT, IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ,
+    IRP_MJ_WRITE, IRP_PAGING_IO, IRP_SYNCHRONOUS_PAGING_IO, MDL, MDL_MAPPED_TO_SYSTEM_VA,
+    MDL_SOURCE_IS_NONPAGED_POOL,
 };
 
 use super::nt;
-use crate::platform::{IoBuf, RequestKind, UpperRequest};
+use crate::platform::{BufOrigin, IoBuf, Paging, RequestKind, UpperRequest};
 use crate::Status;
 
 /// MdlMappingNoExecute (Windows 8 and later): map data pages no-execute.
@@ -55,11 +56,15 @@ pub type CancelRoutine = unsafe extern "C" fn(*mut wdk_sys::DEVICE_OBJECT, *mut 
 /// (`put_buffer`) before it completes the request (platform contract of `IoBuf`).
 ///
 /// # Invariants
-/// `start..start + len` lies inside the system mapping of one owned IRP's MDL, and no other
-/// live piece overlaps it.
+/// `start..start + len` lies inside the system mapping of one owned IRP's MDL `mdl`, at byte
+/// `offset` of the buffer that MDL describes, and no other live piece overlaps it.
 pub struct IrpBuf {
     start: NonNull<u8>,
     len: usize,
+    /// The IRP's MDL (W11: a child read's partial MDL is built from it).
+    mdl: NonNull<MDL>,
+    /// Byte offset of `start` in the buffer `mdl` describes.
+    offset: usize,
 }
 
 // SAFETY: a piece is a disjoint range of locked nonpaged memory; whoever owns the piece is the
@@ -80,18 +85,23 @@ impl IoBuf for IrpBuf {
         let head = IrpBuf {
             start: self.start,
             len: at,
+            mdl: self.mdl,
+            offset: self.offset,
         };
         // SAFETY: `at <= len`, so the new start stays inside (or one past) the same buffer.
         let rest = unsafe { self.start.as_ptr().add(at) };
         // `rest` is derived from a non-null pointer inside one allocation, so it is non-null.
         self.start = NonNull::new(rest).unwrap_or(self.start);
         self.len -= at;
+        self.offset += at;
         head
     }
     fn unsplit(&mut self, next: Self) {
         // Pieces come back in order and adjacent (trait contract); anything else is dropped
         // rather than joined, so the buffer can only shrink, never cover foreign memory.
-        if self.start.as_ptr() as usize + self.len == next.start.as_ptr() as usize {
+        if self.mdl == next.mdl
+            && self.start.as_ptr() as usize + self.len == next.start.as_ptr() as usize
+        {
             self.len += next.len;
         } else if self.len == 0 {
             *self = next;
@@ -99,6 +109,12 @@ impl IoBuf for IrpBuf {
     }
     fn address(&self) -> usize {
         self.start.as_ptr() as usize
+    }
+    fn origin(&self) -> Option<BufOrigin> {
+        Some(BufOrigin {
+            descriptor: self.mdl.as_ptr() as usize,
+            offset: self.offset,
+        })
     }
 }
 
@@ -212,7 +228,7 @@ impl Irp {
 
     /// The system address of the IRP's MDL (MmGetSystemAddressForMdlSafe, written out because
     /// it is an inline function), or `None` without an MDL or when mapping fails.
-    fn system_address(&mut self) -> Option<(NonNull<u8>, u32)> {
+    fn system_address(&mut self) -> Option<(NonNull<u8>, u32, NonNull<MDL>)> {
         // SAFETY: owned IRP; MdlAddress is NULL or an MDL describing the caller's buffer.
         let mdl = unsafe { self.irp.as_ref().MdlAddress };
         let mdl = NonNull::new(mdl)?;
@@ -237,7 +253,7 @@ impl Irp {
                 )
             }
         };
-        NonNull::new(address.cast::<u8>()).map(|a| (a, count))
+        NonNull::new(address.cast::<u8>()).map(|a| (a, count, mdl))
     }
 }
 
@@ -282,7 +298,7 @@ impl UpperRequest for Irp {
         }
         let length = self.length();
         // docs/review.md R14: no MDL (or no mapping) means no buffer, never a crash.
-        let (address, mdl_bytes) = self.system_address()?;
+        let (address, mdl_bytes, mdl) = self.system_address()?;
         if mdl_bytes < length {
             return None;
         }
@@ -290,6 +306,8 @@ impl UpperRequest for Irp {
         Some(IrpBuf {
             start: address,
             len: length as usize,
+            mdl,
+            offset: 0,
         })
     }
 
@@ -306,6 +324,31 @@ impl UpperRequest for Irp {
         // IoCancelIrp may set concurrently: read it as the atomic byte it is used as.
         let cancel = unsafe { AtomicU8::from_ptr(field) };
         cancel.load(Ordering::SeqCst) != 0
+    }
+
+    fn paging(&self) -> Paging {
+        let flags = self.raw().Flags;
+        if flags & IRP_PAGING_IO == 0 {
+            Paging::No
+        } else if flags & IRP_SYNCHRONOUS_PAGING_IO == 0 {
+            Paging::Asynchronous
+        } else {
+            Paging::Synchronous
+        }
+    }
+
+    /// Product: the upper IRP's hint (IoReuseIrp resets a child's, so the host sets it again).
+    /// wine-host: none (Wine 8.0 exports neither IoGetIoPriorityHint nor IoSetIoPriorityHint).
+    fn priority_hint(&self) -> Option<u8> {
+        #[cfg(not(feature = "wine-host"))]
+        {
+            // SAFETY: the IRP is owned by this request and not completed; the routine only
+            // reads it (IRQL <= DISPATCH_LEVEL).
+            let hint = unsafe { wdk_sys::ntddk::IoGetIoPriorityHint(self.irp.as_ptr()) };
+            u8::try_from(hint).ok()
+        }
+        #[cfg(feature = "wine-host")]
+        None
     }
 
     fn cancel_key(&self) -> usize {
@@ -339,6 +382,17 @@ impl UpperRequest for Irp {
             self.cancel_routine_slot().load(Ordering::SeqCst).is_null(),
             "an IRP is completed with its cancel routine still set"
         );
+        // W11: a disk's boost for a transfer that succeeded, as disk class drivers and
+        // VeraCrypt complete theirs; none for anything else.
+        let transfer = matches!(
+            self.kind(),
+            RequestKind::Read | RequestKind::Write | RequestKind::Flush
+        );
+        let boost = if transfer && status.is_success() {
+            IO_DISK_INCREMENT
+        } else {
+            IO_NO_INCREMENT
+        };
         let irp = self.irp.as_ptr();
         // SAFETY: owned, not yet completed IRP: we may write its status block.
         let io_status = unsafe { &mut (*irp).IoStatus };
@@ -346,6 +400,6 @@ impl UpperRequest for Irp {
         io_status.Information = information as u64;
         // SAFETY: owned, not yet completed IRP; it is never touched again because `self` is
         // consumed here.
-        unsafe { IofCompleteRequest(irp, IO_NO_INCREMENT as i8) };
+        unsafe { IofCompleteRequest(irp, boost as i8) };
     }
 }

@@ -6,6 +6,7 @@
 //! in pool memory (`Box`) and never move after `KeInitialize*`.
 
 use alloc::boxed::Box;
+use core::alloc::Layout;
 use core::cell::UnsafeCell;
 
 use wdk_sys::ntddk::{
@@ -18,6 +19,7 @@ use wdk_sys::{
 };
 
 use crate::platform::{Event, Lock, Semaphore};
+use crate::Status;
 
 /// A value behind a KSPIN_LOCK.
 ///
@@ -140,14 +142,35 @@ unsafe impl Send for KernelSemaphore {}
 // SAFETY: as above.
 unsafe impl Sync for KernelSemaphore {}
 
-impl Semaphore for KernelSemaphore {
-    fn new(initial: usize) -> Self {
+impl KernelSemaphore {
+    /// As `Semaphore::new`, but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES
+    /// instead of the allocation-error handler (W6: a mount fails, it never bugchecks).
+    pub fn try_new(initial: usize) -> Result<Self, Status> {
+        let layout = Layout::new::<UnsafeCell<KSEMAPHORE>>();
+        // SAFETY: a layout of non-zero size; the global allocator (nonpaged pool).
+        let raw = unsafe { alloc::alloc::alloc_zeroed(layout) }.cast::<UnsafeCell<KSEMAPHORE>>();
+        if raw.is_null() {
+            return Err(Status::InsufficientResources);
+        }
+        // SAFETY: allocated above by the global allocator with the layout of the boxed type,
+        // and all-zero is a valid KSEMAPHORE before initialization; the box owns it now.
+        let semaphore = unsafe { Box::from_raw(raw) };
+        Ok(Self::init(semaphore, initial))
+    }
+
+    fn init(semaphore: Box<UnsafeCell<KSEMAPHORE>>, initial: usize) -> Self {
         let initial = i32::try_from(initial).unwrap_or(i32::MAX);
-        // SAFETY: KSEMAPHORE is a plain C struct; all-zero is valid before initialization.
-        let semaphore: Box<UnsafeCell<KSEMAPHORE>> = Box::new(unsafe { core::mem::zeroed() });
         // SAFETY: pool memory that does not move for the semaphore's life; 0 <= initial <= limit.
         unsafe { KeInitializeSemaphore(semaphore.get(), initial, MAXLONG as i32) };
         KernelSemaphore { semaphore }
+    }
+}
+
+impl Semaphore for KernelSemaphore {
+    fn new(initial: usize) -> Self {
+        // SAFETY: KSEMAPHORE is a plain C struct; all-zero is valid before initialization.
+        let semaphore: Box<UnsafeCell<KSEMAPHORE>> = Box::new(unsafe { core::mem::zeroed() });
+        Self::init(semaphore, initial)
     }
 
     fn release(&self) {

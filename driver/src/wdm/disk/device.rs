@@ -13,7 +13,7 @@ use core::sync::atomic::AtomicU32;
 use wdk_sys::ntddk::{IoCreateDevice, IoDeleteDevice};
 use wdk_sys::{
     DEVICE_OBJECT, DO_DEVICE_INITIALIZING, DO_DIRECT_IO, DRIVER_OBJECT, FILE_DEVICE_DISK,
-    FILE_DEVICE_SECURE_OPEN,
+    FILE_DEVICE_SECURE_OPEN, FILE_READ_ONLY_DEVICE,
 };
 
 use super::super::links::{self, KernelNamespace, DIRS};
@@ -102,6 +102,8 @@ impl VolumeDevice {
     ) -> Result<VolumeDevice, Status> {
         let drive_letter = names.letter();
         let sector_size = volume_sector(&volume);
+        // W11: what the device says about itself matches a disk on this host.
+        let host_alignment = volume.host().alignment_requirement();
         let mounted = Arc::new(MountedVolume {
             id,
             flags,
@@ -121,7 +123,12 @@ impl VolumeDevice {
                 core::mem::size_of::<Extension>() as u32,
                 name.as_mut(),
                 FILE_DEVICE_DISK,
-                FILE_DEVICE_SECURE_OPEN,
+                // W11: a read-only mount says so to the file systems above.
+                if read_only {
+                    FILE_DEVICE_SECURE_OPEN | FILE_READ_ONLY_DEVICE
+                } else {
+                    FILE_DEVICE_SECURE_OPEN
+                },
                 0,
                 &mut device,
             )
@@ -145,6 +152,12 @@ impl VolumeDevice {
         unsafe { ext.lock.init() };
         d.Flags |= DO_DIRECT_IO;
         d.SectorSize = sector_size as u16;
+        // W11: our own location and the 6 VeraCrypt adds to its volume devices against
+        // drivers that overrun their stack, as VeraCrypt sets it (7): upper IRPs are never
+        // forwarded down the host's stack (child IRPs are allocated with the host's own
+        // StackSize); the host's alignment.
+        d.StackSize = 1 + EXTRA_STACK_LOCATIONS;
+        d.AlignmentRequirement = d.AlignmentRequirement.max(host_alignment);
         let this = VolumeDevice {
             device,
             mounted,
@@ -253,6 +266,10 @@ impl Drop for VolumeDevice {
         self.delete_device();
     }
 }
+
+/// Stack locations VeraCrypt adds to its volume devices' StackSize (against the
+/// NO_MORE_IRP_STACK_LOCATIONS bugcheck some drivers above cause).
+const EXTRA_STACK_LOCATIONS: i8 = 6;
 
 fn volume_sector(volume: &Volume<KernelPlatform>) -> u32 {
     // The sector size the volume presents (validated at mount: a power of two >= 512).

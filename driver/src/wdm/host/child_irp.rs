@@ -1,204 +1,413 @@
-//! Child requests: the IRPs the volume sends to its host device, one per segment.
+//! Child requests: the IRPs the volume sends to its host device, one per segment, each in one
+//! of the volume's child-operation slots.
 //!
-//! Owns: [`ChildIrp`], which builds one (IoBuildAsynchronousFsdRequest: READ, WRITE or
-//! FLUSH_BUFFERS, with the mount's FILE_OBJECT in the target's stack location), sends it,
-//! waits for its completion routine and frees it with its MDL; and [`ChildIo`], the engine's
-//! `HostIo`, which holds the host's remove lock for as long as the IRP exists (R13). Never:
-//! retries, times out or abandons a request (R13: a started child is always waited for).
+//! Owns: [`ChildSlots`] (docs/review.md W6: [`SLOTS`] slots allocated at mount, each an IRP
+//! sized for the host's stack, an MDL able to describe the largest segment and the KEVENT its
+//! completion routine sets; reused for every segment with IoReuseIrp, so a segment allocates
+//! nothing), building one child request in a slot (W11: READ, WRITE or FLUSH_BUFFERS with
+//! IRP_NOCACHE and the paging flags of the upper request, the issuing thread in
+//! Tail.Overlay.Thread and the upper request's I/O priority hint (product), the mount's FILE_OBJECT in the
+//! target's stack location, the data described by a partial MDL of the upper request's MDL for
+//! a read into the caller's buffer, or by an MDL built for the engine's nonpaged buffer), and
+//! [`ChildIo`], the engine's `HostIo`, which holds the host's remove lock and its slot until the
+//! IRP completed (R13). Never: retries, times out or abandons a request (R13: a started child
+//! is always waited for).
+//!
+//! A worker takes one slot per segment it issues and gives it back when it waited for that
+//! segment; with every slot taken, the next one waits (at PASSIVE_LEVEL) for a slot to come
+//! back. That wait ends as long as the direct path keeps at most [`SLOTS`] host operations
+//! started and not yet waited for per volume, counted across all its workers (its cap): a
+//! holder that waits for a slot then holds fewer than all of them, and every other slot
+//! belongs to an operation already at the host, whose owner gives it back without taking
+//! another. The wine-host build's legacy I/O thread also takes slots, one at a time, holding
+//! none while it waits. (Were the cap ever larger than [`SLOTS`], workers each holding
+//! slots and waiting for one more could wait for each other forever.)
 
-use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, Ordering};
 
-#[cfg(not(feature = "wine-host"))]
-use wdk_sys::ntddk::MmUnlockPages;
-use wdk_sys::ntddk::{IoBuildAsynchronousFsdRequest, IoFreeIrp, IoFreeMdl, IofCallDriver};
-use wdk_sys::{
-    DEVICE_OBJECT, FILE_OBJECT, IO_STATUS_BLOCK, IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_WRITE,
-    LARGE_INTEGER, NTSTATUS, PVOID,
+use wdk_sys::ntddk::{
+    DbgPrint, IoAllocateIrp, IoAllocateMdl, IoFreeIrp, IoFreeMdl, IoReuseIrp, IofCallDriver,
+    KeInitializeEvent, KeSetEvent, KeWaitForSingleObject,
 };
+#[cfg(not(feature = "wine-host"))]
+use wdk_sys::ntddk::{
+    IoBuildPartialMdl, IoSetIoPriorityHint, MmBuildMdlForNonPagedPool, MmUnmapLockedPages,
+};
+#[cfg(not(feature = "wine-host"))]
+use wdk_sys::MDL_PARTIAL_HAS_BEEN_MAPPED;
+use wdk_sys::{
+    _EVENT_TYPE::SynchronizationEvent, _KWAIT_REASON::Executive, _MODE::KernelMode, DEVICE_OBJECT,
+    IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_WRITE, IRP_NOCACHE, IRP_PAGING_IO, IRP_SYNCHRONOUS_PAGING_IO,
+    KEVENT, MDL, MDL_ALLOCATED_FIXED_SIZE, MDL_ALLOCATED_MUST_SUCCEED, NTSTATUS, PVOID,
+};
+#[cfg(feature = "wine-host")]
+use wdk_sys::{MDL_MAPPED_TO_SYSTEM_VA, MDL_PARTIAL, MDL_SOURCE_IS_NONPAGED_POOL};
 
 use super::super::codes::nts;
 use super::super::remove_lock::RemoveLockGuard;
-use super::super::sync::KernelEvent;
+use super::super::sync::KernelSemaphore;
 use super::KernelHost;
-use crate::platform::{Event, HostIo};
+use crate::io::MAX_DIRECT_REQUEST;
+use crate::platform::{BufOrigin, HostIo, Origin, Paging, Semaphore};
 use crate::Status;
 
+extern "system" {
+    /// Exported by ntoskrnl on x64 and ARM64 and by Wine 8.0 (the headers inline it on x64
+    /// only; wdm/platform.rs declares it the same way for the security capture).
+    fn KeGetCurrentThread() -> wdk_sys::PETHREAD;
+}
+
+/// Child-operation slots per volume: the most host operations the volume has in flight at
+/// once (the direct path's cap: 8 workers, or 8 segments of requests in flight together).
+pub const SLOTS: usize = 8;
+/// Page size of the MDL arithmetic (x64 and ARM64 Windows).
+const PAGE: usize = 4096;
+/// Pages one slot's MDL describes: the largest segment (1 MiB) at any page offset.
+const SLOT_MDL_PAGES: usize = MAX_DIRECT_REQUEST as usize / PAGE + 1;
+/// Bytes of one page frame number (PFN_NUMBER) after an MDL's header: a ULONG_PTR on x64
+/// and ARM64 Windows; Wine 8.0 sizes its MDLs with 4-byte frame numbers (its IoAllocateMdl
+/// gives a 257-page MDL a Size of 1076 = 48 + 4 * 257, measured), and keeps none in them.
+const PFN_BYTES: usize = if cfg!(feature = "wine-host") { 4 } else { 8 };
+/// The least MDL Size (header and page frame numbers) a slot's MDL must have: what
+/// IoAllocateMdl allocates for [`SLOT_MDL_PAGES`] pages.
+const SLOT_MDL_SIZE: usize = core::mem::size_of::<MDL>() + PFN_BYTES * SLOT_MDL_PAGES;
+const _: () = assert!(SLOT_MDL_SIZE <= i16::MAX as usize);
 /// SL_INVOKE_ON_CANCEL | SL_INVOKE_ON_SUCCESS | SL_INVOKE_ON_ERROR.
 const SL_INVOKE_ALWAYS: u8 = 0x20 | 0x40 | 0x80;
 /// SL_WRITE_THROUGH (IO_STACK_LOCATION.Flags of a write).
 const SL_WRITE_THROUGH: u8 = 0x04;
+/// The MDL flags IoAllocateMdl sets that say how to free it; kept across reuse.
+const MDL_ALLOCATION_FLAGS: u32 = MDL_ALLOCATED_FIXED_SIZE | MDL_ALLOCATED_MUST_SUCCEED;
 
-impl KernelHost {
-    /// Starts one child request (READ, WRITE or FLUSH_BUFFERS) to the host device.
-    ///
-    /// # Safety
-    /// For READ and WRITE, `buffer` points to `length` bytes of nonpaged memory (writable
-    /// for a READ; a WRITE's target only reads them) that stay valid and otherwise untouched
-    /// until the returned [`ChildIo`] is waited for or dropped. FLUSH_BUFFERS ignores both.
-    pub(super) unsafe fn start(
-        &self,
-        major: u32,
-        offset: u64,
-        buffer: *mut u8,
-        length: usize,
-    ) -> ChildIo<'_> {
-        let guard = match self.children.acquire() {
-            Ok(g) => g,
-            Err(status) => return ChildIo::failed(status),
-        };
-        let Ok(length32) = u32::try_from(length) else {
-            return ChildIo::failed(Status::InvalidParameter);
-        };
-        let Ok(offset) = i64::try_from(offset) else {
-            return ChildIo::failed(Status::InvalidParameter);
-        };
-        // SAFETY: `device` and `file` are referenced until the host drops, which waits for
-        // this request through `guard` (type invariant of KernelHost); the buffer contract is
-        // the caller's, for as long as the returned ChildIo (which owns the IRP).
-        let sent =
-            unsafe { ChildIrp::send(self.device, self.file, major, offset, buffer, length32) };
-        match sent {
-            Ok(irp) => ChildIo {
-                inner: Inner::Sent(irp),
-                _guard: Some(guard),
-                _buffer: PhantomData,
-            },
-            Err(status) => ChildIo::failed(status),
-        }
-    }
+/// Pages spanned by `length` bytes at virtual address `va` (ADDRESS_AND_SIZE_TO_SPAN_PAGES).
+const fn span_pages(va: usize, length: usize) -> usize {
+    ((va % PAGE) + length).div_ceil(PAGE)
 }
 
-/// What a child request's completion routine touches: the event it sets and the status block
-/// the I/O manager fills in. Boxed, so the pointer the routine gets stays valid.
-struct ChildState {
-    event: KernelEvent,
-    iosb: IO_STATUS_BLOCK,
-}
-
-/// One child IRP from its building to its freeing.
+/// One child-operation slot.
 ///
 /// # Invariants
-/// `irp` was built by IoBuildAsynchronousFsdRequest with `state.iosb` as its status block and
-/// [`child_done`] (context: `state`) as the completion routine of the target's stack
-/// location, and was sent. Once `state.event` is set the routine returned
-/// MORE_PROCESSING_REQUIRED and the IRP is ours again; `finished` says it was freed (exactly
-/// once, by [`ChildIrp::finish`]).
-struct ChildIrp {
-    state: Box<ChildState>,
+/// `irp` (from IoAllocateIrp with the host's StackSize) and `mdl` (from IoAllocateMdl,
+/// [`SLOT_MDL_PAGES`] pages; `mdl_size`, at least [`SLOT_MDL_SIZE`], is the Size it was
+/// allocated with and has again whenever the slot is free)
+/// are ours until [`ChildSlots`] drops; `event` is an initialized
+/// synchronization KEVENT that never moves (the slots' vector is never resized). While the
+/// slot is taken, its taker alone touches `irp`, `mdl` and waits on `event`; the completion
+/// routine only sets `event`.
+struct Slot {
     irp: NonNull<IRP>,
-    finished: bool,
+    mdl: NonNull<MDL>,
+    /// The MDL's Size as IoAllocateMdl set it (its allocation), restored after every use.
+    mdl_size: i16,
+    event: UnsafeCell<KEVENT>,
 }
 
-impl ChildIrp {
-    /// Builds the IRP for `major` on `device` and sends it.
+/// The volume's child-operation slots, allocated at mount (W6).
+///
+/// IRQL: `new`, `take` and dropping at PASSIVE_LEVEL.
+///
+/// # Invariants
+/// Bit `i` of `free` is set exactly when slot `i` is not taken; `permits` holds one permit per
+/// set bit (released after the bit is set, acquired before one is cleared).
+pub(super) struct ChildSlots {
+    slots: Vec<Slot>,
+    free: AtomicU32,
+    permits: KernelSemaphore,
+}
+
+// SAFETY: the IRPs, MDLs and events are nonpaged kernel objects owned by the slots; a taken
+// slot is used by its taker alone (type invariant), and the free mask is atomic.
+unsafe impl Send for ChildSlots {}
+// SAFETY: as above; `&ChildSlots` only takes and returns slots atomically.
+unsafe impl Sync for ChildSlots {}
+
+impl ChildSlots {
+    /// Allocates [`SLOTS`] slots for a host whose device stack is `stack_size` deep. On
+    /// failure, frees what was allocated: STATUS_INSUFFICIENT_RESOURCES fails the mount.
+    pub(super) fn new(stack_size: i8) -> Result<ChildSlots, Status> {
+        let mut slots: Vec<Slot> = Vec::new();
+        slots
+            .try_reserve_exact(SLOTS)
+            .map_err(|_| Status::InsufficientResources)?;
+        let mut this = ChildSlots {
+            slots,
+            free: AtomicU32::new(0),
+            permits: KernelSemaphore::try_new(0)?,
+        };
+        let stack_size = stack_size.max(1);
+        for _ in 0..SLOTS {
+            // SAFETY: PASSIVE_LEVEL (mount); no quota charge.
+            let irp = NonNull::new(unsafe { IoAllocateIrp(stack_size, 0) });
+            let Some(irp) = irp else {
+                return Err(Status::InsufficientResources);
+            };
+            // SAFETY: describes no memory yet: only its size matters (SLOT_MDL_PAGES pages
+            // from a page-aligned address); not attached to any IRP.
+            let mdl = unsafe {
+                IoAllocateMdl(
+                    core::ptr::null_mut(),
+                    (SLOT_MDL_PAGES * PAGE) as u32,
+                    0,
+                    0,
+                    core::ptr::null_mut(),
+                )
+            };
+            let Some(mdl) = NonNull::new(mdl) else {
+                // SAFETY: the IRP just allocated, never sent.
+                unsafe { IoFreeIrp(irp.as_ptr()) };
+                return Err(Status::InsufficientResources);
+            };
+            // SAFETY: the MDL just allocated, ours alone.
+            let mdl_size = unsafe { mdl.as_ref().Size };
+            if (mdl_size as usize) < SLOT_MDL_SIZE {
+                // Not the capacity asked for: never describe a segment with it.
+                // SAFETY: the MDL just allocated, never used.
+                unsafe { IoFreeMdl(mdl.as_ptr()) };
+                // SAFETY: the IRP just allocated, never sent.
+                unsafe { IoFreeIrp(irp.as_ptr()) };
+                return Err(Status::InsufficientResources);
+            }
+            // SAFETY: KEVENT is a plain C struct; all-zero is valid before KeInitializeEvent.
+            let event = UnsafeCell::new(unsafe { core::mem::zeroed::<KEVENT>() });
+            // Within the reserved capacity: never reallocates, so no slot ever moves.
+            this.slots.push(Slot {
+                irp,
+                mdl,
+                mdl_size,
+                event,
+            });
+        }
+        for slot in &this.slots {
+            // SAFETY: the event lives in the vector's buffer, which no longer moves (full to
+            // its reserved capacity, never pushed to again) until the slots drop.
+            unsafe { KeInitializeEvent(slot.event.get(), SynchronizationEvent, 0) };
+        }
+        this.free.store((1u32 << SLOTS) - 1, Ordering::Release);
+        for _ in 0..SLOTS {
+            this.permits.release();
+        }
+        Ok(this)
+    }
+
+    /// Takes a free slot, waiting for one when all are taken. IRQL: PASSIVE_LEVEL.
+    fn take(&self) -> usize {
+        self.permits.acquire();
+        loop {
+            let free = self.free.load(Ordering::Acquire);
+            // A permit guarantees a set bit (type invariant).
+            let index = free.trailing_zeros() as usize;
+            if index >= self.slots.len() {
+                core::hint::spin_loop();
+                continue;
+            }
+            let bit = 1u32 << index;
+            if self
+                .free
+                .compare_exchange(free, free & !bit, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return index;
+            }
+        }
+    }
+
+    /// Gives a taken slot back (its IRP completed and its MDL was released).
+    fn give_back(&self, index: usize) {
+        self.free.fetch_or(1u32 << index, Ordering::AcqRel);
+        self.permits.release();
+    }
+}
+
+impl Drop for ChildSlots {
+    /// Frees every slot's IRP and MDL. Runs after the host's remove lock drained (no slot is
+    /// taken, no IRP is in flight).
+    fn drop(&mut self) {
+        for slot in &self.slots {
+            // SAFETY: our IRP, not in flight (the host waited for every child).
+            unsafe { (*slot.irp.as_ptr()).MdlAddress = core::ptr::null_mut() };
+            // SAFETY: as above; its MdlAddress is cleared, so IoFreeIrp (Wine's frees MDL
+            // chains) frees the IRP alone.
+            unsafe { IoFreeIrp(slot.irp.as_ptr()) };
+            // SAFETY: our MDL, released after its last use (not mapped, not in any IRP).
+            unsafe { IoFreeMdl(slot.mdl.as_ptr()) };
+        }
+    }
+}
+
+/// What one child request carries (a READ, WRITE or FLUSH_BUFFERS).
+pub(super) struct ChildRequest {
+    pub(super) major: u32,
+    pub(super) offset: u64,
+    /// The data's system address (READ and WRITE): writable for a READ.
+    pub(super) buffer: *mut u8,
+    pub(super) length: usize,
+    pub(super) origin: Origin,
+}
+
+impl KernelHost {
+    /// Starts one child request to the host device in a slot of the volume.
+    ///
+    /// IRQL: PASSIVE_LEVEL (it may wait for a slot).
     ///
     /// # Safety
-    /// `device` is a referenced device object and `file` null or a referenced FILE_OBJECT, both
-    /// until the returned value is finished; for READ and WRITE, `buffer` is valid for `length`
-    /// bytes of nonpaged memory until then (FLUSH_BUFFERS takes no buffer, length or offset).
+    /// For READ and WRITE, `request.buffer` points to `request.length` bytes (writable for a
+    /// READ; a WRITE's target only reads them) that stay valid and otherwise untouched until
+    /// the returned [`ChildIo`] is waited for or dropped; they are nonpaged pool (an engine
+    /// buffer) unless `request.origin.memory` describes them: then they are the system mapping
+    /// of the bytes at that offset of that locked upper-request MDL. (wine-host: the legacy
+    /// thread may pass the caller's mapping without an origin; Wine's MDLs carry only the
+    /// address, so describing it as nonpaged is exact there.) FLUSH_BUFFERS ignores both.
+    pub(super) unsafe fn start(&self, request: ChildRequest) -> ChildIo<'_> {
+        let guard = match self.children.acquire() {
+            Ok(g) => g,
+            Err(status) => return ChildIo::failed(self, status),
+        };
+        let flush = request.major == IRP_MJ_FLUSH_BUFFERS;
+        let (Ok(length), Ok(offset)) =
+            (u32::try_from(request.length), i64::try_from(request.offset))
+        else {
+            return ChildIo::failed(self, Status::InvalidParameter);
+        };
+        // The slot's MDL describes at most SLOT_MDL_PAGES pages; segmentation keeps every
+        // segment within that (the largest direct segment is 1 MiB).
+        if !flush && span_pages(request.buffer as usize, request.length) > SLOT_MDL_PAGES {
+            return ChildIo::failed(self, Status::InvalidParameter);
+        }
+        let index = self.slots.take();
+        let slot = &self.slots.slots[index];
+        // SAFETY: the slot is ours until we give it back (ChildSlots invariant); its IRP is
+        // not in flight; `device` and `file` are referenced until the host drops, which waits
+        // for this request through `guard`; the buffer contract is the caller's.
+        if let Err(status) = unsafe { self.send(slot, &request, flush, length, offset) } {
+            // Nothing was sent: the slot goes back as it is (its MDL describes nothing).
+            self.slots.give_back(index);
+            return ChildIo::failed(self, status);
+        }
+        ChildIo {
+            host: self,
+            slot: Some(Sent {
+                index,
+                described: !flush,
+            }),
+            failed: None,
+            _guard: Some(guard),
+            _buffer: PhantomData,
+        }
+    }
+
+    /// Builds the request in `slot` and sends it (its completion routine sets the slot's
+    /// event); an error means nothing was sent.
+    ///
+    /// # Safety
+    /// As [`start`](Self::start); `slot` is taken by the caller and not in flight.
     unsafe fn send(
-        device: NonNull<DEVICE_OBJECT>,
-        file: *mut FILE_OBJECT,
-        major: u32,
-        offset: i64,
-        buffer: *mut u8,
+        &self,
+        slot: &Slot,
+        request: &ChildRequest,
+        flush: bool,
         length: u32,
-    ) -> Result<ChildIrp, Status> {
-        let mut state = Box::new(ChildState {
-            event: KernelEvent::new(),
-            iosb: IO_STATUS_BLOCK::default(),
-        });
-        let mut start = LARGE_INTEGER { QuadPart: offset };
-        let flush = major == IRP_MJ_FLUSH_BUFFERS;
-        // SAFETY: `device` is a referenced device object, `buffer` covers `length` bytes of
-        // nonpaged memory until the IRP is freed (contract); `start` and the status block
-        // outlive the call (the status block lives in the boxed state until the IRP is
-        // freed). Flush takes no buffer, length or offset.
-        let irp = unsafe {
-            IoBuildAsynchronousFsdRequest(
-                major,
-                device.as_ptr(),
-                if flush {
-                    core::ptr::null_mut()
-                } else {
-                    buffer.cast()
-                },
-                if flush { 0 } else { length },
-                if flush {
-                    core::ptr::null_mut()
-                } else {
-                    &mut start
-                },
-                &mut state.iosb,
-            )
-        };
-        let Some(irp) = NonNull::new(irp) else {
-            return Err(Status::InsufficientResources);
-        };
-        let context: *mut ChildState = &mut *state;
-        // SAFETY: a fresh IRP from IoBuildAsynchronousFsdRequest, ours until IofCallDriver.
-        let irp_ref = unsafe { &mut *irp.as_ptr() };
-        // SAFETY: before the IRP is sent, the Overlay arm of Tail is the one in use.
+        offset: i64,
+    ) -> Result<(), Status> {
+        let irp = slot.irp.as_ptr();
+        // SAFETY: our IRP, not in flight: IoReuseIrp reinitializes it for its StackCount.
+        unsafe { IoReuseIrp(irp, 0) };
+        // SAFETY: our IRP (as above), not shared with anyone until IofCallDriver.
+        let irp_ref = unsafe { &mut *irp };
+        // The issuing thread, as IoBuildAsynchronousFsdRequest sets it (IoReuseIrp cleared
+        // it): the filters on the host's stack (FltMgr and its minifilters above RAW) see
+        // whose request this is. That thread waits for the IRP (`ChildIo` is waited for or
+        // dropped before its borrow ends, by the worker that started it), so it outlives it.
+        // SAFETY: no preconditions; the current thread is referenced while it runs.
+        irp_ref.Tail.Overlay.Thread = unsafe { KeGetCurrentThread() };
+        #[cfg(not(feature = "wine-host"))]
+        if let Some(hint) = request.origin.priority {
+            // The upper request's priority (IoReuseIrp reset the child's); a hint the kernel
+            // refuses leaves the default, so the status is not needed.
+            // SAFETY: our IRP, not in flight; IRQL <= DISPATCH_LEVEL.
+            let _ = unsafe { IoSetIoPriorityHint(irp, i32::from(hint)) };
+        }
+        if !flush {
+            // SAFETY: our MDL, released after its last use; the buffer contract is the
+            // caller's (`start`).
+            let Some(va) = (unsafe { describe(slot.mdl, slot.mdl_size, request, length) }) else {
+                return Err(Status::InvalidParameter);
+            };
+            irp_ref.MdlAddress = slot.mdl.as_ptr();
+            irp_ref.UserBuffer = va;
+            // W11: the flags a disk class driver's requests carry.
+            irp_ref.Flags = IRP_NOCACHE;
+            // The upper request's paging flags as it has them (the modified page writer's
+            // writes are asynchronous paging I/O: no IRP_SYNCHRONOUS_PAGING_IO).
+            irp_ref.Flags |= match request.origin.paging {
+                Paging::No => 0,
+                Paging::Asynchronous => IRP_PAGING_IO,
+                Paging::Synchronous => IRP_PAGING_IO | IRP_SYNCHRONOUS_PAGING_IO,
+            };
+        }
+        // SAFETY: after IoReuseIrp the Overlay arm of Tail is the one in use.
         let current = unsafe { irp_ref.Tail.Overlay.__bindgen_anon_2.__bindgen_anon_1 };
-        // SAFETY: its CurrentStackLocation arm is the one in use (IoGetNextIrpStackLocation).
-        let next = unsafe { current.CurrentStackLocation }.wrapping_sub(1);
-        // SAFETY: IoBuildAsynchronousFsdRequest set up the next stack location (the
-        // target's); it lies inside the IRP we own.
-        let next = unsafe { &mut *next };
-        next.FileObject = file;
-        if major == IRP_MJ_WRITE {
-            next.Flags |= SL_WRITE_THROUGH;
+        // SAFETY: its CurrentStackLocation arm is the one in use.
+        let location = unsafe { current.CurrentStackLocation };
+        // SAFETY: the next location (the target's, IoGetNextIrpStackLocation) lies inside the
+        // IRP we own (StackCount >= 1).
+        let next = unsafe { &mut *location.wrapping_sub(1) };
+        next.MajorFunction = request.major as u8;
+        next.FileObject = self.file;
+        if !flush {
+            // SAFETY: the Read arm of the parameter union (Write has the same layout).
+            let read = unsafe { &mut next.Parameters.Read };
+            read.Length = length;
+            read.ByteOffset.QuadPart = offset;
+            if request.major == IRP_MJ_WRITE {
+                next.Flags |= SL_WRITE_THROUGH;
+            }
         }
         next.CompletionRoutine = Some(child_done);
-        next.Context = context.cast();
+        next.Context = slot.event.get().cast();
         next.Control = SL_INVOKE_ALWAYS;
         // SAFETY: the IRP is fully built; the completion routine always runs (invoked on
-        // success, error and cancel) and only signals `state`, which lives until the IRP is
-        // freed. The result is read from the IRP after the event, so it is ignored here.
-        let _ = unsafe { IofCallDriver(device.as_ptr(), irp.as_ptr()) };
-        Ok(ChildIrp {
-            state,
-            irp,
-            finished: false,
-        })
+        // success, error and cancel) and only sets the slot's event, which lives until the
+        // slots drop (after every child completed). The status is read from the IRP after
+        // the event, so the call's result is ignored here.
+        let _ = unsafe { IofCallDriver(self.device.as_ptr(), irp) };
+        Ok(())
     }
 
-    /// Waits for the completion routine, frees the IRP and returns its outcome.
-    fn wait(mut self) -> Result<usize, Status> {
-        self.finish()
-    }
-
-    /// [`wait`](Self::wait) on a request not finished yet (Drop calls it otherwise).
-    fn finish(&mut self) -> Result<usize, Status> {
-        debug_assert!(!self.finished, "a child IRP is finished twice");
-        self.state.event.wait();
-        self.finished = true;
-        let irp = self.irp.as_ptr();
-        // SAFETY: the completion routine ran and returned MORE_PROCESSING_REQUIRED, so the
-        // I/O manager handed the IRP back to us; nobody else touches it (type invariant).
-        let irp_ref = unsafe { &*irp };
+    /// Waits for the request `sent`, releases its MDL and the slot, and returns its outcome.
+    fn finish(&self, sent: Sent) -> Result<usize, Status> {
+        let Sent { index, described } = sent;
+        let slot = &self.slots.slots[index];
+        // SAFETY: the slot's initialized event; kernel-mode, non-alertable wait without
+        // timeout at PASSIVE_LEVEL. A synchronization event: the wait resets it for the next use.
+        let _ = unsafe {
+            KeWaitForSingleObject(
+                slot.event.get().cast(),
+                Executive,
+                KernelMode as i8,
+                0,
+                core::ptr::null_mut(),
+            )
+        };
+        let irp = slot.irp.as_ptr();
+        // SAFETY: the completion routine ran and returned MORE_PROCESSING_REQUIRED, so the I/O
+        // manager handed the IRP back to us; nobody else touches it (slot taken).
+        let irp_ref = unsafe { &mut *irp };
         // SAFETY: the Status arm of the status block is the one a driver completes with.
         let status = unsafe { irp_ref.IoStatus.__bindgen_anon_1.Status };
-        let (information, mdl) = (irp_ref.IoStatus.Information, irp_ref.MdlAddress);
-        if !mdl.is_null() {
-            // Product: the MDL's pages were probed and locked by IoBuildAsynchronousFsdRequest.
-            // wine-host: Wine maps the buffer without locking; its MmUnlockPages does nothing.
-            #[cfg(not(feature = "wine-host"))]
-            // SAFETY: the MDL belongs to our completed IRP and its pages are locked.
-            unsafe {
-                MmUnlockPages(mdl)
-            };
-            // SAFETY: the MDL belongs to our completed IRP and is no longer used.
-            unsafe { IoFreeMdl(mdl) };
-            // SAFETY: our IRP; clearing the pointer keeps IoFreeIrp (Wine's frees MDL chains)
-            // from touching the freed MDL.
-            unsafe { (*irp).MdlAddress = core::ptr::null_mut() };
+        let information = irp_ref.IoStatus.Information;
+        // Whatever MdlAddress says now (a filter may have swapped it and not put it back),
+        // the slot's own MDL is released when the slot described data with it: a mapping a
+        // driver below made of the partial MDL is undone, never leaked.
+        irp_ref.MdlAddress = core::ptr::null_mut();
+        if described {
+            // SAFETY: the slot's MDL, used by the completed IRP only.
+            unsafe { release(slot.mdl, slot.mdl_size) };
         }
-        // SAFETY: an IRP we built and got back from its completion routine; freed exactly
-        // once (`finished` is set).
-        unsafe { IoFreeIrp(irp) };
+        self.slots.give_back(index);
         if status < 0 {
             Err(Status::from_ntstatus(status as u32))
         } else {
@@ -207,57 +416,180 @@ impl ChildIrp {
     }
 }
 
-impl Drop for ChildIrp {
-    /// A child IRP is never abandoned: dropping one waits for it and frees it (R13).
-    fn drop(&mut self) {
-        if !self.finished {
-            let _ = self.finish();
+/// Describes the request's data with the slot's MDL; returns the data's virtual address as the
+/// MDL describes it (MmGetMdlVirtualAddress), or `None` (logged) when the MDL's Size cannot
+/// hold the span's page frame numbers.
+///
+/// # Safety
+/// `mdl` is a slot's MDL, released after its last use, allocated with Size `mdl_size`; the
+/// request's buffer contract
+/// ([`KernelHost::start`]) holds, and `length` spans at most [`SLOT_MDL_PAGES`] pages from the
+/// data's address.
+unsafe fn describe(
+    mdl: NonNull<MDL>,
+    mdl_size: i16,
+    request: &ChildRequest,
+    length: u32,
+) -> Option<PVOID> {
+    // SAFETY: our MDL, not in use (contract).
+    let m = unsafe { &mut *mdl.as_ptr() };
+    let kept = m.MdlFlags as u32 & MDL_ALLOCATION_FLAGS;
+    // The whole allocation, whatever the last use left (`release` restores it too):
+    // IoBuildPartialMdl checks the span against Size and leaves Size as it is (bugcheck 0x40,
+    // TARGET_MDL_TOO_SMALL, were it still a smaller write's).
+    m.Size = mdl_size;
+    match request.origin.memory {
+        // A read into the caller's buffer: a partial MDL of the upper request's (locked) MDL.
+        Some(origin) => {
+            let (source, va) = source_va(origin);
+            if mdl_pages(m) < span_pages(va as usize, length as usize) {
+                // Unreachable while Size is restored above; a request refused here beats
+                // IoBuildPartialMdl's bugcheck, and the wine-host e2e sees the failure.
+                log_mdl_too_small();
+                return None;
+            }
+            #[cfg(not(feature = "wine-host"))]
+            // SAFETY: `source` is the upper request's MDL (locked by the I/O manager until the
+            // upper IRP completes, which waits for this child), `va..va+length` lies inside it
+            // (contract), and `m` holds SLOT_MDL_PAGES pages, enough for the range.
+            unsafe {
+                IoBuildPartialMdl(source, mdl.as_ptr(), va, length)
+            };
+            #[cfg(feature = "wine-host")]
+            {
+                // Wine 8.0 exports IoBuildPartialMdl as a stub that raises: fill in the fields
+                // it would (Wine's MDLs carry no page frame numbers; its drivers read the
+                // system address). `va` comes from the source MDL as on Windows, so the test
+                // disk's check of ByteOffset against the system address tests this arithmetic.
+                let _ = source;
+                m.Next = core::ptr::null_mut();
+                m.StartVa = ((va as usize) & !(PAGE - 1)) as PVOID;
+                m.ByteOffset = (va as usize % PAGE) as u32;
+                m.ByteCount = length;
+                m.MappedSystemVa = request.buffer.cast();
+                m.MdlFlags = (kept | MDL_PARTIAL | MDL_MAPPED_TO_SYSTEM_VA) as i16;
+            }
+            Some(va)
+        }
+        // An engine buffer (nonpaged pool): MmInitializeMdl, then MmBuildMdlForNonPagedPool.
+        None => {
+            let va = request.buffer as usize;
+            m.Next = core::ptr::null_mut();
+            m.Size =
+                (core::mem::size_of::<MDL>() + PFN_BYTES * span_pages(va, length as usize)) as i16;
+            m.StartVa = (va & !(PAGE - 1)) as PVOID;
+            m.ByteOffset = (va % PAGE) as u32;
+            m.ByteCount = length;
+            m.MdlFlags = kept as i16;
+            #[cfg(not(feature = "wine-host"))]
+            // SAFETY: a freshly initialized MDL over nonpaged pool (contract) within its
+            // capacity.
+            unsafe {
+                MmBuildMdlForNonPagedPool(mdl.as_ptr())
+            };
+            #[cfg(feature = "wine-host")]
+            {
+                // Wine 8.0's MmBuildMdlForNonPagedPool does nothing: set what it would.
+                m.MappedSystemVa = va as PVOID;
+                m.MdlFlags = (kept | MDL_SOURCE_IS_NONPAGED_POOL) as i16;
+            }
+            Some(va as PVOID)
         }
     }
 }
 
+/// The upper request's MDL and the virtual address (as that MDL describes it) of `origin`.
+fn source_va(origin: BufOrigin) -> (*mut MDL, PVOID) {
+    let source = origin.descriptor as *mut MDL;
+    // SAFETY: the descriptor of a kernel IrpBuf is its IRP's MDL, valid while the request is
+    // not completed (KernelHost::start's contract); read only.
+    let source_ref = unsafe { &*source };
+    let (start, offset) = (source_ref.StartVa as usize, source_ref.ByteOffset as usize);
+    (source, (start + offset + origin.offset) as PVOID)
+}
+
+/// MmPrepareMdlForReuse, written out (a macro), then the flags a fresh MDL has.
+///
+/// # Safety
+/// `mdl` is a slot's MDL whose IRP completed, allocated with Size `mdl_size`.
+unsafe fn release(mdl: NonNull<MDL>, mdl_size: i16) {
+    // SAFETY: our MDL, no longer used by any IRP (contract).
+    let m = unsafe { &mut *mdl.as_ptr() };
+    #[cfg(not(feature = "wine-host"))]
+    if m.MdlFlags as u32 & MDL_PARTIAL_HAS_BEEN_MAPPED != 0 {
+        // A driver below mapped the partial MDL: undo that mapping (the upper MDL's own
+        // mapping is untouched).
+        // SAFETY: the mapping MmGetSystemAddressForMdlSafe made of this partial MDL.
+        unsafe { MmUnmapLockedPages(m.MappedSystemVa, mdl.as_ptr()) };
+    }
+    // An MDL built for nonpaged pool (MDL_SOURCE_IS_NONPAGED_POOL) needs no undoing.
+    m.MdlFlags = (m.MdlFlags as u32 & MDL_ALLOCATION_FLAGS) as i16;
+    m.MappedSystemVa = core::ptr::null_mut();
+    // A write's MmInitializeMdl shrank Size to its span: give the next use the whole MDL.
+    m.Size = mdl_size;
+}
+
+/// Page frame numbers an MDL's Size holds ((Size - sizeof(MDL)) / sizeof(PFN_NUMBER)), as
+/// IoBuildPartialMdl checks it.
+fn mdl_pages(m: &MDL) -> usize {
+    (m.Size as usize).saturating_sub(core::mem::size_of::<MDL>()) / PFN_BYTES
+}
+
+/// Reports a slot MDL too small for a segment (never expected: `describe` restores its Size).
+fn log_mdl_too_small() {
+    // SAFETY: a NUL-terminated format without arguments; DbgPrint is callable at any IRQL
+    // at or below DIRQL for a string without %wZ.
+    let _ = unsafe { DbgPrint(c"vcdirect: child request refused: slot MDL too small\n".as_ptr()) };
+}
+
 /// Completion routine of a child request: runs at IRQL <= DISPATCH_LEVEL in an arbitrary
-/// thread, signals the owner, keeps the IRP (freed by the owner after the wait).
+/// thread, sets the slot's event, keeps the IRP (the slot's taker reads and reuses it).
 unsafe extern "C" fn child_done(
     _device: *mut DEVICE_OBJECT,
     _irp: *mut IRP,
     context: PVOID,
 ) -> NTSTATUS {
-    // SAFETY: `context` is the boxed ChildState of this IRP; its owner waits for this event
-    // before it frees the state, so it is alive here.
-    let state = unsafe { &*context.cast::<ChildState>() };
-    state.event.set();
+    // SAFETY: `context` is the slot's KEVENT, alive until the slots drop, which happens only
+    // after every child completed; KeSetEvent is callable at IRQL <= DISPATCH_LEVEL.
+    unsafe { KeSetEvent(context.cast(), 0, 0) };
     nts::MORE_PROCESSING_REQUIRED
 }
 
-enum Inner {
-    Failed(Status),
-    Sent(ChildIrp),
-    Done,
+/// A child request sent from a slot.
+#[derive(Clone, Copy)]
+struct Sent {
+    index: usize,
+    /// The slot's MDL describes the request's data (a READ or WRITE; a flush has none).
+    described: bool,
 }
 
 /// A started child request (the engine's `HostIo`). Waiting or dropping blocks until the
-/// IRP completed, then frees it (R13: never abandoned, no timeout).
+/// IRP completed, then gives its slot back (R13: never abandoned, no timeout).
 pub struct ChildIo<'a> {
-    inner: Inner,
+    host: &'a KernelHost,
+    /// The slot whose IRP is in flight (`None` once finished, or when nothing was sent).
+    slot: Option<Sent>,
+    failed: Option<Status>,
     _guard: Option<RemoveLockGuard<'a>>,
     _buffer: PhantomData<&'a mut [u8]>,
 }
 
-impl ChildIo<'_> {
-    fn failed(status: Status) -> Self {
+impl<'a> ChildIo<'a> {
+    fn failed(host: &'a KernelHost, status: Status) -> Self {
         ChildIo {
-            inner: Inner::Failed(status),
+            host,
+            slot: None,
+            failed: Some(status),
             _guard: None,
             _buffer: PhantomData,
         }
     }
 
     fn finish(&mut self) -> Result<usize, Status> {
-        match core::mem::replace(&mut self.inner, Inner::Done) {
-            Inner::Failed(status) => Err(status),
-            Inner::Done => Err(Status::IoDeviceError),
-            Inner::Sent(irp) => irp.wait(),
+        match (self.slot.take(), self.failed) {
+            (Some(sent), _) => self.host.finish(sent),
+            (None, Some(status)) => Err(status),
+            (None, None) => Err(Status::IoDeviceError),
         }
     }
 }
@@ -270,7 +602,7 @@ impl HostIo for ChildIo<'_> {
 
 impl Drop for ChildIo<'_> {
     fn drop(&mut self) {
-        if matches!(self.inner, Inner::Sent(_)) {
+        if self.slot.is_some() {
             let _ = self.finish();
         }
     }

@@ -3,15 +3,16 @@
 //! Owns: the host object (its device, references and size) and its `HostDevice` methods; one
 //! file per piece below: opening it and probing its limits (`open`), the build's lookup of the
 //! device (`product`: one ZwCreateFile handle, as VeraCrypt opens it; `wine`: the test disk
-//! driver's device object found by name), and the child requests sent to it (`child_irp`: an
-//! IRP per segment, completed into a KEVENT). Never: decides what to read or write (the
-//! engine's paths do).
+//! driver's device object found by name), and the child requests sent to it (`child_irp`: one
+//! per segment, in one of the volume's child-operation slots allocated at mount, completed into
+//! the slot's KEVENT). Never: decides what to read or write (the engine's paths do).
 //!
 //! docs/review.md R10: the device object that child requests go to comes from the mount's single
 //! handle (ObReferenceObjectByHandle -> FILE_OBJECT -> IoGetRelatedDeviceObject); no second
 //! handle exists, so an exclusive mount keeps share mode 0. R13: every child request holds the
-//! host's remove lock until its completion routine ran and the IRP was freed; dropping the host
-//! waits for all of them.
+//! host's remove lock until its completion routine ran and its slot was given back; dropping
+//! the host waits for all of them. W11: the host device object is referenced (ObfReferenceObject)
+//! from open to drop, on top of the file or driver object it was found through.
 
 mod child_irp;
 mod open;
@@ -22,32 +23,35 @@ mod wine;
 
 use core::ptr::NonNull;
 
-use wdk_sys::ntddk::ObfDereferenceObject;
+use wdk_sys::ntddk::{ObfDereferenceObject, ObfReferenceObject};
 use wdk_sys::{DEVICE_OBJECT, FILE_OBJECT, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE};
 
 use super::remove_lock::RemoveLock;
 #[cfg(feature = "wine-host")]
 use crate::io::SegmentLimits;
-use crate::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead};
+use crate::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead, Origin};
 use crate::Status;
 
 pub use child_irp::ChildIo;
+use child_irp::{ChildRequest, ChildSlots};
 pub use open::OpenParams;
 
 /// The device a volume lives on. Dropping it waits for every child request (R13), then
 /// releases the device reference and closes the handle.
 ///
 /// # Invariants
-/// `device` is referenced (through `file`, product, or `driver`, wine-host) and `file` is
-/// null or a referenced FILE_OBJECT (product: `handle` is the mount's open kernel handle),
-/// from `open` until `drop`, which first waits for every child request (each holds
-/// `children`).
+/// `device` is referenced itself (W11) and through `file` (product) or `driver` (wine-host),
+/// and `file` is null or a referenced FILE_OBJECT (product: `handle` is the mount's open
+/// kernel handle), from `open` until `drop`, which first waits for every child request (each
+/// holds `children` and one of `slots`).
 pub struct KernelHost {
     kind: HostKind,
     size: u64,
     limits: HostLimits,
-    /// The device child requests are sent to (referenced through `file` or `driver`).
+    /// The device child requests are sent to (referenced, and through `file` or `driver`).
     device: NonNull<DEVICE_OBJECT>,
+    /// The child-operation slots (W6): one IRP, MDL and event per host operation in flight.
+    slots: ChildSlots,
     /// Product: the FILE_OBJECT of the mount's handle (referenced); put into every child
     /// request's stack location, as the I/O manager does for requests on the handle.
     file: *mut FILE_OBJECT,
@@ -62,8 +66,7 @@ pub struct KernelHost {
 }
 
 // SAFETY: the raw pointers are referenced kernel objects valid until Drop; the kernel routines
-// using them (IoBuildAsynchronousFsdRequest, IofCallDriver, ZwReadFile on a kernel handle)
-// may be called from any thread.
+// using them (IofCallDriver, ZwReadFile on a kernel handle) may be called from any thread.
 unsafe impl Send for KernelHost {}
 // SAFETY: as above; `&KernelHost` only starts independent requests.
 unsafe impl Sync for KernelHost {}
@@ -92,12 +95,41 @@ impl KernelHost {
     }
 }
 
+impl KernelHost {
+    /// The host device's AlignmentRequirement (the volume device takes it, W11).
+    pub fn alignment_requirement(&self) -> u32 {
+        // SAFETY: the device is referenced until `self` drops (type invariant); the field is
+        // set before a device is attached and not changed afterwards.
+        unsafe { self.device.as_ref().AlignmentRequirement }
+    }
+
+    /// References `device` for the mount's lifetime and allocates the child-operation slots
+    /// sized for its stack; on failure the reference is dropped again.
+    ///
+    /// # Safety
+    /// `device` is a device object kept alive by a reference the caller holds.
+    unsafe fn reference_device(device: NonNull<DEVICE_OBJECT>) -> Result<ChildSlots, Status> {
+        // SAFETY: a live device object (contract); the reference is ours until Drop.
+        unsafe { ObfReferenceObject(device.as_ptr().cast()) };
+        // SAFETY: as above.
+        let stack_size = unsafe { device.as_ref().StackSize };
+        ChildSlots::new(stack_size).inspect_err(|_| {
+            // SAFETY: the reference just taken.
+            unsafe { ObfDereferenceObject(device.as_ptr().cast()) };
+        })
+    }
+}
+
 impl Drop for KernelHost {
     fn drop(&mut self) {
         // R13: wait until every child request completed and was freed.
         if let Ok(guard) = self.children.acquire() {
             RemoveLock::release_and_wait(guard);
         }
+        // The slots (no IRP in flight now) are freed when the fields drop, after this body:
+        // they touch neither the device nor the file object.
+        // SAFETY: the reference taken at open (W11).
+        unsafe { ObfDereferenceObject(self.device.as_ptr().cast()) };
         #[cfg(not(feature = "wine-host"))]
         {
             // SAFETY: the reference taken by ObReferenceObjectByHandle at open.
@@ -127,27 +159,72 @@ impl HostDevice for KernelHost {
         self.limits
     }
     fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> ChildIo<'a> {
-        // SAFETY: `buf` (the engine's nonpaged buffer) is borrowed mutably for as long as the
-        // returned ChildIo, which waits for the IRP before it goes.
-        unsafe { self.start(IRP_MJ_READ, offset, buf.as_mut_ptr(), buf.len()) }
+        self.start_read_for(offset, buf, Origin::default())
     }
     fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
-        // SAFETY: the child IRP's MDL describes `buf`, which stays borrowed mutably (inside the
-        // returned KeptRead, which hands it out only after ChildIo waited for the IRP, and whose
-        // drop waits too) and is not touched by the engine meanwhile; the engine's nonpaged
-        // buffer or the caller's locked pages outlive the borrow.
-        let io = unsafe { self.start(IRP_MJ_READ, offset, buf.as_mut_ptr(), buf.len()) };
-        KeptRead::new(io, buf)
+        self.start_read_kept_for(offset, buf, Origin::default())
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ChildIo<'a> {
-        // SAFETY: as in `start_read`; the target only reads a write's buffer.
-        unsafe { self.start(IRP_MJ_WRITE, offset, buf.as_ptr().cast_mut(), buf.len()) }
+        self.start_write_for(offset, buf, Origin::default())
+    }
+    /// Without `origin.memory`, `buf` is an engine buffer (nonpaged pool); with it, `buf` is the
+    /// system mapping of the caller's bytes the origin names (an IrpBuf's piece).
+    fn start_read_for<'a>(&'a self, offset: u64, buf: &'a mut [u8], origin: Origin) -> ChildIo<'a> {
+        let request = ChildRequest {
+            major: IRP_MJ_READ,
+            offset,
+            buffer: buf.as_mut_ptr(),
+            length: buf.len(),
+            origin,
+        };
+        // SAFETY: `buf` is borrowed mutably for as long as the returned ChildIo, which waits
+        // for the IRP before it goes; it is an engine buffer in nonpaged pool, or the IrpBuf
+        // piece `origin.memory` was taken from (its upper IRP's MDL stays locked until the
+        // upper request completes, after this child).
+        unsafe { self.start(request) }
+    }
+    fn start_read_kept_for<'a>(
+        &'a self,
+        offset: u64,
+        buf: &'a mut [u8],
+        origin: Origin,
+    ) -> Self::Read<'a> {
+        let request = ChildRequest {
+            major: IRP_MJ_READ,
+            offset,
+            buffer: buf.as_mut_ptr(),
+            length: buf.len(),
+            origin,
+        };
+        // SAFETY: the child IRP's MDL describes `buf` (an engine buffer in nonpaged pool, or
+        // the IrpBuf piece `origin.memory` was taken from, whose upper IRP's MDL stays locked
+        // until the upper request completes, after this child). `buf` stays borrowed mutably
+        // inside the returned KeptRead, which hands it out only after ChildIo waited for the
+        // IRP (and whose drop waits too); the engine does not touch it meanwhile.
+        let io = unsafe { self.start(request) };
+        KeptRead::new(io, buf)
+    }
+    fn start_write_for<'a>(&'a self, offset: u64, buf: &'a [u8], origin: Origin) -> ChildIo<'a> {
+        let request = ChildRequest {
+            major: IRP_MJ_WRITE,
+            offset,
+            buffer: buf.as_ptr().cast_mut(),
+            length: buf.len(),
+            origin,
+        };
+        // SAFETY: as in `start_read_for`; the target only reads a write's buffer.
+        unsafe { self.start(request) }
     }
     fn flush(&self) -> Result<(), Status> {
+        let request = ChildRequest {
+            major: IRP_MJ_FLUSH_BUFFERS,
+            offset: 0,
+            buffer: core::ptr::null_mut(),
+            length: 0,
+            origin: Origin::default(),
+        };
         // SAFETY: a flush takes no buffer.
-        unsafe { self.start(IRP_MJ_FLUSH_BUFFERS, 0, core::ptr::null_mut(), 0) }
-            .wait()
-            .map(|_| ())
+        unsafe { self.start(request) }.wait().map(|_| ())
     }
 
     #[cfg(not(feature = "wine-host"))]
@@ -174,7 +251,10 @@ impl HostDevice for KernelHost {
     }
     /// Wine: no disk class driver sits between us and the test disk to split a large
     /// synchronous transfer by the adapter's limits, as Windows' disk stack does for the
-    /// legacy queue's ZwReadFile; split it here with the engine's segmentation.
+    /// legacy queue's ZwReadFile; split it here with the engine's segmentation. The legacy
+    /// queue may read into the caller's mapping rather than an engine buffer; the slot's MDL
+    /// describes it as nonpaged all the same, which is exact under Wine (its MDLs carry no page
+    /// frames, only the address). The product build never does this (ZwReadFile above).
     #[cfg(feature = "wine-host")]
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
         let address = buf.as_ptr() as usize;

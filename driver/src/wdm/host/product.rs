@@ -7,7 +7,6 @@
 //! reads. Never: sends child requests (`child_irp` does) or interprets the answers (`open`
 //! does).
 
-use alloc::vec::Vec;
 use core::mem::{align_of, offset_of, size_of};
 use core::ptr::NonNull;
 
@@ -39,18 +38,7 @@ const FILE_ATTRIBUTE_NORMAL: u32 = 0x80;
 /// IO_TYPE_FILE: the Type field of a FILE_OBJECT.
 const IO_TYPE_FILE: i16 = 5;
 
-/// `\Device\...` paths are raw devices; anything else (`\??\C:\...`) is a container file.
-fn is_device_path(path: &[u16]) -> bool {
-    let prefix: Vec<u16> = "\\Device\\".encode_utf16().collect();
-    path.len() > prefix.len()
-        && path[..prefix.len()]
-            .iter()
-            .zip(&prefix)
-            .all(|(a, b)| (*a as u8 as char).eq_ignore_ascii_case(&(*b as u8 as char)) && *a < 128)
-}
-
 pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
-    let raw = is_device_path(params.path);
     let mut name = OwnedUnicode::copy(params.path)?;
     let mut attributes = OBJECT_ATTRIBUTES {
         Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
@@ -120,6 +108,14 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         let _ = unsafe { ZwClose(handle) };
         return Err(Status::InvalidParameter);
     }
+    // W11: what was opened decides raw device or container, not the path's text: a device
+    // open (a volume or disk, by name or through any link: `\??\X:`, `Volume{GUID}`,
+    // `PhysicalDriveN`) leaves the FILE_OBJECT's FileName empty, a file open names the file
+    // below the device. Read right after the open, before anyone else has the object (the
+    // name is set during create and freed with the object). The path's text agrees for the
+    // forms `HostKind::of_path` knows; where they differ, the file object wins.
+    // SAFETY: `file` is a referenced FILE_OBJECT (checked above); its FileName is read only.
+    let raw = unsafe { (*file).FileName.Length } == 0;
     // SAFETY: `file` is a referenced FILE_OBJECT; the device stack behind it lives as
     // long as the file object (R10: the same handle, no second open).
     let device = unsafe { IoGetRelatedDeviceObject(file) };
@@ -130,6 +126,19 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         let _ = unsafe { ZwClose(handle) };
         return Err(Status::InvalidDeviceRequest);
     };
+    // W6, W11: the device referenced for the mount's lifetime and the child-operation slots
+    // sized for its stack; a failure fails the mount with nothing left behind.
+    // SAFETY: `device` lives as long as the referenced `file` (above).
+    let slots = match unsafe { KernelHost::reference_device(device) } {
+        Ok(slots) => slots,
+        Err(status) => {
+            // SAFETY: as above, undo the reference and the handle.
+            unsafe { ObfDereferenceObject(object) };
+            // SAFETY: our handle, closed once.
+            let _ = unsafe { ZwClose(handle) };
+            return Err(status);
+        }
+    };
     let mut host = KernelHost {
         kind: if raw {
             HostKind::RawDevice
@@ -139,6 +148,7 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         size: 0,
         limits: HostLimits::unlimited(),
         device,
+        slots,
         file,
         handle,
         children: RemoveLock::new(),

@@ -62,11 +62,23 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
             return Err(nts::NO_SUCH_DEVICE);
         }
     };
+    // W6, W11: the device referenced for the mount's lifetime and the child-operation slots
+    // sized for its stack; a failure fails the mount with nothing left behind.
+    // SAFETY: the driver's device lives as long as the referenced driver object.
+    let slots = match unsafe { KernelHost::reference_device(device) } {
+        Ok(slots) => slots,
+        Err(status) => {
+            // SAFETY: the reference taken above.
+            unsafe { ObfDereferenceObject(object) };
+            return Err(status);
+        }
+    };
     let mut host = KernelHost {
         kind: HostKind::RawDevice,
         size: 0,
         limits: HostLimits::unlimited(),
         device,
+        slots,
         file: core::ptr::null_mut(),
         driver,
         children: RemoveLock::new(),

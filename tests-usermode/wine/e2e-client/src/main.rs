@@ -141,6 +141,11 @@ const COUNTER_NAMES: [&str; td::COUNTERS] = [
     "max_transfer",
     "disk_bytes",
     "no_buffer",
+    "no_cache_missing",
+    "mdl_mismatch",
+    "partial_mdl",
+    "paging_io",
+    "with_mdl",
 ];
 
 fn run(command: &str, o: &Opts, report: &mut Report) -> Result<u8, String> {

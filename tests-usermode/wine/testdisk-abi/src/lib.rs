@@ -153,9 +153,21 @@ pub mod counter {
     pub const DISK_BYTES: usize = 13;
     /// Requests that had no usable buffer (no MDL or no system address).
     pub const NO_BUFFER: usize = 14;
+    /// Reads and writes without IRP_NOCACHE (a disk class driver's requests carry it).
+    pub const NO_CACHE_MISSING: usize = 15;
+    /// Reads and writes whose MDL disagrees with the request: ByteCount is not the length,
+    /// StartVa is not page aligned, ByteOffset is not the page offset of the system address,
+    /// or Size cannot hold the page frame numbers of the span.
+    pub const MDL_MISMATCH: usize = 16;
+    /// Reads and writes whose MDL is a partial MDL (MDL_PARTIAL: built from the upper MDL).
+    pub const PARTIAL_MDL: usize = 17;
+    /// Reads and writes with IRP_PAGING_IO.
+    pub const PAGING_IO: usize = 18;
+    /// Reads and writes with an MDL (any kind).
+    pub const WITH_MDL: usize = 19;
 }
 /// Number of counters in the reply.
-pub const COUNTERS: usize = 15;
+pub const COUNTERS: usize = 20;
 
 #[cfg(test)]
 mod tests {

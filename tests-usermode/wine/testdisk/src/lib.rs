@@ -69,6 +69,9 @@ const DO_DEVICE_INITIALIZING: u32 = 0x80;
 const SL_PENDING_RETURNED: u8 = 0x01;
 const MDL_MAPPED_TO_SYSTEM_VA: i16 = 0x0001;
 const MDL_SOURCE_IS_NONPAGED_POOL: i16 = 0x0004;
+const MDL_PARTIAL: i16 = 0x0010;
+const IRP_NOCACHE: u32 = 0x01;
+const IRP_PAGING_IO: u32 = 0x02;
 
 const OBJ_CASE_INSENSITIVE: u32 = 0x40;
 const OBJ_KERNEL_HANDLE: u32 = 0x200;
@@ -1000,6 +1003,8 @@ unsafe fn read_write(disk: &Disk, irp: *mut IRP, st: &mut IO_STACK_LOCATION) -> 
         return unsafe { complete(irp, STATUS_SUCCESS, 0) };
     }
     // SAFETY: live IRP.
+    unsafe { record(disk, irp, length) };
+    // SAFETY: live IRP.
     let Some(address) = (unsafe { system_address(irp) }) else {
         disk.count(counter::NO_BUFFER, 1);
         // SAFETY: live IRP, completed once.
@@ -1017,6 +1022,47 @@ unsafe fn read_write(disk: &Disk, irp: *mut IRP, st: &mut IO_STACK_LOCATION) -> 
     }
     // SAFETY: forwarded contract.
     unsafe { pend(disk, irp, st) }
+}
+
+/// Records what a read or write carries (docs/review.md W11): its IRP flags (no-cache,
+/// paging) and its MDL (partial or not; ByteCount against the length, StartVa and ByteOffset
+/// against the system address's page offset, Size against the span), as counters.
+///
+/// # Safety
+/// `irp` is a live read/write IRP of the disk device.
+unsafe fn record(disk: &Disk, irp: *mut IRP, length: u32) {
+    // SAFETY: the IRP is live (contract).
+    let (flags, mdl) = unsafe { ((*irp).Flags, (*irp).MdlAddress) };
+    if flags & IRP_NOCACHE == 0 {
+        disk.count(counter::NO_CACHE_MISSING, 1);
+    }
+    if flags & IRP_PAGING_IO != 0 {
+        disk.count(counter::PAGING_IO, 1);
+    }
+    let Some(mdl) = NonNull::new(mdl) else {
+        return;
+    };
+    disk.count(counter::WITH_MDL, 1);
+    // SAFETY: the MDL belongs to the live IRP; read only.
+    let m = unsafe { mdl.as_ref() };
+    if m.MdlFlags & MDL_PARTIAL != 0 {
+        disk.count(counter::PARTIAL_MDL, 1);
+    }
+    let mapped = m.MdlFlags & (MDL_MAPPED_TO_SYSTEM_VA | MDL_SOURCE_IS_NONPAGED_POOL) != 0;
+    let offset_agrees = !mapped || (m.MappedSystemVa as u64) % PAGE == u64::from(m.ByteOffset);
+    // The MDL's Size holds the page frame numbers of the span it describes (IoBuildPartialMdl
+    // and MmBuildMdlForNonPagedPool write that many; a smaller Size is a bugcheck on Windows).
+    // Wine 8.0 counts 4 bytes per frame number (its IoAllocateMdl sizes MDLs so).
+    let span = (u64::from(m.ByteOffset) + u64::from(m.ByteCount)).div_ceil(PAGE);
+    let holds = (m.Size as u64).saturating_sub(size_of::<wdk_sys::MDL>() as u64) / 4 >= span;
+    let consistent = m.ByteCount == length
+        && (m.StartVa as u64) % PAGE == 0
+        && u64::from(m.ByteOffset) < PAGE
+        && offset_agrees
+        && holds;
+    if !consistent {
+        disk.count(counter::MDL_MISMATCH, 1);
+    }
 }
 
 /// The buffered-I/O system buffer and the input and output lengths of a DEVICE_CONTROL IRP.
@@ -1162,6 +1208,11 @@ unsafe fn control_ioctl(disk: &Disk, irp: *mut IRP, st: &IO_STACK_LOCATION) -> (
                 counter::MAX_LENGTH_SEEN,
                 counter::QUEUE_FULL,
                 counter::NO_BUFFER,
+                counter::NO_CACHE_MISSING,
+                counter::MDL_MISMATCH,
+                counter::PARTIAL_MDL,
+                counter::PAGING_IO,
+                counter::WITH_MDL,
             ] {
                 disk.counters[which].store(0, Ordering::Relaxed);
             }
