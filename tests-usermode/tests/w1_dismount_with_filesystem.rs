@@ -56,7 +56,7 @@ fn scenario(seed: u64, case: Case) {
     let mut workers = Vec::new();
     for (i, role) in ["app", "lazy-writer"].into_iter().enumerate() {
         let fs = Arc::clone(&fs);
-        let mut rng = StdRng::seed_from_u64(seed ^ (i as u64 + 1) * 0x9E37);
+        let mut rng = StdRng::seed_from_u64(seed ^ ((i as u64 + 1) * 0x9E37));
         workers.push(std::thread::spawn(move || {
             while fs.phase() != Phase::Dismounted {
                 if role == "app" {
