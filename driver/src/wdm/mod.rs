@@ -18,6 +18,7 @@ mod chkstk;
 mod codes;
 mod control;
 mod disk;
+mod dismount;
 mod host;
 mod identity;
 mod irp;

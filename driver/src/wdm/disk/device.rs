@@ -19,6 +19,8 @@ use wdk_sys::{
 use super::super::platform::KernelPlatform;
 use super::super::remove_lock::RemoveLockCell;
 use super::super::strings::OwnedUnicode;
+use super::super::sync::SpinLock;
+use crate::platform::Lock;
 use crate::volume::Volume;
 use crate::Status;
 
@@ -69,7 +71,7 @@ pub(super) struct Extension {
 pub struct VolumeDevice {
     device: NonNull<DEVICE_OBJECT>,
     mounted: Arc<MountedVolume>,
-    links: Vec<Vec<u16>>,
+    links: SpinLock<Vec<Vec<u16>>>,
 }
 
 // SAFETY: the device object is ours until `delete`; its routines may run on any thread.
@@ -134,6 +136,11 @@ impl VolumeDevice {
             read_only,
             sector_size,
         });
+        // Room for both links, so recording one under the spin lock never allocates.
+        let mut links = Vec::new();
+        links
+            .try_reserve(2)
+            .map_err(|_| Status::InsufficientResources)?;
         let mut name = OwnedUnicode::copy(&mounted.device_name)?;
         let mut device: *mut DEVICE_OBJECT = core::ptr::null_mut();
         // SAFETY: `driver` is our driver object (contract); the name is valid for the call.
@@ -167,10 +174,10 @@ impl VolumeDevice {
         unsafe { ext.lock.init() };
         d.Flags |= DO_DIRECT_IO;
         d.SectorSize = sector_size as u16;
-        let mut this = VolumeDevice {
+        let this = VolumeDevice {
             device,
             mounted,
-            links: Vec::new(),
+            links: SpinLock::new(links),
         };
         // W4: raw opens for system, administrators and the mounting user, set before the
         // device can be opened; on failure Drop deletes the device.
@@ -185,16 +192,13 @@ impl VolumeDevice {
             return Err(status);
         }
         d.Flags &= !DO_DEVICE_INITIALIZING;
-        let links: [Option<Vec<u16>>; 2] = [
+        let wanted: [Option<Vec<u16>>; 2] = [
             Some(this.mounted.link_name.clone()),
             this.mounted.letter_link.clone(),
         ];
-        for link in links {
+        for link in wanted {
             let Some(link) = link else { continue };
             // An error here drops `this` too (links made so far removed, device deleted).
-            this.links
-                .try_reserve(1)
-                .map_err(|_| Status::InsufficientResources)?;
             let mut l = OwnedUnicode::copy(&link)?;
             let mut n = OwnedUnicode::copy(&this.mounted.device_name)?;
             // SAFETY: both names are valid for the call.
@@ -208,7 +212,7 @@ impl VolumeDevice {
                 return Err(Status::from_ntstatus(status as u32));
             }
             // Recorded only now that it exists and is ours (capacity reserved above).
-            this.links.push(link);
+            this.links.with(|l| l.push(link));
         }
         Ok(this)
     }
@@ -216,6 +220,26 @@ impl VolumeDevice {
     /// The mounted volume.
     pub fn mounted(&self) -> &Arc<MountedVolume> {
         &self.mounted
+    }
+
+    /// The device object (live until this value drops).
+    pub fn device_object(&self) -> NonNull<DEVICE_OBJECT> {
+        self.device
+    }
+
+    /// `\Device\VcVolume<N>`.
+    pub fn device_name(&self) -> &[u16] {
+        &self.mounted.device_name
+    }
+
+    /// Removes exactly the links this mount created (each once; later calls find none): the
+    /// one call the dismount sequence makes for the namespace.
+    ///
+    /// IRQL: PASSIVE_LEVEL.
+    pub fn remove_links(&self) {
+        for link in self.links.with(core::mem::take) {
+            delete_link(&link);
+        }
     }
 
     fn delete_device(&self) {
@@ -250,9 +274,7 @@ impl Drop for VolumeDevice {
     ///
     /// IRQL: PASSIVE_LEVEL.
     fn drop(&mut self) {
-        for link in &self.links {
-            delete_link(link);
-        }
+        self.remove_links();
         self.mounted.volume.dismount();
         self.delete_device();
     }

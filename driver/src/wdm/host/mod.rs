@@ -19,6 +19,9 @@ mod open;
 mod product;
 #[cfg(feature = "wine-host")]
 mod wine;
+/// A synchronous device control to a device of this process (the wine-host dismount's FSCTLs).
+#[cfg(feature = "wine-host")]
+pub(crate) use wine::device_control;
 
 use core::ptr::NonNull;
 

@@ -89,7 +89,7 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
 ///
 /// # Safety
 /// `device` is a referenced device object for the whole call.
-unsafe fn device_control(
+pub(crate) unsafe fn device_control(
     device: NonNull<DEVICE_OBJECT>,
     code: u32,
     buf: &mut [u8],
