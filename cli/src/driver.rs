@@ -32,10 +32,36 @@ pub enum DriverError {
     Usage(String),
     /// The driver refused the IOCTL with STATUS_ACCESS_DENIED (W4): what was refused.
     AccessDenied(&'static str),
+    /// W1: a dismount refused because the filesystem on the volume is in use (`V:`).
+    InUse(String),
+    /// No mounted volume has this letter or id (nothing changed).
+    NoSuchVolume(String),
 }
 
 /// ERROR_ACCESS_DENIED: how DeviceIoControl reports the driver's STATUS_ACCESS_DENIED.
 const ERROR_ACCESS_DENIED: i32 = 5;
+/// ERROR_BUSY: how DeviceIoControl reports STATUS_DEVICE_BUSY (a refused dismount, W1).
+const ERROR_BUSY: i32 = 170;
+/// ERROR_NOT_FOUND: how DeviceIoControl reports STATUS_NOT_FOUND (no such volume).
+const ERROR_NOT_FOUND: i32 = 1168;
+
+/// How a volume is named in messages: `V:` or `volume 3`.
+pub fn target_name(t: Target) -> String {
+    match t {
+        Target::Letter(c) => format!("{c}:"),
+        Target::Id(id) => format!("volume {id}"),
+    }
+}
+
+/// The failure of a dismount of `target`: in use (W1) and unknown volume are one line each.
+#[cfg_attr(not(windows), allow(dead_code))]
+pub(crate) fn dismount_error(target: Target, e: std::io::Error) -> DriverError {
+    match e.raw_os_error() {
+        Some(ERROR_BUSY) => DriverError::InUse(target_name(target)),
+        Some(ERROR_NOT_FOUND) => DriverError::NoSuchVolume(target_name(target)),
+        _ => ioctl_error(abi::IOCTL_DISMOUNT, e),
+    }
+}
 
 /// The failure of IOCTL `code`: one clear line for a refusal by the driver's policy (W4).
 #[cfg_attr(not(windows), allow(dead_code))]
@@ -67,6 +93,11 @@ impl fmt::Display for DriverError {
             DriverError::Io(s) => write!(f, "{s}"),
             DriverError::Usage(s) => write!(f, "{s}"),
             DriverError::AccessDenied(why) => write!(f, "access denied: {why}"),
+            DriverError::InUse(v) => write!(
+                f,
+                "{v} is in use: close files and windows on it, or use --force"
+            ),
+            DriverError::NoSuchVolume(v) => write!(f, "no mounted volume {v}: nothing changed"),
         }
     }
 }
@@ -261,7 +292,9 @@ pub fn gates_json(g: &GatesMessage) -> Value {
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub use windows::{dismount, erase_keys, gates_get, gates_reload, gates_set, list, mount, status};
+pub use windows::{
+    dismount, dismount_all, erase_keys, gates_get, gates_reload, gates_set, list, mount, status,
+};
 
 #[cfg(not(windows))]
 mod elsewhere {
@@ -275,6 +308,10 @@ mod elsewhere {
     }
     /// Dismounts a volume (Windows only).
     pub fn dismount(_: &str, _: bool) -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+    /// Dismounts every volume (Windows only).
+    pub fn dismount_all(_: bool) -> Result<Value, DriverError> {
         Err(DriverError::NeedsWindows)
     }
     /// Lists volumes (Windows only).
@@ -304,12 +341,30 @@ mod elsewhere {
 }
 #[cfg(not(windows))]
 pub use elsewhere::{
-    dismount, erase_keys, gates_get, gates_reload, gates_set, list, mount, status,
+    dismount, dismount_all, erase_keys, gates_get, gates_reload, gates_set, list, mount, status,
 };
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn w1_in_use_refusal_is_one_line() {
+        let busy = std::io::Error::from_raw_os_error(ERROR_BUSY);
+        let line = dismount_error(Target::Letter('V'), busy).to_string();
+        assert_eq!(
+            line,
+            "V: is in use: close files and windows on it, or use --force"
+        );
+        let missing = std::io::Error::from_raw_os_error(ERROR_NOT_FOUND);
+        let line = dismount_error(Target::Id(7), missing).to_string();
+        assert_eq!(line, "no mounted volume volume 7: nothing changed");
+        let denied = std::io::Error::from_raw_os_error(ERROR_ACCESS_DENIED);
+        assert!(matches!(
+            dismount_error(Target::Letter('V'), denied),
+            DriverError::AccessDenied(_)
+        ));
+    }
 
     #[test]
     fn w4_access_denied_is_one_clear_line() {
