@@ -113,7 +113,7 @@ fn state() -> Option<&'static DriverState> {
 }
 
 /// DbgPrints one line (no `%` interpretation: the text goes through `%.*s`).
-pub(super) fn log(line: &str) {
+fn log(line: &str) {
     // SAFETY: NUL-terminated format; `%.*s` gets an int length and a pointer to that many
     // bytes of `line`.
     unsafe { DbgPrint(c"%.*s\n".as_ptr(), line.len() as i32, line.as_ptr()) };
@@ -508,9 +508,8 @@ impl Teardown for TableTeardown<'_> {
         // moment): its Drop deletes the device at PASSIVE_LEVEL, here.
         drop(entry);
         drop(ours);
-        let mut line = String::new();
-        let _ = write!(line, "vcdirect: VcVolume{} deleted", self.id);
-        log(&line);
+        // SAFETY: NUL-terminated format with one `%u` argument.
+        unsafe { DbgPrint(c"vcdirect: VcVolume%u deleted\n".as_ptr(), self.id) };
     }
 }
 
@@ -533,33 +532,38 @@ fn dismount_volume(
         device: core::cell::RefCell::new(Some(Arc::clone(&device))),
         id,
     };
-    let result = sequence::run(&mut above, &teardown, force);
-    let mut line = String::new();
-    match result {
+    // The log lines use DbgPrint's own formatting, not core::fmt (W13's stack budget).
+    match sequence::run(&mut above, &teardown, force) {
         Ok(report) => {
             let code = |r: Option<Result<(), Status>>| match r {
                 Some(Ok(())) => 0,
                 Some(Err(s)) => s.ntstatus(),
                 None => u32::MAX,
             };
-            let _ = write!(
-                line,
-                "vcdirect: dismount VcVolume{id}: lock {:#010x}, dismount {:#010x}{}",
-                code(Some(report.lock)),
-                code(report.dismount),
-                if force { ", forced" } else { "" }
-            );
-            log(&line);
+            let forced = if force { c", forced" } else { c"" };
+            // SAFETY: NUL-terminated format; `%u`/`%x` get u32 arguments, `%s` a
+            // NUL-terminated static C string.
+            unsafe {
+                DbgPrint(
+                    c"vcdirect: dismount VcVolume%u: lock 0x%08x, dismount 0x%08x%s\n".as_ptr(),
+                    id,
+                    code(Some(report.lock)),
+                    code(report.dismount),
+                    forced.as_ptr(),
+                )
+            };
             Ok(())
         }
         Err(status) => {
             unclaim(state, &device);
-            let _ = write!(
-                line,
-                "vcdirect: dismount VcVolume{id} refused: in use ({:#010x})",
-                status.ntstatus()
-            );
-            log(&line);
+            // SAFETY: NUL-terminated format with two u32 arguments.
+            unsafe {
+                DbgPrint(
+                    c"vcdirect: dismount VcVolume%u refused: in use (0x%08x)\n".as_ptr(),
+                    id,
+                    status.ntstatus(),
+                )
+            };
             Err(status)
         }
     }

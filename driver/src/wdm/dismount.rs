@@ -196,19 +196,21 @@ mod wine {
 #[cfg(feature = "wine-host")]
 pub(crate) fn fs_stand_in(id: u32, open_handles: u32, code: u32) -> Option<Status> {
     let (what, status) = match code {
-        FSCTL_LOCK_VOLUME if open_handles > 0 => ("lock", Status::Host(0xC000_0022)),
-        FSCTL_LOCK_VOLUME => ("lock", Status::Success),
-        FSCTL_DISMOUNT_VOLUME => ("dismount", Status::Success),
+        FSCTL_LOCK_VOLUME if open_handles > 0 => (c"lock", Status::Host(0xC000_0022)),
+        FSCTL_LOCK_VOLUME => (c"lock", Status::Success),
+        FSCTL_DISMOUNT_VOLUME => (c"dismount", Status::Success),
         _ => return None,
     };
-    let mut line = alloc::string::String::new();
-    let _ = core::fmt::Write::write_fmt(
-        &mut line,
-        format_args!(
-            "vcdirect: fs stand-in: VcVolume{id} {what} -> {:#010x} ({open_handles} open)",
-            status.ntstatus()
-        ),
-    );
-    super::control::log(&line);
+    // SAFETY: NUL-terminated format; `%u`/`%x` get u32 arguments, `%s` a NUL-terminated static
+    // C string. (DbgPrint, not core::fmt: this runs in a dispatch routine, W13's stack budget.)
+    unsafe {
+        wdk_sys::ntddk::DbgPrint(
+            c"vcdirect: fs stand-in: VcVolume%u %s -> 0x%08x (%u open)\n".as_ptr(),
+            id,
+            what.as_ptr(),
+            status.ntstatus(),
+            open_handles,
+        )
+    };
     Some(status)
 }
