@@ -97,7 +97,7 @@ impl fmt::Display for DriverError {
                 f,
                 "{v} is in use: close files and windows on it, or use --force"
             ),
-            DriverError::NoSuchVolume(v) => write!(f, "no mounted volume {v}: nothing changed"),
+            DriverError::NoSuchVolume(v) => write!(f, "no mounted volume {v} (nothing changed)"),
         }
     }
 }
@@ -358,7 +358,7 @@ mod tests {
         );
         let missing = std::io::Error::from_raw_os_error(ERROR_NOT_FOUND);
         let line = dismount_error(Target::Id(7), missing).to_string();
-        assert_eq!(line, "no mounted volume volume 7: nothing changed");
+        assert_eq!(line, "no mounted volume volume 7 (nothing changed)");
         let denied = std::io::Error::from_raw_os_error(ERROR_ACCESS_DENIED);
         assert!(matches!(
             dismount_error(Target::Letter('V'), denied),
