@@ -22,7 +22,8 @@ total_start=$(date +%s)
 #   lint           rustfmt; workspace clippy in debug and in release
 #   windows-check  the engine for x64 and ARM64 Windows (debug and release), vcctl for Windows
 #   unit           every cargo test of the workspace (debug), loom models included
-#   sim            release vcsim over 2,000 seeds, the harness-bites proof, a debug vcsim smoke
+#   sim            release vcsim over 2,000 seeds and 1,000 of --filesystem-above (W1), the
+#                  harness-bites proof, a debug vcsim smoke
 #                  over a few seeds (about a minute)
 #   fuzz           nightly build of the fuzz targets, 15 s each
 #   sys            Debian packages, kernel glue clippy in debug and release (check only), the
@@ -68,7 +69,7 @@ run_stage setup scripts/setup.sh
 run_stage lint scripts/lint.sh
 run_stage windows-check scripts/windows-check.sh
 run_stage unit cargo test --workspace
-run_stage sim bash -c 'cargo build -q --release -p vcdirect-usermode --bin vcsim && target/release/vcsim --seeds 0..2000 && cargo test -q --release -p vcdirect-usermode --test harness_bites -- --test-threads 1 && cargo run -q -p vcdirect-usermode --bin vcsim -- --seeds 0..20'
+run_stage sim bash -c 'cargo build -q --release -p vcdirect-usermode --bin vcsim && target/release/vcsim --seeds 0..2000 && target/release/vcsim --filesystem-above --seeds 0..1000 && cargo test -q --release -p vcdirect-usermode --test harness_bites -- --test-threads 1 && cargo run -q -p vcdirect-usermode --bin vcsim -- --seeds 0..20'
 run_stage fuzz scripts/fuzz-smoke.sh 15
 # The kernel glue is linted here (debug and release) rather than in lint: it needs the sys
 # toolchain. build-sys.sh then builds the images without its own lint pass.

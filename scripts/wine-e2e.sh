@@ -489,6 +489,66 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         vcctl "$t-dismount2" dismount "$VOL"
     done
 
+    # W1 (stand-in): a dismount with "open files" (a client holding the volume device open:
+    # the wine-host filesystem stand-in refuses FSCTL_LOCK_VOLUME then) is refused in one line
+    # and the volume keeps serving; once the handle is closed it goes through; lock and
+    # dismount reach the stand-in before the device is deleted. W3: `sc stop` with a volume
+    # mounted does not unload the driver.
+    gates 1 1
+    if mount_volume w1-dismount-open-files ""; then
+        w w1-load 120 wine "$WIN_DIR\\vc-e2e.exe" load --device "$VOLUME_PATH" --model "$VM" --seconds 5 &
+        load_pid=$!
+        sleep 2
+        vcctl w1-refused dismount "$VOL"
+        refused_rc=$? refused_log="$LAST_LOG"
+        wait $load_pid
+        if [ $refused_rc -ne 0 ] && grep -aq "is in use: close files and windows on it, or use --force" "$refused_log" \
+            && grep -aq '^PASS load-data' "$OUT"/*w1-load.log; then
+            result PASS w1-dismount-open-files-refused "$(grep -a 'is in use' "$refused_log" | tr -d '\r' | head -n1); the load kept its data"
+        else
+            result FAIL w1-dismount-open-files-refused "exit $refused_rc, see $refused_log and the w1-load log"
+        fi
+        w w3-sc-stop-mounted 60 wine sc stop vcdirect
+        sleep 2
+        vcctl w3-status status "$VOL"
+        if grep -aq '"volume_id"' "$LAST_LOG" && ! grep -aq "vcdirect: unloaded" "$BOTH_LOG"; then
+            result PASS w3-sc-stop-while-mounted "sc stop left the driver loaded; the volume still answers status"
+        else
+            result FAIL w3-sc-stop-while-mounted "see $LAST_LOG and $BOTH_LOG"
+        fi
+        client w1-verify-after-refusal verify --device "$VOLUME_PATH" --model "$VM"
+        vcctl w1-dismount dismount "$VOL"
+        w1_rc=$?
+        # Order in the debugger log: the stand-in's lock, then its dismount, then the deletion.
+        order=$(grep -aoE "VcVolume$VOL (lock|dismount) -> 0x[0-9a-f]+|VcVolume$VOL deleted" "$BOTH_LOG" | tr '\n' ' ')
+        if [ $w1_rc -eq 0 ] && echo "$order" | grep -qE "lock -> 0xc0000022 .*lock -> 0x00000000 VcVolume$VOL dismount -> 0x00000000 VcVolume$VOL deleted"; then
+            result PASS w1-lock-dismount-order "$order"
+        else
+            result FAIL w1-lock-dismount-order "exit $w1_rc; log order: $order"
+        fi
+        # Forced with "open files": the lock is refused, the dismount is sent all the same.
+        if mount_volume w1-forced ""; then
+            w w1-load2 120 wine "$WIN_DIR\\vc-e2e.exe" load --device "$VOLUME_PATH" --model "$VM" --seconds 4 &
+            load_pid=$!
+            sleep 2
+            vcctl w1-forced-dismount dismount --all --force
+            forced_rc=$?
+            wait $load_pid
+            order=$(grep -aoE "VcVolume$VOL (lock|dismount) -> 0x[0-9a-f]+|VcVolume$VOL deleted" "$BOTH_LOG" | tr '\n' ' ')
+            if [ $forced_rc -eq 0 ] && echo "$order" | grep -qE "lock -> 0xc0000022 VcVolume$VOL dismount -> 0x00000000 VcVolume$VOL deleted"; then
+                result PASS w1-forced-dismount-open-files "$order"
+            else
+                result FAIL w1-forced-dismount-open-files "exit $forced_rc; log order: $order"
+            fi
+        fi
+        vcctl w1-unknown dismount Q:
+        if [ $? -ne 0 ] && grep -aq "no mounted volume Q: (nothing changed)" "$LAST_LOG"; then
+            result PASS w1-dismount-unknown-letter "$(grep -a 'no mounted volume' "$LAST_LOG" | tr -d '\r' | head -n1)"
+        else
+            result FAIL w1-dismount-unknown-letter "see $LAST_LOG"
+        fi
+    fi
+
     # R6, R8: malformed gate values leave the gates off; a reload affects only later mounts.
     for bad in "REG_SZ 1" "REG_BINARY 0100" "REG_DWORD 2"; do
         set -- $bad
@@ -614,6 +674,15 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     if [ -n "$hidden_offset" ] && [ -n "$outer_offset" ]; then
         w hv-stop-vcdirect 60 wine sc stop vcdirect
         w hv-stop-disk 60 wine sc stop vctestdisk
+        # W3: with every volume dismounted, DriverUnload is back and the driver unloads. Wine
+        # 8.0 does not pass a second stop to a driver service whose first stop it ignored
+        # (w3-sc-stop-while-mounted), so the unload comes when its winedevice process stops,
+        # which unloads only drivers that have an Unload routine.
+        if await_log "$BOTH_LOG" "vcdirect: unloaded" 30; then
+            result PASS w3-unload-after-last-dismount "the driver unloaded once no volume was mounted"
+        else
+            result FAIL w3-unload-after-last-dismount "no unload line in $BOTH_LOG"
+        fi
         reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\hidden.img'
         w hv-start-disk 60 wine sc start vctestdisk
         w hv-start-vcdirect 60 wine sc start vcdirect
@@ -631,7 +700,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         result FAIL hidden-volume-create "see $OUT/hidden-create.log"
     fi
 else
-    result FAIL mount-scenarios "none ran (r10-wine, r13, r6, r8, read-only, r2-r3, cancel-queued, hidden-volume-protection): $NEEDS"
+    result FAIL mount-scenarios "none ran (r10-wine, r13, w1, w3, r6, r8, read-only, r2-r3, cancel-queued, hidden-volume-protection): $NEEDS"
 fi
 
 wine_cannot_show

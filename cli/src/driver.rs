@@ -34,10 +34,36 @@ pub enum DriverError {
     AccessDenied(&'static str),
     /// The mount's drive letter is in use (STATUS_OBJECT_NAME_COLLISION, W2).
     LetterInUse,
+    /// W1: a dismount refused because the filesystem on the volume is in use (`V:`).
+    InUse(String),
+    /// No mounted volume has this letter or id (nothing changed).
+    NoSuchVolume(String),
 }
 
 /// ERROR_ACCESS_DENIED: how DeviceIoControl reports the driver's STATUS_ACCESS_DENIED.
 const ERROR_ACCESS_DENIED: i32 = 5;
+/// ERROR_BUSY: how DeviceIoControl reports STATUS_DEVICE_BUSY (a refused dismount, W1).
+const ERROR_BUSY: i32 = 170;
+/// ERROR_NOT_FOUND: how DeviceIoControl reports STATUS_NOT_FOUND (no such volume).
+const ERROR_NOT_FOUND: i32 = 1168;
+
+/// How a volume is named in messages: `V:` or `volume 3`.
+pub fn target_name(t: Target) -> String {
+    match t {
+        Target::Letter(c) => format!("{c}:"),
+        Target::Id(id) => format!("volume {id}"),
+    }
+}
+
+/// The failure of a dismount of `target`: in use (W1) and unknown volume are one line each.
+#[cfg_attr(not(windows), allow(dead_code))]
+pub(crate) fn dismount_error(target: Target, e: std::io::Error) -> DriverError {
+    match e.raw_os_error() {
+        Some(ERROR_BUSY) => DriverError::InUse(target_name(target)),
+        Some(ERROR_NOT_FOUND) => DriverError::NoSuchVolume(target_name(target)),
+        _ => ioctl_error(abi::IOCTL_DISMOUNT, e),
+    }
+}
 
 /// ERROR_ALREADY_EXISTS: how DeviceIoControl reports STATUS_OBJECT_NAME_COLLISION.
 const ERROR_ALREADY_EXISTS: i32 = 183;
@@ -80,6 +106,11 @@ impl fmt::Display for DriverError {
                 f,
                 "the drive letter is already in use (a drive, a mapped network drive or another volume): choose another with --letter"
             ),
+            DriverError::InUse(v) => write!(
+                f,
+                "{v} is in use: close files and windows on it, or use --force"
+            ),
+            DriverError::NoSuchVolume(v) => write!(f, "no mounted volume {v} (nothing changed)"),
         }
     }
 }
@@ -286,7 +317,9 @@ mod broadcast;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub use windows::{dismount, erase_keys, gates_get, gates_reload, gates_set, list, mount, status};
+pub use windows::{
+    dismount, dismount_all, erase_keys, gates_get, gates_reload, gates_set, list, mount, status,
+};
 
 #[cfg(not(windows))]
 mod elsewhere {
@@ -300,6 +333,10 @@ mod elsewhere {
     }
     /// Dismounts a volume (Windows only).
     pub fn dismount(_: &str, _: bool) -> Result<Value, DriverError> {
+        Err(DriverError::NeedsWindows)
+    }
+    /// Dismounts every volume (Windows only).
+    pub fn dismount_all(_: bool) -> Result<Value, DriverError> {
         Err(DriverError::NeedsWindows)
     }
     /// Lists volumes (Windows only).
@@ -329,7 +366,7 @@ mod elsewhere {
 }
 #[cfg(not(windows))]
 pub use elsewhere::{
-    dismount, erase_keys, gates_get, gates_reload, gates_set, list, mount, status,
+    dismount, dismount_all, erase_keys, gates_get, gates_reload, gates_set, list, mount, status,
 };
 
 #[cfg(test)]
@@ -377,6 +414,24 @@ mod tests {
         assert_eq!(j[0]["letter_via"], "mount manager");
         assert_eq!(j[1]["letter"], Value::Null);
         assert_eq!(j[1]["letter_via"], "none");
+    }
+
+    #[test]
+    fn w1_in_use_refusal_is_one_line() {
+        let busy = std::io::Error::from_raw_os_error(ERROR_BUSY);
+        let line = dismount_error(Target::Letter('V'), busy).to_string();
+        assert_eq!(
+            line,
+            "V: is in use: close files and windows on it, or use --force"
+        );
+        let missing = std::io::Error::from_raw_os_error(ERROR_NOT_FOUND);
+        let line = dismount_error(Target::Id(7), missing).to_string();
+        assert_eq!(line, "no mounted volume volume 7 (nothing changed)");
+        let denied = std::io::Error::from_raw_os_error(ERROR_ACCESS_DENIED);
+        assert!(matches!(
+            dismount_error(Target::Letter('V'), denied),
+            DriverError::AccessDenied(_)
+        ));
     }
 
     #[test]

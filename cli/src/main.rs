@@ -55,11 +55,16 @@ enum Command {
         #[arg(long, hide = true)]
         wine_host_driver_name: Option<String>,
     },
-    /// Dismount a volume (Windows).
+    /// Dismount a volume (Windows): the filesystem on it is locked and dismounted first;
+    /// refused while files are open on it unless --force.
     Dismount {
         /// Drive letter (V: or V) or volume number.
-        volume: String,
-        /// Dismount even if files are open.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        volume: Option<String>,
+        /// Dismount every mounted volume.
+        #[arg(long)]
+        all: bool,
+        /// Dismount even if files are open (they are closed under the applications).
         #[arg(long)]
         force: bool,
     },
@@ -472,7 +477,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             driver::mount(&req)?
         }
-        Command::Dismount { volume, force } => driver::dismount(&volume, force)?,
+        Command::Dismount { volume, all, force } => match volume {
+            Some(volume) if !all => driver::dismount(&volume, force)?,
+            _ => driver::dismount_all(force)?,
+        },
         Command::List => driver::list()?,
         Command::Status { volume } => driver::status(&volume)?,
         Command::Gates { op } => match op {

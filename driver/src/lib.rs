@@ -17,6 +17,7 @@ pub mod barrier;
 pub mod completion;
 pub mod crypto;
 pub mod direct;
+pub mod dismount;
 pub mod faults;
 pub mod io;
 pub mod namespace;

@@ -4,6 +4,7 @@
 
 pub mod bench;
 mod condvar_sync;
+pub mod fs_above;
 pub mod host;
 pub mod loom_platform;
 pub mod mount;

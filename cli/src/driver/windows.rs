@@ -31,12 +31,16 @@ fn control() -> Result<File, DriverError> {
 
 /// Sends one IOCTL; returns the bytes the driver wrote.
 fn ioctl(file: &File, code: u32, input: &[u8], out_len: usize) -> Result<Vec<u8>, DriverError> {
+    ioctl_raw(file, code, input, out_len).map_err(|e| super::ioctl_error(code, e))
+}
+
+/// Sends one IOCTL; the OS error as it came on failure.
+fn ioctl_raw(file: &File, code: u32, input: &[u8], out_len: usize) -> std::io::Result<Vec<u8>> {
     let mut out = vec![0u8; out_len];
     let mut returned: u32 = 0;
-    let in_len =
-        u32::try_from(input.len()).map_err(|_| DriverError::Io("input too large".into()))?;
-    let out_cap =
-        u32::try_from(out.len()).map_err(|_| DriverError::Io("output too large".into()))?;
+    let too_large = |what| std::io::Error::new(std::io::ErrorKind::InvalidInput, what);
+    let in_len = u32::try_from(input.len()).map_err(|_| too_large("input too large"))?;
+    let out_cap = u32::try_from(out.len()).map_err(|_| too_large("output too large"))?;
     // SAFETY: the handle is owned by `file`, which outlives the call; the input and output
     // pointers come from live slices whose lengths are passed alongside; the call is
     // synchronous (no OVERLAPPED), so nothing uses the buffers after it returns.
@@ -53,7 +57,7 @@ fn ioctl(file: &File, code: u32, input: &[u8], out_len: usize) -> Result<Vec<u8>
         )
     };
     if ok == 0 {
-        return Err(super::ioctl_error(code, std::io::Error::last_os_error()));
+        return Err(std::io::Error::last_os_error());
     }
     out.truncate(returned as usize);
     Ok(out)
@@ -123,19 +127,48 @@ fn letter_of(dev: &File, target: Target) -> Option<char> {
 /// Dismounts a volume.
 pub fn dismount(volume: &str, force: bool) -> Result<Value, DriverError> {
     let target = parse_target(volume)?;
+    dismount_target(&control()?, target, force)?;
+    Ok(json!({ "dismounted": volume }))
+}
+
+fn dismount_target(file: &File, target: Target, force: bool) -> Result<(), DriverError> {
     let req = VolumeRequest {
         target,
         flags: if force { abi::DISMOUNT_FORCE } else { 0 },
     }
     .build()?;
-    let dev = control()?;
-    let letter = letter_of(&dev, target);
-    ioctl(&dev, abi::IOCTL_DISMOUNT, &req, 0)?;
+    let letter = letter_of(file, target);
+    ioctl_raw(file, abi::IOCTL_DISMOUNT, &req, 0).map_err(|e| super::dismount_error(target, e))?;
     // W2: the drive is gone.
     if let Some(c) = letter {
         super::broadcast::removed(c);
     }
-    Ok(json!({ "dismounted": volume }))
+    Ok(())
+}
+
+/// Dismounts every volume the caller sees, each as `dismount` would; the ones refused are
+/// named in the error (the others are dismounted).
+pub fn dismount_all(force: bool) -> Result<Value, DriverError> {
+    let file = control()?;
+    let out = ioctl(
+        &file,
+        abi::IOCTL_LIST,
+        &EmptyRequest::build(),
+        ListReply::MAX_SIZE,
+    )?;
+    let mut done = Vec::new();
+    let mut refused = Vec::new();
+    for e in ListReply::parse(&out)?.entries {
+        let target = Target::Id(e.volume_id);
+        match dismount_target(&file, target, force) {
+            Ok(()) => done.push(e.volume_id),
+            Err(err) => refused.push(format!("volume {}: {err}", e.volume_id)),
+        }
+    }
+    if !refused.is_empty() {
+        return Err(DriverError::Io(refused.join("; ")));
+    }
+    Ok(json!({ "dismounted": done }))
 }
 
 /// Lists mounted volumes.

@@ -20,15 +20,17 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use wdk_sys::ntddk::{
     DbgPrint, IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink,
+    IoRegisterShutdownNotification, IoUnregisterShutdownNotification,
 };
 use wdk_sys::{
     DEVICE_OBJECT, DRIVER_OBJECT, FILE_DEVICE_SECURE_OPEN, FILE_DEVICE_UNKNOWN, IRP,
     IRP_MJ_CLEANUP, IRP_MJ_CLOSE, IRP_MJ_CREATE, IRP_MJ_DEVICE_CONTROL, IRP_MJ_FLUSH_BUFFERS,
-    IRP_MJ_READ, IRP_MJ_WRITE, NTSTATUS, PCUNICODE_STRING,
+    IRP_MJ_READ, IRP_MJ_SHUTDOWN, IRP_MJ_WRITE, NTSTATUS, PCUNICODE_STRING,
 };
 
 use super::codes::nts;
 use super::disk::{self, VolumeDevice};
+use super::dismount::KernelVolumeAbove;
 use super::host::{KernelHost, OpenParams};
 use super::identity::{self, DeviceAccess};
 use super::irp::Irp;
@@ -38,6 +40,7 @@ use super::platform::{ClientSecurity, KernelPlatform};
 use super::registry::read_values;
 use super::strings::{unicode, utf16};
 use super::sync::SpinLock;
+use super::thread::SystemThread;
 use super::{nt, pool};
 use crate::abi::{
     self, AbiError, EmptyRequest, EraseReply, GatesMessage, ListEntry, ListReply, MountReply,
@@ -45,8 +48,9 @@ use crate::abi::{
     MOUNT_PROTECT_HIDDEN, MOUNT_READ_ONLY, MOUNT_SHARED,
 };
 use crate::access::{self, Caller, Operation, Sid};
+use crate::dismount::{self as sequence, Teardown};
 use crate::namespace::VolumeNames;
-use crate::platform::{Lock, UpperRequest};
+use crate::platform::{Lock, Thread, UpperRequest};
 use crate::registry::{Config, Gate, Gates, Note, Tunables, ALL_VALUE_NAMES, DRIVER_GATES};
 use crate::volume::{MountParams, Volume};
 use crate::Status;
@@ -74,12 +78,24 @@ struct DriverState {
     next_id: AtomicU32,
     /// Serializes the control IOCTLs (W4): two mounts cannot race for a letter or an id.
     control_mutex: KernelMutex,
+    /// The system thread of the last dismount IOCTL (W1), joined by the next one and by
+    /// Unload, so none runs in the image after it is gone (W3).
+    workers: SpinLock<Vec<SystemThread>>,
 }
 
 /// A mounted volume in the table: its device and the user who mounted it (W4).
 struct Entry {
     device: Arc<VolumeDevice>,
     owner: Sid,
+    /// A dismount runs for it (a second one is refused as in use; shutdown skips it).
+    dismounting: bool,
+}
+
+/// A dismount IOCTL's volume, claimed in the caller's thread (checks done), done on a system
+/// thread.
+struct Claim {
+    device: Arc<VolumeDevice>,
+    force: bool,
 }
 
 impl Entry {
@@ -198,9 +214,16 @@ pub unsafe fn driver_entry(
         volumes: SpinLock::new(Vec::new()),
         next_id: AtomicU32::new(1),
         control_mutex: KernelMutex::new(),
+        workers: SpinLock::new(Vec::new()),
     });
     STATE.store(Box::into_raw(state), Ordering::Release);
     let _ = reload;
+    // W1: IRP_MJ_SHUTDOWN reaches the control device when shutdown begins; every volume is
+    // then dismounted, forced, as VeraCrypt does when shutdown is pending.
+    // SAFETY: our control device, alive until Unload unregisters it.
+    if unsafe { IoRegisterShutdownNotification(device) } < 0 {
+        log("vcdirect: IoRegisterShutdownNotification failed: no dismount at shutdown");
+    }
 
     // SAFETY: we own the driver object's dispatch table during DriverEntry.
     unsafe {
@@ -216,6 +239,7 @@ pub unsafe fn driver_entry(
             driver.MajorFunction[major as usize] = Some(dispatch_create_close);
         }
         driver.MajorFunction[IRP_MJ_DEVICE_CONTROL as usize] = Some(dispatch_device_control);
+        driver.MajorFunction[IRP_MJ_SHUTDOWN as usize] = Some(dispatch_shutdown);
         driver.DriverUnload = Some(driver_unload);
     }
 
@@ -273,10 +297,14 @@ fn self_test(device: *mut DEVICE_OBJECT) {
 
 unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
     if let Some(state) = state() {
-        let all = state.volumes.with(core::mem::take);
-        for v in all {
-            dismount_device(v.device);
+        // W3: Unload runs only with no volume mounted (it is cleared meanwhile); dismounting
+        // whatever is left is the defensive path (W1, forced).
+        dismount_all_forced(state);
+        for worker in state.workers.with(core::mem::take) {
+            worker.join();
         }
+        // SAFETY: the control device registered in DriverEntry, not deleted yet.
+        unsafe { IoUnregisterShutdownNotification(state.control.as_ptr()) };
     }
     let p = STATE.swap(core::ptr::null_mut(), Ordering::AcqRel);
     if !p.is_null() {
@@ -337,9 +365,224 @@ unsafe extern "C" fn dispatch_device_control(
     let Some(mut irp) = (unsafe { owned(irp) }) else {
         return nt(Status::InvalidParameter);
     };
-    let (status, information) = control_ioctl(state(), &mut irp);
-    irp.complete(status, information);
-    nt(status)
+    let mut claim = None;
+    let (status, information) = control_ioctl(state(), &mut irp, &mut claim);
+    match (state(), claim) {
+        (Some(state), Some(claim)) if status.is_success() => start_dismount(state, claim, irp),
+        _ => {
+            irp.complete(status, information);
+            nt(status)
+        }
+    }
+}
+
+/// IRP_MJ_SHUTDOWN (W1): every volume dismounted, forced, before the system goes down.
+///
+/// IRQL: PASSIVE_LEVEL, in a system thread, as the I/O manager sends the shutdown IRP to each
+/// registered device.
+unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTSTATUS {
+    // SAFETY: one of our devices, as the I/O manager passed it.
+    if unsafe { disk::is_volume_device(device) } {
+        // SAFETY: a volume device of ours and its IRP, as the I/O manager passed them.
+        return unsafe { disk::dispatch(device, irp) };
+    }
+    // SAFETY: called by the I/O manager with an IRP for our control device.
+    let Some(irp) = (unsafe { owned(irp) }) else {
+        return nt(Status::InvalidParameter);
+    };
+    if let Some(state) = state() {
+        log("vcdirect: shutdown: dismounting every volume (forced)");
+        dismount_all_forced(state);
+    }
+    irp.complete(Status::Success, 0);
+    nt(Status::Success)
+}
+
+/// W3: DriverUnload is cleared while any volume is mounted (a legacy driver cannot veto an
+/// unload, and the I/O manager does not unload a driver without one) and restored after the
+/// last dismount. Called inside the table's spin lock, with `mounted` = the table not empty,
+/// so a mount and the last dismount cannot interleave their decisions.
+fn allow_unload(state: &DriverState, mounted: bool) {
+    let routine: Option<unsafe extern "C" fn(*mut DRIVER_OBJECT)> =
+        (!mounted).then_some(driver_unload);
+    // SAFETY: `state.driver` is our driver object, alive as long as the driver is loaded;
+    // taking a field's address touches nothing.
+    let field = unsafe { &raw mut (*state.driver).DriverUnload };
+    // SAFETY: a pointer-sized aligned store (atomic on every supported architecture) to our
+    // driver object's field, which the I/O manager reads only when an unload is requested.
+    // Any IRQL (a plain store).
+    unsafe { core::ptr::write_volatile(field, routine) };
+}
+
+/// Pends the dismount IOCTL and runs the dismount on a system thread (W1): the FSCTLs it
+/// sends to the volume must not run in a dispatch routine (under Wine one dispatch loop serves
+/// the process; on Windows the filesystem may write through our own device meanwhile). The
+/// previous dismount's thread is joined first (it has completed its IRP, or is about to), so
+/// at most one thread object is kept, and Unload joins that one.
+///
+/// IRQL: PASSIVE_LEVEL, in the caller's thread.
+fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTATUS {
+    irp.mark_pending();
+    let slot = Arc::new(SpinLock::new(Some(irp)));
+    let device = Arc::clone(&claim.device);
+    ds.control_mutex.with(|| {
+        for previous in ds.workers.with(core::mem::take) {
+            previous.join();
+        }
+        let mut keep = Vec::new();
+        let spawned = keep
+            .try_reserve(1)
+            .map_err(|_| Status::InsufficientResources)
+            .and_then(|_| {
+                let slot = Arc::clone(&slot);
+                SystemThread::spawn(Box::new(move || {
+                    // The driver state outlives this thread: Unload joins it before freeing it.
+                    let status = match state() {
+                        Some(st) => match dismount_volume(st, claim.device, claim.force) {
+                            Ok(()) => Status::Success,
+                            Err(status) => status,
+                        },
+                        None => Status::DeviceNotReady,
+                    };
+                    if let Some(irp) = slot.with(Option::take) {
+                        irp.complete(status, 0);
+                    }
+                }))
+            });
+        match spawned {
+            Ok(thread) => {
+                keep.push(thread);
+                ds.workers.with(|w| core::mem::swap(w, &mut keep));
+            }
+            Err(status) => {
+                // The thread never ran its body: nothing changed; the IRP fails here.
+                unclaim(ds, &device);
+                if let Some(irp) = slot.with(Option::take) {
+                    irp.complete(status, 0);
+                }
+            }
+        }
+    });
+    nts::PENDING
+}
+
+/// Gives a claimed volume back (its dismount was refused or never started).
+fn unclaim(state: &DriverState, device: &Arc<VolumeDevice>) {
+    state.volumes.with(|v| {
+        if let Some(e) = v.iter_mut().find(|e| Arc::ptr_eq(&e.device, device)) {
+            e.dismounting = false;
+        }
+    });
+}
+
+/// The table's side of a dismount: the volume's drain, its links, and the device's deletion
+/// with its table entry.
+struct TableTeardown<'a> {
+    state: &'a DriverState,
+    device: core::cell::RefCell<Option<Arc<VolumeDevice>>>,
+    id: u32,
+}
+
+impl Teardown for TableTeardown<'_> {
+    fn drain(&self) {
+        if let Some(d) = self.device.borrow().as_ref() {
+            d.mounted().volume.dismount();
+        }
+    }
+    fn remove_links(&self) {
+        if let Some(d) = self.device.borrow().as_ref() {
+            d.remove_links();
+        }
+    }
+    fn delete_device(&self) {
+        let Some(ours) = self.device.borrow_mut().take() else {
+            return;
+        };
+        let entry = self.state.volumes.with(|v| {
+            let entry = v
+                .iter()
+                .position(|e| Arc::ptr_eq(&e.device, &ours))
+                .map(|at| v.remove(at));
+            allow_unload(self.state, !v.is_empty());
+            entry
+        });
+        // The last reference normally (a concurrent status call may hold another for a
+        // moment): its Drop deletes the device at PASSIVE_LEVEL, here.
+        drop(entry);
+        drop(ours);
+        // SAFETY: NUL-terminated format with one `%u` argument.
+        unsafe { DbgPrint(c"vcdirect: VcVolume%u deleted\n".as_ptr(), self.id) };
+    }
+}
+
+/// Runs the engine's dismount sequence (`crate::dismount::run`) for a claimed volume: lock,
+/// dismount (forced: even when the lock failed), drain, links, release, delete. Refused
+/// (STATUS_DEVICE_BUSY): the volume stays mounted and is unclaimed.
+///
+/// IRQL: PASSIVE_LEVEL, on a system thread (the shutdown IRP's or our own).
+fn dismount_volume(
+    state: &DriverState,
+    device: Arc<VolumeDevice>,
+    force: bool,
+) -> Result<(), Status> {
+    let id = device.mounted().id;
+    // SAFETY: the table's reference (and `teardown`'s) keeps the device undeleted until
+    // `delete_device`, which the sequence calls after `release`.
+    let mut above = unsafe { KernelVolumeAbove::new(device.device_object(), device.device_name()) };
+    let teardown = TableTeardown {
+        state,
+        device: core::cell::RefCell::new(Some(Arc::clone(&device))),
+        id,
+    };
+    // The log lines use DbgPrint's own formatting, not core::fmt (W13's stack budget).
+    match sequence::run(&mut above, &teardown, force) {
+        Ok(report) => {
+            let code = |r: Option<Result<(), Status>>| match r {
+                Some(Ok(())) => 0,
+                Some(Err(s)) => s.ntstatus(),
+                None => u32::MAX,
+            };
+            let forced = if force { c", forced" } else { c"" };
+            // SAFETY: NUL-terminated format; `%u`/`%x` get u32 arguments, `%s` a
+            // NUL-terminated static C string.
+            unsafe {
+                DbgPrint(
+                    c"vcdirect: dismount VcVolume%u: lock 0x%08x, dismount 0x%08x%s\n".as_ptr(),
+                    id,
+                    code(Some(report.lock)),
+                    code(report.dismount),
+                    forced.as_ptr(),
+                )
+            };
+            Ok(())
+        }
+        Err(status) => {
+            unclaim(state, &device);
+            // SAFETY: NUL-terminated format with two u32 arguments.
+            unsafe {
+                DbgPrint(
+                    c"vcdirect: dismount VcVolume%u refused: in use (0x%08x)\n".as_ptr(),
+                    id,
+                    status.ntstatus(),
+                )
+            };
+            Err(status)
+        }
+    }
+}
+
+/// Dismounts every volume no dismount runs for, forced (shutdown, Unload).
+fn dismount_all_forced(state: &DriverState) {
+    loop {
+        let next = state.volumes.with(|v| {
+            v.iter_mut().find(|e| !e.dismounting).map(|e| {
+                e.dismounting = true;
+                Arc::clone(&e.device)
+            })
+        });
+        let Some(device) = next else { break };
+        let _ = dismount_volume(state, device, true);
+    }
 }
 
 /// What a handler returns: the reply bytes, or the status to fail with.
@@ -355,7 +598,11 @@ fn abi_err(e: AbiError) -> Status {
 /// code the system buffer is wiped all the same and the request refused.
 ///
 /// IRQL: PASSIVE_LEVEL, in the caller's thread (a top-level driver's device control).
-fn control_ioctl(state: Option<&DriverState>, irp: &mut Irp) -> (Status, usize) {
+fn control_ioctl(
+    state: Option<&DriverState>,
+    irp: &mut Irp,
+    claim: &mut Option<Claim>,
+) -> (Status, usize) {
     let (code, input_len, output_len) = irp.ioctl_parameters();
     let known = matches!(
         code,
@@ -403,7 +650,7 @@ fn control_ioctl(state: Option<&DriverState>, irp: &mut Irp) -> (Status, usize) 
             output_len as usize,
             |input, output_len| {
                 let caller = identity::caller()?;
-                handle(state, &caller, code, input, output_len)
+                handle(state, &caller, code, input, output_len, claim)
             },
         )
     })
@@ -416,10 +663,11 @@ fn handle(
     code: u32,
     input: &[u8],
     output_len: usize,
+    claim: &mut Option<Claim>,
 ) -> Reply {
     match code {
         abi::IOCTL_MOUNT => mount(state, caller, input, output_len),
-        abi::IOCTL_DISMOUNT => dismount(state, caller, input),
+        abi::IOCTL_DISMOUNT => claim_dismount(state, caller, input, claim),
         abi::IOCTL_LIST => list(state, caller, input, output_len),
         abi::IOCTL_STATUS => status(state, caller, input, output_len),
         abi::IOCTL_GATES_GET => {
@@ -564,8 +812,12 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
     let entry = Entry {
         device: Arc::new(device),
         owner: caller.sid.clone(),
+        dismounting: false,
     };
-    state.volumes.with(|v| v.push(entry));
+    state.volumes.with(|v| {
+        v.push(entry);
+        allow_unload(state, true);
+    });
     Ok(MountReply {
         volume_id: id,
         drive_letter: request.drive_letter,
@@ -573,30 +825,32 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
     .build())
 }
 
-fn dismount(state: &DriverState, caller: &Caller, input: &[u8]) -> Reply {
+/// The dismount IOCTL's checks, in the caller's thread: the volume exists (else
+/// STATUS_NOT_FOUND, nothing changed), the caller may dismount it (W4), no other dismount runs
+/// for it (else in use). The volume is then claimed; the dismount itself runs on a system
+/// thread (`start_dismount`), where the filesystem decides whether it is in use (W1).
+fn claim_dismount(
+    state: &DriverState,
+    caller: &Caller,
+    input: &[u8],
+    claim: &mut Option<Claim>,
+) -> Reply {
     let request = VolumeRequest::parse(input).map_err(abi_err)?;
     let force = request.flags & DISMOUNT_FORCE != 0;
-    let taken = state.volumes.with(|v| {
-        let at = v
-            .iter()
-            .position(|e| e.is(request.target))
+    let device = state.volumes.with(|v| {
+        let entry = v
+            .iter_mut()
+            .find(|e| e.is(request.target))
             .ok_or(nts::NOT_FOUND)?;
-        access::check(caller, Operation::Dismount(&v[at].owner))?;
-        if !force && v[at].device.mounted().open_handles.load(Ordering::Acquire) > 0 {
-            return Err(Status::DeviceBusy);
+        access::check(caller, Operation::Dismount(&entry.owner))?;
+        if entry.dismounting {
+            return Err(sequence::IN_USE);
         }
-        Ok(v.remove(at))
+        entry.dismounting = true;
+        Ok(Arc::clone(&entry.device))
     })?;
-    dismount_device(taken.device);
+    *claim = Some(Claim { device, force });
     Ok(Vec::new())
-}
-
-/// Dismounts a volume taken out of the table now (waits for all its I/O: R13); its device
-/// and links go with the last reference (normally this one; a concurrent status call may
-/// hold another for a moment).
-fn dismount_device(device: Arc<VolumeDevice>) {
-    device.mounted().volume.dismount();
-    drop(device);
 }
 
 fn list(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {

@@ -19,6 +19,7 @@ mod codes;
 mod control;
 mod device_control;
 mod disk;
+mod dismount;
 mod host;
 mod identity;
 mod irp;

@@ -3,15 +3,17 @@
 //! `vcsim --seeds A..B [--ops N] [--config NAME | --all-configs]` runs seeds A (inclusive) to
 //! B (exclusive); each seed runs on one of the four standard volume configurations (gates off,
 //! read-only, write-only, both on), chosen by the seed, unless `--config` names one or
-//! `--all-configs` runs every seed on all four. `VCSIM_SEED=n vcsim` replays one seed. On a
-//! violation it prints the seed, what broke, and the replay command, and exits 1.
+//! `--all-configs` runs every seed on all four. `--filesystem-above` runs instead the W1
+//! dismount with a filesystem stand-in above the volume (one case per seed). `VCSIM_SEED=n
+//! vcsim` replays one seed. On a violation it prints the seed, what broke, and the replay
+//! command, and exits 1.
 
 use std::time::Instant;
 
-use vcdirect_usermode::sim::{run_seed, SimConfig};
+use vcdirect_usermode::sim::{run_fs_seed, run_seed, SimConfig};
 
 fn usage() -> ! {
-    eprintln!("usage: vcsim [--seeds A..B] [--ops N] [--config gates-off|read-only|write-only|both-on | --all-configs] [--fault r1|r2|r3|r12|r13]");
+    eprintln!("usage: vcsim [--seeds A..B] [--ops N] [--config gates-off|read-only|write-only|both-on | --all-configs] [--fault r1|r2|r3|r12|r13] [--filesystem-above]");
     std::process::exit(2);
 }
 
@@ -21,6 +23,7 @@ fn main() {
     let mut only: Option<String> = None;
     let mut fault: Option<String> = None;
     let mut all_configs = false;
+    let mut filesystem_above = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| usage());
@@ -35,6 +38,7 @@ fn main() {
             "--config" => only = Some(val()),
             "--fault" => fault = Some(val()),
             "--all-configs" => all_configs = true,
+            "--filesystem-above" => filesystem_above = true,
             _ => usage(),
         }
     }
@@ -47,6 +51,10 @@ fn main() {
             eprintln!("{e}");
             std::process::exit(2)
         });
+    }
+    if filesystem_above {
+        run_filesystem_above(seeds);
+        return;
     }
     let configs: Vec<SimConfig> = SimConfig::standard(ops)
         .into_iter()
@@ -99,5 +107,37 @@ fn main() {
         seeds.end - seeds.start,
         secs,
         runs as f64 / secs
+    );
+}
+
+/// `--filesystem-above`: the W1 dismount against a filesystem stand-in, one case per seed.
+fn run_filesystem_above(seeds: std::ops::Range<u64>) {
+    std::panic::set_hook(Box::new(|_| {}));
+    let start = Instant::now();
+    let mut writes = 0usize;
+    for seed in seeds.clone() {
+        let r = run_fs_seed(seed);
+        writes += r.requests;
+        if std::env::var("VCSIM_SEED").is_ok() {
+            println!(
+                "seed {seed} filesystem-above: trace {:016x}, {} filesystem writes, {}",
+                r.trace_hash, r.requests, r.drawn
+            );
+        }
+        if !r.violations.is_empty() {
+            println!("FAIL seed {seed} filesystem-above ({})", r.drawn);
+            for v in &r.violations {
+                println!("  - {v}");
+            }
+            println!(
+                "replay: VCSIM_SEED={seed} cargo run --release -p vcdirect-usermode --bin vcsim -- --filesystem-above"
+            );
+            std::process::exit(1);
+        }
+    }
+    println!(
+        "vcsim --filesystem-above: {} seeds, {writes} filesystem writes, {:.1} s, no violation",
+        seeds.end - seeds.start,
+        start.elapsed().as_secs_f64()
     );
 }

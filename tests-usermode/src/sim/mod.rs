@@ -13,11 +13,13 @@
 //! final medium must show, per sector, a write the ordering rules allow.
 
 mod check;
+mod fs_workload;
 mod host;
 mod log;
 mod platform;
 mod workload;
 
+pub use fs_workload::run_fs_seed;
 pub use host::SimHost;
 pub use platform::{current_thread_name, SimPlatform};
 pub use workload::{run_seed, FaultMix, SeedReport, SimConfig};

@@ -156,9 +156,18 @@ fn master_key(seed: u64) -> [u8; 64] {
 
 /// Runs one seed of `cfg`; returns its report (violations empty when every invariant held).
 pub fn run_seed(cfg: &SimConfig, seed: u64) -> SeedReport {
+    let cfg = cfg.clone();
+    run_scheduled(seed, move || simulate(&cfg, seed))
+}
+
+/// Runs `simulate` under shuttle's random scheduler seeded with `seed`; a panic or a
+/// deadlock becomes the report's violation.
+pub(super) fn run_scheduled(
+    seed: u64,
+    simulate: impl Fn() -> SeedReport + Send + Sync + 'static,
+) -> SeedReport {
     let out: Arc<StdMutex<Option<SeedReport>>> = Arc::new(StdMutex::new(None));
     let out2 = Arc::clone(&out);
-    let cfg2 = cfg.clone();
     let scheduler = shuttle::scheduler::RandomScheduler::new_from_seed(seed, 1);
     let mut config = shuttle::Config::new();
     config.max_steps = shuttle::MaxSteps::None;
@@ -168,7 +177,7 @@ pub fn run_seed(cfg: &SimConfig, seed: u64) -> SeedReport {
     let runner = shuttle::Runner::new(scheduler, config);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         runner.run(move || {
-            let r = simulate(&cfg2, seed);
+            let r = simulate();
             *out2.lock().unwrap() = Some(r);
         })
     }));

@@ -205,6 +205,16 @@ impl VolumeDevice {
         &self.mounted
     }
 
+    /// The device object (live until this value drops).
+    pub fn device_object(&self) -> NonNull<DEVICE_OBJECT> {
+        self.device
+    }
+
+    /// `\Device\VcVolume<N>`.
+    pub fn device_name(&self) -> &[u16] {
+        self.mounted.names.device_name()
+    }
+
     /// How its drive letter was made (W2; `LinkKind::None` without one or once removed).
     pub fn letter_kind(&self) -> LinkKind {
         self.links.with(|l| l.kind())

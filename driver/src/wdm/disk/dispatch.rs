@@ -89,6 +89,16 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
             nt(Status::Success)
         }
         IRP_MJ_DEVICE_CONTROL => {
+            // W1, wine-host build only: the filesystem stand-in answers the dismount's FSCTLs.
+            #[cfg(feature = "wine-host")]
+            if let Some(status) = super::super::dismount::fs_stand_in(
+                mounted.id,
+                mounted.open_handles.load(Ordering::Acquire),
+                request.ioctl_parameters().0,
+            ) {
+                request.complete(status, 0);
+                return nt(status);
+            }
             let (status, info) = disk_control(mounted, &mut request);
             request.complete(status, info);
             nt(status)

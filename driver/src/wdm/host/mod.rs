@@ -20,7 +20,6 @@ mod open;
 mod product;
 #[cfg(feature = "wine-host")]
 mod wine;
-
 use core::ptr::NonNull;
 
 use wdk_sys::ntddk::{ObfDereferenceObject, ObfReferenceObject};

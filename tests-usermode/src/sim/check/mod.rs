@@ -14,6 +14,9 @@
 //! - [`medium`]: the final medium against the model.
 //! - [`flushes`]: docs/review.md R7 and flush ordering.
 //! - [`paths`]: every eligible request goes direct.
+//! - [`filesystem_above`]: docs/review.md W1, a dismount with a filesystem stand-in above the
+//!   volume (its own workload, `vcsim --filesystem-above`): refused while files are open,
+//!   otherwise nothing the filesystem wrote is lost and nothing reaches the deleted device.
 //! - [`short_transfers`]: docs/review.md W12, a short host transfer fails its request with no
 //!   bytes reported, and no host write of a request starts after one of its writes failed.
 //!
@@ -23,6 +26,7 @@
 pub(crate) mod bounds;
 pub(crate) mod completion_thread;
 pub(crate) mod dismount;
+pub(crate) mod filesystem_above;
 pub(crate) mod flushes;
 pub(crate) mod key_block;
 pub(crate) mod medium;

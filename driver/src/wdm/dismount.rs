@@ -1,0 +1,216 @@
+//! The glue's half of a dismount (docs/review.md W1): the "volume above" the engine's
+//! sequence (`crate::dismount`) locks and dismounts, and, in the wine-host build, the
+//! filesystem stand-in that answers it.
+//!
+//! Owns: opening the volume from a system thread with a kernel handle and sending
+//! FSCTL_LOCK_VOLUME and FSCTL_DISMOUNT_VOLUME on it (product), or sending the same codes as
+//! IRPs straight to the volume device (wine-host: under Wine 8.0 no filesystem mounts on a
+//! driver's device, ZwCreateFile handles carry no device object and ntdll answers
+//! FSCTL_LOCK_VOLUME itself, so the stand-in in the volume's dispatch answers them instead).
+//! Never: decides the order or whether the volume is in use (`crate::dismount::run` does).
+
+use alloc::vec::Vec;
+
+#[cfg(feature = "wine-host")]
+use crate::Status;
+
+/// FSCTL_LOCK_VOLUME (CTL_CODE(FILE_DEVICE_FILE_SYSTEM, 6, METHOD_BUFFERED, FILE_ANY_ACCESS)).
+pub(crate) const FSCTL_LOCK_VOLUME: u32 = 0x0009_0018;
+/// FSCTL_DISMOUNT_VOLUME (function 8).
+pub(crate) const FSCTL_DISMOUNT_VOLUME: u32 = 0x0009_0020;
+
+/// The volume above `\Device\VcVolume<N>`, reached by name (product) or device (wine-host).
+pub(crate) struct KernelVolumeAbove {
+    #[cfg(not(feature = "wine-host"))]
+    name: Vec<u16>,
+    #[cfg(not(feature = "wine-host"))]
+    handle: wdk_sys::HANDLE,
+    #[cfg(feature = "wine-host")]
+    device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
+    #[cfg(feature = "wine-host")]
+    _name: Vec<u16>,
+}
+
+impl KernelVolumeAbove {
+    /// The volume whose device is `device`, named `name` (`\Device\VcVolume<N>`). Nothing is
+    /// opened yet (`lock` opens).
+    ///
+    /// # Safety
+    /// `device` is a volume device of this driver that stays undeleted while this value
+    /// lives (the dismount holds the table's reference to it until after `release`).
+    pub(crate) unsafe fn new(
+        device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
+        name: &[u16],
+    ) -> Self {
+        #[cfg(not(feature = "wine-host"))]
+        {
+            let _ = device;
+            KernelVolumeAbove {
+                name: name.to_vec(),
+                handle: core::ptr::null_mut(),
+            }
+        }
+        #[cfg(feature = "wine-host")]
+        KernelVolumeAbove {
+            device,
+            _name: name.to_vec(),
+        }
+    }
+}
+
+#[cfg(not(feature = "wine-host"))]
+mod product {
+    use wdk_sys::ntddk::{ZwClose, ZwCreateFile, ZwFsControlFile};
+    use wdk_sys::{
+        FILE_OPEN, FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, IO_STATUS_BLOCK,
+        OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE, SYNCHRONIZE,
+    };
+
+    use super::super::strings::OwnedUnicode;
+    use super::{KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_LOCK_VOLUME};
+    use crate::dismount::VolumeAbove;
+    use crate::Status;
+
+    const FILE_SYNCHRONOUS_IO_NONALERT: u32 = 0x0000_0020;
+
+    impl KernelVolumeAbove {
+        /// Opens the volume as VeraCrypt does (read, share read/write, synchronous): the
+        /// I/O manager routes the open, and the FSCTLs on it, to the filesystem mounted on
+        /// the volume (mounting one, RAW at least, if none is yet).
+        ///
+        /// IRQL: PASSIVE_LEVEL, on a system thread (kernel handle, no access check against a
+        /// user: the caller's right to dismount was checked in its own thread, W4).
+        fn open(&mut self) -> Result<HANDLE, Status> {
+            if !self.handle.is_null() {
+                return Ok(self.handle);
+            }
+            let mut name = OwnedUnicode::copy(&self.name)?;
+            let mut attributes = OBJECT_ATTRIBUTES {
+                Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+                RootDirectory: core::ptr::null_mut(),
+                ObjectName: name.as_mut(),
+                Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
+                SecurityDescriptor: core::ptr::null_mut(),
+                SecurityQualityOfService: core::ptr::null_mut(),
+            };
+            let mut handle: HANDLE = core::ptr::null_mut();
+            let mut iosb = IO_STATUS_BLOCK::default();
+            // SAFETY: every pointer is valid for the call; `name` (behind `attributes`) is
+            // alive here. PASSIVE_LEVEL on a system thread (caller's contract).
+            let status = unsafe {
+                ZwCreateFile(
+                    &mut handle,
+                    GENERIC_READ | SYNCHRONIZE,
+                    &mut attributes,
+                    &mut iosb,
+                    core::ptr::null_mut(),
+                    0,
+                    FILE_SHARE_READ | FILE_SHARE_WRITE,
+                    FILE_OPEN,
+                    FILE_SYNCHRONOUS_IO_NONALERT,
+                    core::ptr::null_mut(),
+                    0,
+                )
+            };
+            if status < 0 {
+                return Err(Status::from_ntstatus(status as u32));
+            }
+            self.handle = handle;
+            Ok(handle)
+        }
+
+        fn fsctl(&mut self, code: u32) -> Result<(), Status> {
+            let handle = self.open()?;
+            let mut iosb = IO_STATUS_BLOCK::default();
+            // SAFETY: our kernel handle, opened for synchronous I/O: the call returns when the
+            // filesystem completed the request; no buffers.
+            let status = unsafe {
+                ZwFsControlFile(
+                    handle,
+                    core::ptr::null_mut(),
+                    None,
+                    core::ptr::null_mut(),
+                    &mut iosb,
+                    code,
+                    core::ptr::null_mut(),
+                    0,
+                    core::ptr::null_mut(),
+                    0,
+                )
+            };
+            if status < 0 {
+                return Err(Status::from_ntstatus(status as u32));
+            }
+            Ok(())
+        }
+    }
+
+    impl VolumeAbove for KernelVolumeAbove {
+        fn lock(&mut self) -> Result<(), Status> {
+            self.fsctl(FSCTL_LOCK_VOLUME)
+        }
+        fn dismount(&mut self) -> Result<(), Status> {
+            self.fsctl(FSCTL_DISMOUNT_VOLUME)
+        }
+        fn release(&mut self) {
+            let handle = core::mem::replace(&mut self.handle, core::ptr::null_mut());
+            if !handle.is_null() {
+                // SAFETY: our kernel handle, closed once (the lock goes with it).
+                let _ = unsafe { ZwClose(handle) };
+            }
+        }
+    }
+}
+
+#[cfg(feature = "wine-host")]
+mod wine {
+    use super::{KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_LOCK_VOLUME};
+    use crate::dismount::VolumeAbove;
+    use crate::Status;
+
+    impl KernelVolumeAbove {
+        fn fsctl(&mut self, code: u32) -> Result<(), Status> {
+            let mut none = [0u8; 0];
+            // SAFETY: our volume device, undeleted while this value lives (`new`'s contract).
+            unsafe { super::super::device_control::device_control(self.device, code, &mut none, 0) }
+                .map(|_| ())
+        }
+    }
+
+    impl VolumeAbove for KernelVolumeAbove {
+        fn lock(&mut self) -> Result<(), Status> {
+            self.fsctl(FSCTL_LOCK_VOLUME)
+        }
+        fn dismount(&mut self) -> Result<(), Status> {
+            self.fsctl(FSCTL_DISMOUNT_VOLUME)
+        }
+        fn release(&mut self) {}
+    }
+}
+
+/// The wine-host build's filesystem stand-in, in the volume device's dispatch: answers
+/// FSCTL_LOCK_VOLUME with STATUS_ACCESS_DENIED while any handle is open on the volume (what
+/// RAW and NTFS do with open files; a client holding the device open plays "files open"),
+/// otherwise success, and FSCTL_DISMOUNT_VOLUME with success; each answer goes to the
+/// debugger log, so the Wine test sees their order. `None`: not one of its codes.
+#[cfg(feature = "wine-host")]
+pub(crate) fn fs_stand_in(id: u32, open_handles: u32, code: u32) -> Option<Status> {
+    let (what, status) = match code {
+        FSCTL_LOCK_VOLUME if open_handles > 0 => (c"lock", Status::Host(0xC000_0022)),
+        FSCTL_LOCK_VOLUME => (c"lock", Status::Success),
+        FSCTL_DISMOUNT_VOLUME => (c"dismount", Status::Success),
+        _ => return None,
+    };
+    // SAFETY: NUL-terminated format; `%u`/`%x` get u32 arguments, `%s` a NUL-terminated static
+    // C string. (DbgPrint, not core::fmt: this runs in a dispatch routine, W13's stack budget.)
+    unsafe {
+        wdk_sys::ntddk::DbgPrint(
+            c"vcdirect: fs stand-in: VcVolume%u %s -> 0x%08x (%u open)\n".as_ptr(),
+            id,
+            what.as_ptr(),
+            status.ntstatus(),
+            open_handles,
+        )
+    };
+    Some(status)
+}
