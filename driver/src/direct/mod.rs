@@ -185,7 +185,11 @@ fn transfer<P: Platform>(
     mut bounce: Option<&mut AlignedBuffer>,
 ) -> Status {
     let address = buf.address();
-    let data = buf.bytes();
+    // W7: mapped now that a worker has taken it; a mapping failure issues nothing.
+    let data = match buf.map() {
+        Ok(data) => data,
+        Err(status) => return status,
+    };
     let total = data.len();
     let crypto = CryptoPool::inline();
     let mut pos = 0usize;
