@@ -18,6 +18,7 @@ mod chkstk;
 mod codes;
 mod control;
 mod disk;
+mod encryption_pool;
 mod host;
 mod identity;
 mod irp;
