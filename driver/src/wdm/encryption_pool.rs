@@ -129,6 +129,11 @@ impl EncryptionPool {
     /// one piece, no thread, or a stopped pool, the caller runs them itself.
     ///
     /// IRQL: PASSIVE_LEVEL (it waits).
+    ///
+    /// Inlined into the engine's caller (`CryptoPool::run`), so the caller's own calls of
+    /// `work` are direct calls of its closure: the only indirect call of `work` is on the pool's
+    /// threads (W13's stack budget follows indirect calls conservatively).
+    #[inline(always)]
     pub fn run(&self, pieces: &mut [Piece<'_>], work: &Work<'_>) {
         if pieces.len() <= 1 || self.threads() == 0 {
             return run_inline(pieces, work);
@@ -200,6 +205,7 @@ impl EncryptionPool {
     }
 }
 
+#[inline(always)]
 fn run_inline(pieces: &mut [Piece<'_>], work: &Work<'_>) {
     for piece in pieces {
         work(piece);
@@ -208,6 +214,10 @@ fn run_inline(pieces: &mut [Piece<'_>], work: &Work<'_>) {
 
 /// A pool thread: takes one piece per permit, oldest batch first; a permit without a piece
 /// after `stop` ends it.
+///
+/// Never inlined into its thread's closure: its call of `work` is the pool's one indirect call,
+/// which W13's stack budget (scripts/check-sys-image.py, CLOSURE_ONLY) finds by this name.
+#[inline(never)]
 fn pool_thread(shared: &Shared) {
     loop {
         shared.ready.acquire();
