@@ -58,6 +58,12 @@ impl KernelPlatform {
             encryption: encryption_pool::driver_pool(),
         })
     }
+
+    /// The device that owns the platform's work items (the wine-host self-test's own pool).
+    #[cfg(feature = "wine-host")]
+    pub(crate) fn device(&self) -> NonNull<DEVICE_OBJECT> {
+        self.device
+    }
 }
 
 impl Platform for KernelPlatform {

@@ -73,9 +73,45 @@ pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
         return Err("64-byte aligned allocation");
     }
 
+    work_item_teardown(platform)?;
     encryption_pool(platform)?;
 
     Ok(platform.cpu_count())
+}
+
+/// Work-item teardown with routines in flight: the pool's handle is dropped while both of its
+/// routines still run; each then frees its own item and the last frees the slots' storage
+/// (work_item.rs), and both bodies ran to the end.
+fn work_item_teardown(platform: &KernelPlatform) -> Result<(), &'static str> {
+    use super::work_item::WorkItemPool;
+
+    let pool = WorkItemPool::new(platform.device().as_ptr(), 2).map_err(|_| "work item pool")?;
+    let gate = Arc::new(KernelEvent::new());
+    let done = Arc::new(KernelEvent::new());
+    let finished = Arc::new(SpinLock::new(0u32));
+    for _ in 0..2 {
+        let (gate, done, finished) = (Arc::clone(&gate), Arc::clone(&done), Arc::clone(&finished));
+        pool.queue(
+            platform.device().as_ptr(),
+            Box::new(move || {
+                gate.wait();
+                if finished.with(|n| {
+                    *n += 1;
+                    *n
+                }) == 2
+                {
+                    done.set();
+                }
+            }),
+        );
+    }
+    drop(pool); // closed with both routines in flight
+    gate.set();
+    done.wait();
+    if finished.with(|n| *n) != 2 {
+        return Err("work items finished after their pool was dropped");
+    }
+    Ok(())
 }
 
 /// The encryption pool: pieces run on the pool's threads, never on the caller's, and give the
