@@ -104,6 +104,14 @@ RECURSION = {
 # MmGetSystemRoutineAddress (wdm/pool.rs: ExAllocatePool2), not into the driver.
 KERNEL_INDIRECT = [r"^vcdirect::wdm::pool::", r"^<vcdirect::wdm::pool::KernelAllocator as "]
 
+# Functions whose only indirect call is the engine's `Platform::run_pieces` work, a `&dyn
+# Fn(&mut Piece)` (wdm/encryption_pool.rs, the platform's run_pieces): through its `call` slot
+# it reaches a closure's (or a closure shim's) entry, never another trait's method stored at
+# the same vtable offset (`fmt::Write::write_fmt` shares that offset with `Fn::call`).
+CLOSURE_ONLY = [r"^vcdirect::wdm::encryption_pool::",
+                r"^<vcdirect::wdm::platform::KernelPlatform as vcdirect::platform::Platform>::run_pieces$"]
+CLOSURE_NAME = r"\{\{closure\}\}|\{\{vtable\.shim\}\}|^core::ops::function::"
+
 failures = 0
 # Names of the routines the image imports (their thunks lead into the kernel).
 IMPORTED = set()
@@ -526,6 +534,8 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image):
         out = set()
         for off in indirect.get(f, ()):
             out |= taken if off is None else slots.get(off, set())
+        if any(re.search(p, name(f)) for p in CLOSURE_ONLY):
+            out = {t for t in out if re.search(CLOSURE_NAME, name(t))}
         return out - callbacks
 
     def node(t):

@@ -15,66 +15,113 @@ pub const UNREAD: u8 = 0xA5;
 /// A caller's buffer: owned, splittable into disjoint owned pieces and joined back. Its origin
 /// (as the kernel's names the upper IRP's MDL) is the address of the first byte of the buffer
 /// it was made as, and the piece's offset from there.
+///
+/// Like an IRP's MDL it must be mapped (`IoBuf::map`) before the engine reads or writes it
+/// (docs/review.md W7); `bytes` on an unmapped buffer panics, so an engine path that forgot
+/// the step fails every test that reaches it. [`Buf::fail_mapping`] is the mapping-failure
+/// switch (system-PTE pressure in the kernel).
 #[derive(Debug)]
-pub struct Buf(BytesMut, usize);
+pub struct Buf {
+    bytes: BytesMut,
+    /// Address of the first byte of the buffer this one was made as (its origin's descriptor).
+    base: usize,
+    mapped: bool,
+    map_fails: bool,
+}
 
 impl Buf {
+    fn new(bytes: BytesMut) -> Self {
+        Buf {
+            base: bytes.as_ptr() as usize,
+            bytes,
+            mapped: false,
+            map_fails: false,
+        }
+    }
+
     /// `len` zero bytes whose first byte is aligned to `align` (a power of two).
     pub fn zeroed_aligned(len: usize, align: usize) -> Self {
         let mut b = BytesMut::zeroed(len + align);
         let pad = (align - (b.as_ptr() as usize) % align) % align;
         let _ = b.split_to(pad);
         b.truncate(len);
-        let base = b.as_ptr() as usize;
-        Buf(b, base)
+        Buf::new(b)
+    }
+
+    /// Fault switch (W7): every `map` of this buffer fails with STATUS_INSUFFICIENT_RESOURCES,
+    /// as MmGetSystemAddressForMdlSafe returns NULL when system PTEs run out.
+    pub fn fail_mapping(mut self) -> Self {
+        self.map_fails = true;
+        self
+    }
+
+    /// True once the engine mapped the buffer.
+    pub fn was_mapped(&self) -> bool {
+        self.mapped
     }
 
     /// `len` bytes of [`UNREAD`] whose first byte is aligned to `align`: a fresh read buffer,
     /// every byte of which a successful read must overwrite.
     pub fn unread_aligned(len: usize, align: usize) -> Self {
         let mut b = Self::zeroed_aligned(len, align);
-        b.0.fill(UNREAD);
+        b.bytes.fill(UNREAD);
         b
     }
 
     /// A page-aligned buffer holding a copy of `data`.
     pub fn from_slice(data: &[u8]) -> Self {
         let mut b = Self::zeroed_aligned(data.len(), 4096);
-        b.0.copy_from_slice(data);
+        b.bytes.copy_from_slice(data);
         b
     }
 
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
-        &self.0
+        &self.bytes
     }
 
-    /// The bytes, mutable.
+    /// The bytes, mutable (the issuer's view: no mapping needed).
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.0
+        &mut self.bytes
     }
 }
 
 impl IoBuf for Buf {
+    fn map(&mut self) -> Result<&mut [u8], Status> {
+        if self.map_fails {
+            return Err(Status::InsufficientResources);
+        }
+        self.mapped = true;
+        Ok(&mut self.bytes)
+    }
     fn bytes(&mut self) -> &mut [u8] {
-        &mut self.0
+        assert!(
+            self.mapped,
+            "the engine used a caller buffer it had not mapped (W7)"
+        );
+        &mut self.bytes
     }
     fn len(&self) -> usize {
-        self.0.len()
+        self.bytes.len()
     }
     fn split_to(&mut self, at: usize) -> Self {
-        Buf(self.0.split_to(at), self.1)
+        Buf {
+            bytes: self.bytes.split_to(at),
+            base: self.base,
+            mapped: self.mapped,
+            map_fails: self.map_fails,
+        }
     }
     fn unsplit(&mut self, next: Self) {
-        self.0.unsplit(next.0)
+        self.bytes.unsplit(next.bytes)
     }
     fn address(&self) -> usize {
-        self.0.as_ptr() as usize
+        self.bytes.as_ptr() as usize
     }
     fn origin(&self) -> Option<BufOrigin> {
         Some(BufOrigin {
-            descriptor: self.1,
-            offset: self.address() - self.1,
+            descriptor: self.base,
+            offset: self.address() - self.base,
         })
     }
 }

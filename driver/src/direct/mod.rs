@@ -293,7 +293,11 @@ fn transfer<P: Platform>(
     let memory = buf.origin();
     let paging = request.paging();
     let priority = request.priority_hint();
-    let data = buf.bytes();
+    // W7: mapped now that a worker has taken it; a mapping failure issues nothing.
+    let data = match buf.map() {
+        Ok(data) => data,
+        Err(status) => return status,
+    };
     let total = data.len();
     let crypto = CryptoPool::inline();
     let host_offset = |pos: usize| context.geometry.data_offset + offset + pos as u64;

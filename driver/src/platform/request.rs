@@ -19,8 +19,18 @@ pub enum RequestKind {
 /// owned pieces and joined back. The legacy queue hands each fragment's piece to a different
 /// thread (I/O thread, completion thread) while the next fragment is in flight, exactly as
 /// VeraCrypt's queue works on one IRP buffer; owning the pieces keeps that safe.
+///
+/// docs/review.md W7: the buffer is taken at dispatch without being mapped (the kernel checks
+/// only that the request has an MDL); the path's thread that takes the request calls
+/// [`map`](IoBuf::map) before it touches a byte, so no request is mapped while it only waits.
 pub trait IoBuf: Send + 'static {
-    /// The bytes.
+    /// Maps the buffer for the thread that works on it (MmGetSystemAddressForMdlSafe with
+    /// HighPagePriority | MdlMappingNoExecute in the kernel) and returns its bytes; mapping
+    /// again returns the same bytes. Called once per request, on the whole buffer, before it
+    /// is split. A mapping failure (system-PTE pressure) is STATUS_INSUFFICIENT_RESOURCES,
+    /// which Mm and Cc retry: the request fails with it and nothing of it is issued.
+    fn map(&mut self) -> Result<&mut [u8], Status>;
+    /// The bytes, once [`map`](IoBuf::map)ped (pieces split off a mapped buffer are mapped).
     fn bytes(&mut self) -> &mut [u8];
     /// Number of bytes.
     fn len(&self) -> usize;
@@ -32,7 +42,10 @@ pub trait IoBuf: Send + 'static {
     fn split_to(&mut self, at: usize) -> Self;
     /// Appends `next`, which must be the piece that directly follows `self`.
     fn unsplit(&mut self, next: Self);
-    /// Address of the first byte (for alignment and page-offset arithmetic only).
+    /// Address of the first byte in the issuer's view of the buffer (in the kernel the MDL's
+    /// virtual address, which has the page offset and, for every alignment below a page, the
+    /// alignment of the mapped bytes): for alignment and page-offset arithmetic only, known
+    /// before [`map`](IoBuf::map) (the path is chosen from it at dispatch, R12).
     fn address(&self) -> usize;
     /// Where the first byte lives for a host that can hand the caller's memory down as it is
     /// (the kernel: the upper IRP's MDL and this piece's offset in it, for IoBuildPartialMdl),
@@ -102,7 +115,7 @@ pub trait UpperRequest: Send + 'static {
     fn offset(&self) -> i64;
     /// Length in bytes.
     fn length(&self) -> u32;
-    /// Takes the caller's buffer (the MDL's system address in the kernel), exactly `length`
+    /// Takes the caller's buffer (unmapped: the IRP's MDL in the kernel), exactly `length`
     /// bytes, or `None` when the request carries no usable buffer (docs/review.md R14).
     fn take_buffer(&mut self) -> Option<Self::Buf>;
     /// Gives the (whole, re-joined) buffer back before completion.

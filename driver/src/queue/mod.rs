@@ -205,6 +205,12 @@ fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F
             finisher.finish(request, Some(buf), ticket, kind, Status::Cancelled, 0);
             continue;
         }
+        // W7: mapped now that the main thread has taken it; a mapping failure issues nothing.
+        if let Err(status) = buf.map() {
+            queue.item_permits.release();
+            finisher.finish(request, Some(buf), ticket, kind, status, 0);
+            continue;
+        }
         Counters::add(
             if kind == JobKind::Write {
                 &context.counters.legacy_writes

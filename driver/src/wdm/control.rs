@@ -224,6 +224,11 @@ pub unsafe fn driver_entry(
     if unsafe { IoRegisterShutdownNotification(device) } < 0 {
         log("vcdirect: IoRegisterShutdownNotification failed: no dismount at shutdown");
     }
+    // The encryption pool, as VeraCrypt starts it at load: CPUs - free CPU count threads.
+    super::encryption_pool::start_driver_pool(
+        super::platform::active_processors(),
+        tunables.free_cpu_count as usize,
+    );
 
     // SAFETY: we own the driver object's dispatch table during DriverEntry.
     unsafe {
@@ -311,6 +316,8 @@ unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
         // SAFETY: the Box leaked in DriverEntry; no dispatch routine runs during Unload.
         drop(unsafe { Box::from_raw(p) });
     }
+    // Every volume is dismounted: nothing runs crypto any more.
+    super::encryption_pool::stop_driver_pool();
     let mut link_name = unicode(&LINK_NAME);
     // SAFETY: the link was created in DriverEntry (Unload only runs after it succeeded).
     // Nothing to do if it fails: the link is gone or was never made.

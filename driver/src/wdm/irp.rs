@@ -1,6 +1,7 @@
 //! Upper requests: an owned IRP seen through the engine's `UpperRequest`.
 //!
-//! Owns: reading the current IO_STACK_LOCATION, mapping the MDL to a system address, the
+//! Owns: reading the current IO_STACK_LOCATION, mapping the MDL to a system address when a
+//! path's thread takes the request (W7: HighPagePriority, no-execute), the
 //! atomic exchange of the IRP's cancel routine (`IoSetCancelRoutine`, an inline function
 //! written out), and completing the IRP exactly once (completing consumes the [`Irp`]).
 //! Never: pends, queues or decides what a cancel does (the dispatch code and the engine do).
@@ -11,7 +12,7 @@ use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 use wdk_sys::ntddk::{IofCompleteRequest, MmMapLockedPagesSpecifyCache};
 use wdk_sys::{
-    _MEMORY_CACHING_TYPE::MmCached, _MM_PAGE_PRIORITY::NormalPagePriority, _MODE::KernelMode,
+    _MEMORY_CACHING_TYPE::MmCached, _MM_PAGE_PRIORITY::HighPagePriority, _MODE::KernelMode,
     IO_DISK_INCREMENT, IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ,
     IRP_MJ_WRITE, IRP_PAGING_IO, IRP_SYNCHRONOUS_PAGING_IO, MDL, MDL_MAPPED_TO_SYSTEM_VA,
     MDL_SOURCE_IS_NONPAGED_POOL,
@@ -28,8 +29,8 @@ const SL_PENDING_RETURNED: u8 = 0x01;
 
 /// An IRP this driver owns and has not completed yet.
 ///
-/// IRQL: the accessors at IRQL <= DISPATCH_LEVEL; `buffer` may map the MDL (IRQL <=
-/// DISPATCH_LEVEL); `complete` at IRQL <= DISPATCH_LEVEL.
+/// IRQL: the accessors at IRQL <= DISPATCH_LEVEL; `take_buffer` does not map (the buffer's
+/// `map` does, IRQL <= DISPATCH_LEVEL); `complete` at IRQL <= DISPATCH_LEVEL.
 ///
 /// # Invariants
 /// `irp` is an IRP the I/O manager handed to one of this driver's dispatch routines, owned by
@@ -49,33 +50,86 @@ pub struct Irp {
 /// A DRIVER_CANCEL routine.
 pub type CancelRoutine = unsafe extern "C" fn(*mut wdk_sys::DEVICE_OBJECT, *mut IRP);
 
-/// The caller's buffer of an [`Irp`]: a piece of the MDL's system mapping.
+/// The caller's buffer of an [`Irp`]: a piece of the bytes its MDL describes.
 ///
-/// It stays valid while its IRP is not completed: the pages are locked by the I/O manager
-/// (direct I/O) and mapped until completion, and the engine gives every piece back
-/// (`put_buffer`) before it completes the request (platform contract of `IoBuf`).
+/// Taken at dispatch unmapped (docs/review.md W7): `address` is the MDL's virtual address
+/// (StartVa + ByteOffset, MmGetMdlVirtualAddress), which the path is chosen from; the path's
+/// thread that takes the request calls `map` (MmGetSystemAddressForMdlSafe with
+/// HighPagePriority | MdlMappingNoExecute) on the whole buffer before it splits it. It stays
+/// valid while its IRP is not completed: the pages are locked by the I/O manager (direct I/O)
+/// and a system mapping lasts until completion (MmUnlockPages unmaps it), and the engine gives
+/// every piece back (`put_buffer`) before it completes the request (platform contract of
+/// `IoBuf`).
 ///
 /// # Invariants
-/// `start..start + len` lies inside the system mapping of one owned IRP's MDL `mdl`, at byte
-/// `offset` of the buffer that MDL describes, and no other live piece overlaps it.
+/// `mdl` is the MDL of one owned, not completed IRP, describing at least `offset + len` bytes;
+/// `mapped`, when set, is the system address of byte `offset` of that MDL's buffer; no other
+/// live piece overlaps `offset..offset + len`.
 pub struct IrpBuf {
-    start: NonNull<u8>,
-    len: usize,
-    /// The IRP's MDL (W11: a child read's partial MDL is built from it).
     mdl: NonNull<MDL>,
-    /// Byte offset of `start` in the buffer `mdl` describes.
     offset: usize,
+    len: usize,
+    mapped: Option<NonNull<u8>>,
 }
 
-// SAFETY: a piece is a disjoint range of locked nonpaged memory; whoever owns the piece is the
-// only one touching those bytes, from any thread.
+// SAFETY: a piece is a disjoint range of locked memory of an owned IRP; whoever owns the piece
+// is the only one touching those bytes, from any thread.
 unsafe impl Send for IrpBuf {}
 
+impl IrpBuf {
+    /// MmGetSystemAddressForMdlSafe (an inline function, written out), with HighPagePriority
+    /// (the paging path must not fail where a normal request may) and no-execute.
+    ///
+    /// IRQL: <= DISPATCH_LEVEL (called from the paths' system threads, at PASSIVE_LEVEL).
+    fn system_address(&self) -> Option<NonNull<u8>> {
+        // SAFETY: `mdl` is the MDL of an owned IRP, valid until completion (type invariant);
+        // only the I/O manager and this driver write its flags, and this driver maps it from
+        // one thread (the engine maps the whole buffer once, before splitting it).
+        let (flags, mapped) = unsafe {
+            let m = self.mdl.as_ref();
+            (m.MdlFlags as u32, m.MappedSystemVa)
+        };
+        let base = if flags & (MDL_MAPPED_TO_SYSTEM_VA | MDL_SOURCE_IS_NONPAGED_POOL) != 0 {
+            mapped
+        } else {
+            // SAFETY: the MDL describes pages the I/O manager locked for this IRP (direct I/O);
+            // a kernel-mode mapping with BugCheckOnFailure = 0 returns NULL when system PTEs
+            // run out, handled below. The mapping is released by MmUnlockPages when the IRP
+            // completes.
+            unsafe {
+                MmMapLockedPagesSpecifyCache(
+                    self.mdl.as_ptr(),
+                    KernelMode as i8,
+                    MmCached,
+                    core::ptr::null_mut(),
+                    0,
+                    HighPagePriority | MDL_MAPPING_NO_EXECUTE,
+                )
+            }
+        };
+        NonNull::new(base.cast::<u8>())
+    }
+}
+
 impl IoBuf for IrpBuf {
+    fn map(&mut self) -> Result<&mut [u8], Status> {
+        if self.mapped.is_none() {
+            let base = self.system_address().ok_or(Status::InsufficientResources)?;
+            // SAFETY: `offset + len` lies inside the MDL's buffer (type invariant), so the
+            // address stays inside the mapping.
+            let start = unsafe { base.as_ptr().add(self.offset) };
+            self.mapped = NonNull::new(start);
+        }
+        Ok(self.bytes())
+    }
     fn bytes(&mut self) -> &mut [u8] {
-        // SAFETY: `start..start+len` lies inside the IRP's mapped buffer (type invariant) and
-        // no other piece overlaps it; the borrow of `self` keeps the piece from being split.
-        unsafe { core::slice::from_raw_parts_mut(self.start.as_ptr(), self.len) }
+        let Some(start) = self.mapped else {
+            return &mut []; // not mapped yet: the engine maps before it touches a byte
+        };
+        // SAFETY: `start..start+len` lies inside the system mapping of the IRP's MDL (type
+        // invariant) and no other piece overlaps it; the borrow of `self` keeps the piece from
+        // being split meanwhile.
+        unsafe { core::slice::from_raw_parts_mut(start.as_ptr(), self.len) }
     }
     fn len(&self) -> usize {
         self.len
@@ -83,32 +137,39 @@ impl IoBuf for IrpBuf {
     fn split_to(&mut self, at: usize) -> Self {
         let at = at.min(self.len);
         let head = IrpBuf {
-            start: self.start,
-            len: at,
             mdl: self.mdl,
             offset: self.offset,
+            len: at,
+            mapped: self.mapped,
         };
-        // SAFETY: `at <= len`, so the new start stays inside (or one past) the same buffer.
-        let rest = unsafe { self.start.as_ptr().add(at) };
-        // `rest` is derived from a non-null pointer inside one allocation, so it is non-null.
-        self.start = NonNull::new(rest).unwrap_or(self.start);
-        self.len -= at;
         self.offset += at;
+        self.len -= at;
+        self.mapped = self.mapped.map(|start| {
+            // SAFETY: `at <= len`, so the new start stays inside (or one past) the mapping.
+            let rest = unsafe { start.as_ptr().add(at) };
+            // Derived from a non-null pointer inside one mapping, so non-null.
+            NonNull::new(rest).unwrap_or(start)
+        });
         head
     }
     fn unsplit(&mut self, next: Self) {
         // Pieces come back in order and adjacent (trait contract); anything else is dropped
         // rather than joined, so the buffer can only shrink, never cover foreign memory.
-        if self.mdl == next.mdl
-            && self.start.as_ptr() as usize + self.len == next.start.as_ptr() as usize
-        {
+        let same = self.mdl == next.mdl && self.mapped.is_some() == next.mapped.is_some();
+        if same && self.offset + self.len == next.offset {
             self.len += next.len;
         } else if self.len == 0 {
             *self = next;
         }
     }
     fn address(&self) -> usize {
-        self.start.as_ptr() as usize
+        // MmGetMdlVirtualAddress: the caller's virtual address of the MDL's first byte.
+        // SAFETY: as in `system_address`: the MDL of an owned IRP.
+        let (start, byte_offset) = unsafe {
+            let m = self.mdl.as_ref();
+            (m.StartVa as usize, m.ByteOffset as usize)
+        };
+        start.wrapping_add(byte_offset).wrapping_add(self.offset)
     }
     fn origin(&self) -> Option<BufOrigin> {
         Some(BufOrigin {
@@ -226,34 +287,13 @@ impl Irp {
         self.stack().MajorFunction
     }
 
-    /// The system address of the IRP's MDL (MmGetSystemAddressForMdlSafe, written out because
-    /// it is an inline function), or `None` without an MDL or when mapping fails.
-    fn system_address(&mut self) -> Option<(NonNull<u8>, u32, NonNull<MDL>)> {
+    /// The IRP's MDL and the bytes it describes, or `None` without an MDL.
+    fn mdl(&self) -> Option<(NonNull<MDL>, u32)> {
         // SAFETY: owned IRP; MdlAddress is NULL or an MDL describing the caller's buffer.
-        let mdl = unsafe { self.irp.as_ref().MdlAddress };
-        let mdl = NonNull::new(mdl)?;
+        let mdl = NonNull::new(unsafe { self.irp.as_ref().MdlAddress })?;
         // SAFETY: `mdl` is the IRP's MDL, valid until completion.
-        let (flags, mapped, count) = unsafe {
-            let m = mdl.as_ref();
-            (m.MdlFlags as u32, m.MappedSystemVa, m.ByteCount)
-        };
-        let address = if flags & (MDL_MAPPED_TO_SYSTEM_VA | MDL_SOURCE_IS_NONPAGED_POOL) != 0 {
-            mapped
-        } else {
-            // SAFETY: the MDL describes locked pages (direct I/O); kernel-mode mapping without
-            // bugcheck on failure returns NULL instead, handled below.
-            unsafe {
-                MmMapLockedPagesSpecifyCache(
-                    mdl.as_ptr(),
-                    KernelMode as i8,
-                    MmCached,
-                    core::ptr::null_mut(),
-                    0,
-                    NormalPagePriority | MDL_MAPPING_NO_EXECUTE,
-                )
-            }
-        };
-        NonNull::new(address.cast::<u8>()).map(|a| (a, count, mdl))
+        let count = unsafe { mdl.as_ref().ByteCount };
+        Some((mdl, count))
     }
 }
 
@@ -297,17 +337,18 @@ impl UpperRequest for Irp {
             return None;
         }
         let length = self.length();
-        // docs/review.md R14: no MDL (or no mapping) means no buffer, never a crash.
-        let (address, mdl_bytes, mdl) = self.system_address()?;
+        // docs/review.md R14: no MDL means no buffer, never a crash. W7: not mapped here; the
+        // path's thread maps it when it takes the request.
+        let (mdl, mdl_bytes) = self.mdl()?;
         if mdl_bytes < length {
             return None;
         }
         self.buffer_out = true;
         Some(IrpBuf {
-            start: address,
-            len: length as usize,
             mdl,
             offset: 0,
+            len: length as usize,
+            mapped: None,
         })
     }
 

@@ -20,6 +20,7 @@ mod control;
 mod device_control;
 mod disk;
 mod dismount;
+mod encryption_pool;
 mod host;
 mod identity;
 mod irp;

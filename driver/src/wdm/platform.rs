@@ -11,12 +11,13 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use wdk_sys::ntddk::KeQueryActiveProcessorCountEx;
 use wdk_sys::DEVICE_OBJECT;
 
+use super::encryption_pool::{self, EncryptionPool};
 use super::host::KernelHost;
 use super::irp::Irp;
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
-use super::thread::SystemThread;
+use super::thread::{run_at_low_realtime_priority, SystemThread};
 use super::work_item::WorkItemPool;
-use crate::platform::{Event, Platform, Thread, ThreadRole};
+use crate::platform::{Event, Piece, Platform, Thread, ThreadRole};
 use crate::Status;
 
 /// ALL_PROCESSOR_GROUPS for KeQueryActiveProcessorCountEx.
@@ -29,6 +30,8 @@ pub struct KernelPlatform {
     device: NonNull<DEVICE_OBJECT>,
     work_items: Arc<WorkItemPool>,
     security: Option<Arc<ClientSecurity>>,
+    /// The driver's encryption pool (started in DriverEntry), if it runs.
+    encryption: Option<Arc<EncryptionPool>>,
 }
 
 // SAFETY: the device object lives until Unload, after every engine object using the platform
@@ -52,7 +55,14 @@ impl KernelPlatform {
             device,
             work_items: WorkItemPool::new(device.as_ptr(), work_items.max(1))?,
             security,
+            encryption: encryption_pool::driver_pool(),
         })
+    }
+
+    /// The device that owns the platform's work items (the wine-host self-test's own pool).
+    #[cfg(feature = "wine-host")]
+    pub(crate) fn device(&self) -> NonNull<DEVICE_OBJECT> {
+        self.device
     }
 }
 
@@ -64,6 +74,10 @@ impl Platform for KernelPlatform {
     type Request = Irp;
     type Host = KernelHost;
 
+    /// W8: every engine thread (the volume's completion thread, the legacy main, I/O and
+    /// completion threads, the direct workers) raises itself to LOW_REALTIME_PRIORITY first,
+    /// as VeraCrypt's queue threads do; the encryption pool's threads keep the default
+    /// priority, as VeraCrypt's do.
     fn spawn(
         &self,
         role: ThreadRole,
@@ -78,6 +92,7 @@ impl Platform for KernelPlatform {
                 let started = Arc::new((KernelEvent::new(), AtomicU32::new(0)));
                 let report = Arc::clone(&started);
                 let thread = SystemThread::spawn(Box::new(move || {
+                    run_at_low_realtime_priority();
                     // R11: host I/O of this thread runs as the mounting user, like
                     // VeraCrypt's I/O thread.
                     let impersonated = security.impersonate();
@@ -99,7 +114,10 @@ impl Platform for KernelPlatform {
                     }
                 }
             }
-            _ => SystemThread::spawn(body),
+            _ => SystemThread::spawn(Box::new(move || {
+                run_at_low_realtime_priority();
+                body();
+            })),
         }
     }
 
@@ -108,10 +126,25 @@ impl Platform for KernelPlatform {
     }
 
     fn cpu_count(&self) -> usize {
-        // SAFETY: no preconditions; callable at any IRQL.
-        let count = unsafe { KeQueryActiveProcessorCountEx(ALL_PROCESSOR_GROUPS) };
-        (count as usize).max(1)
+        active_processors()
     }
+
+    /// The driver's encryption pool (wdm/encryption_pool.rs): the pieces run on its threads
+    /// while the caller waits; without a pool, on the caller's thread.
+    #[inline(always)]
+    fn run_pieces(&self, pieces: &mut [Piece<'_>], work: &(dyn Fn(&mut Piece<'_>) + Sync)) {
+        match &self.encryption {
+            Some(pool) => pool.run(pieces, work),
+            None => pieces.iter_mut().for_each(work),
+        }
+    }
+}
+
+/// Active processors in all groups (KeQueryActiveProcessorCountEx), at least 1.
+pub(crate) fn active_processors() -> usize {
+    // SAFETY: no preconditions; callable at any IRQL.
+    let count = unsafe { KeQueryActiveProcessorCountEx(ALL_PROCESSOR_GROUPS) };
+    (count as usize).max(1)
 }
 
 /// The mounting user's security context (SeCreateClientSecurity), impersonated by the
@@ -135,12 +168,6 @@ impl ClientSecurity {
     /// IRQL: PASSIVE_LEVEL, in the caller's thread.
     pub fn capture() -> Result<Arc<Self>, Status> {
         use wdk_sys::ntddk::SeCreateClientSecurity;
-        extern "system" {
-            /// Exported by ntoskrnl on x64 and ARM64 (the headers inline it on x64 only, and
-            /// PsGetCurrentThread is an inline on both, with no export verified on ARM64).
-            /// The KTHREAD is the first member of the ETHREAD: the same pointer.
-            fn KeGetCurrentThread() -> wdk_sys::PETHREAD;
-        }
         let mut qos = wdk_sys::SECURITY_QUALITY_OF_SERVICE {
             Length: core::mem::size_of::<wdk_sys::SECURITY_QUALITY_OF_SERVICE>() as u32,
             ImpersonationLevel: wdk_sys::_SECURITY_IMPERSONATION_LEVEL::SecurityImpersonation,
@@ -150,8 +177,7 @@ impl ClientSecurity {
         // SAFETY: SECURITY_CLIENT_CONTEXT is a plain C struct; zero is valid before capture.
         let context: Box<core::cell::UnsafeCell<wdk_sys::SECURITY_CLIENT_CONTEXT>> =
             Box::new(unsafe { core::mem::zeroed() });
-        // SAFETY: no preconditions.
-        let thread = unsafe { KeGetCurrentThread() };
+        let thread = super::thread::current_thread();
         // SAFETY: `thread` is the current thread; `qos` and `context` are valid for the call.
         let status = unsafe { SeCreateClientSecurity(thread, &mut qos, 0, context.get()) };
         if status < 0 {

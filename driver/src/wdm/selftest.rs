@@ -2,7 +2,8 @@
 //!
 //! Owns: one pass over every wrapper through the engine's own primitives (a `WorkQueue` fed
 //! across a system thread, a work item signalling an event, a remove lock drained, an
-//! over-aligned allocation), reported on one DbgPrint line that scripts/wine-smoke.sh checks.
+//! over-aligned allocation, the encryption pool's threads), reported on one DbgPrint line that
+//! scripts/wine-smoke.sh checks.
 //! Never: runs in the product build (DriverEntry of a shipped driver must not block on tests).
 
 use alloc::boxed::Box;
@@ -72,5 +73,118 @@ pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
         return Err("64-byte aligned allocation");
     }
 
+    work_item_teardown(platform)?;
+    encryption_pool(platform)?;
+
     Ok(platform.cpu_count())
+}
+
+/// Work-item teardown with routines in flight: the pool's handle is dropped while both of its
+/// routines still run; each then frees its own item and the last frees the slots' storage
+/// (work_item.rs), and both bodies ran to the end.
+fn work_item_teardown(platform: &KernelPlatform) -> Result<(), &'static str> {
+    use super::work_item::WorkItemPool;
+
+    let pool = WorkItemPool::new(platform.device().as_ptr(), 2).map_err(|_| "work item pool")?;
+    let gate = Arc::new(KernelEvent::new());
+    let done = Arc::new(KernelEvent::new());
+    let finished = Arc::new(SpinLock::new(0u32));
+    for _ in 0..2 {
+        let (gate, done, finished) = (Arc::clone(&gate), Arc::clone(&done), Arc::clone(&finished));
+        pool.queue(
+            platform.device().as_ptr(),
+            Box::new(move || {
+                gate.wait();
+                if finished.with(|n| {
+                    *n += 1;
+                    *n
+                }) == 2
+                {
+                    done.set();
+                }
+            }),
+        );
+    }
+    drop(pool); // closed with both routines in flight
+    gate.set();
+    done.wait();
+    if finished.with(|n| *n) != 2 {
+        return Err("work items finished after their pool was dropped");
+    }
+    Ok(())
+}
+
+/// The encryption pool: pieces run on the pool's threads, never on the caller's, and give the
+/// bytes the cipher gives on one thread; the driver's pool serves the engine's split.
+fn encryption_pool(platform: &KernelPlatform) -> Result<(), &'static str> {
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::encryption_pool::{driver_pool, EncryptionPool};
+    use super::thread::current_thread;
+    use crate::crypto::{Cipher, CryptoPool, VolumeKey, XtsCipher, DATA_UNIT};
+    use crate::platform::Piece;
+
+    const PIECES: usize = 4;
+    let mut key = [0u8; 64];
+    for (i, b) in key.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(29).wrapping_add(3);
+    }
+    let cipher = XtsCipher::new(&key);
+    let plain: alloc::vec::Vec<u8> = (0..PIECES * 2 * DATA_UNIT).map(|i| i as u8).collect();
+    let mut expected = plain.clone();
+    cipher.encrypt(&mut expected, 1000);
+
+    // A pool of its own (2 threads, whatever the CPU count), each piece noting its thread.
+    let pool = EncryptionPool::start(2).map_err(|_| "encryption pool start")?;
+    if pool.threads() != 2 {
+        return Err("encryption pool threads");
+    }
+    let mut data = plain.clone();
+    let ran_on: [AtomicUsize; PIECES] = Default::default();
+    {
+        let mut pieces: alloc::vec::Vec<Piece<'_>> = data
+            .chunks_mut(2 * DATA_UNIT)
+            .enumerate()
+            .map(|(i, chunk)| Piece {
+                first_unit: 1000 + 2 * i as u64,
+                data: chunk,
+            })
+            .collect();
+        pool.run(&mut pieces, &|piece: &mut Piece<'_>| {
+            let index = ((piece.first_unit - 1000) / 2) as usize;
+            ran_on[index].store(current_thread() as usize, Ordering::Release);
+            cipher.encrypt(piece.data, piece.first_unit);
+        });
+    }
+    let caller = current_thread() as usize;
+    let on_pool = ran_on.iter().all(|t| {
+        let t = t.load(Ordering::Acquire);
+        t != 0 && t != caller
+    });
+    let run = pool.pieces_run();
+    pool.stop();
+    if !on_pool || run != PIECES as u64 {
+        return Err("encryption pool: pieces on the pool's threads");
+    }
+    if data != expected {
+        return Err("encryption pool: same bytes as one thread");
+    }
+
+    // The engine's split through the platform, on the driver's pool (when it has threads).
+    let volume_key: VolumeKey<KernelPlatform> = VolumeKey::new(&key);
+    let split = CryptoPool::new(PIECES, 0);
+    let before = driver_pool().map_or(0, |p| p.pieces_run());
+    let mut data = plain.clone();
+    split
+        .run(platform, &volume_key, Cipher::Encrypt, &mut data, 1000)
+        .map_err(|_| "encryption pool: key")?;
+    if data != expected {
+        return Err("encryption pool: the engine's split, same bytes");
+    }
+    if let Some(driver) = driver_pool().filter(|p| p.threads() > 1) {
+        if driver.pieces_run() < before + PIECES as u64 {
+            return Err("encryption pool: the driver's pool ran the engine's pieces");
+        }
+    }
+    Ok(())
 }

@@ -15,10 +15,41 @@ use wdk_sys::{
     PVOID, SYNCHRONIZE, THREAD_ALL_ACCESS,
 };
 
+use wdk_sys::ntddk::KeSetPriorityThread;
+
 use super::nt;
 use super::sync::KernelEvent;
 use crate::platform::{Event, Thread};
 use crate::Status;
+
+/// LOW_REALTIME_PRIORITY (wdm.h): the lowest real-time priority, above every dynamic one
+/// (the modified-page writer runs at 17, normal threads at 8..15).
+const LOW_REALTIME_PRIORITY: i32 = 16;
+
+extern "system" {
+    /// Exported by ntoskrnl on x64 and ARM64 (the headers inline it on x64 only, and
+    /// PsGetCurrentThread is an inline on both, with no export verified on ARM64). The
+    /// KTHREAD is the first member of the ETHREAD: the same pointer.
+    fn KeGetCurrentThread() -> wdk_sys::PETHREAD;
+}
+
+/// The calling thread's KTHREAD (ETHREAD) pointer.
+pub(crate) fn current_thread() -> wdk_sys::PETHREAD {
+    // SAFETY: no preconditions; callable at any IRQL.
+    unsafe { KeGetCurrentThread() }
+}
+
+/// Raises the calling system thread to LOW_REALTIME_PRIORITY (docs/review.md W8), as
+/// VeraCrypt's queue threads do: the engine's threads then never wait behind CPU-bound
+/// threads of dynamic priority while the memory manager waits for them (paging writes).
+///
+/// IRQL: PASSIVE_LEVEL, on the system thread itself, before its first wait.
+pub(crate) fn run_at_low_realtime_priority() {
+    // SAFETY: the current thread's own KTHREAD, valid while it runs; KeSetPriorityThread is
+    // callable at IRQL <= DISPATCH_LEVEL and 16 is a valid priority (1..31). The previous
+    // priority it returns is not needed.
+    let _ = unsafe { KeSetPriorityThread(current_thread().cast(), LOW_REALTIME_PRIORITY) };
+}
 
 /// What the new thread owns: its body, and a gate so that it runs the body only once the
 /// creator holds a reference to the thread object (otherwise the creator could not join it).

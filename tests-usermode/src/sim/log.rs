@@ -29,13 +29,15 @@ pub(super) struct LogEntry {
     pub(super) expected: Option<Status>,
     /// Its cancel routine ran (it was still queued): it must end cancelled, nothing issued.
     pub(super) routine_ran: bool,
+    /// Its buffer cannot be mapped (W7): it must fail, with nothing issued.
+    pub(super) unmappable: bool,
     pub(super) outcome: Option<Outcome>,
 }
 
 impl LogEntry {
     /// A failed write that cannot have put any of its sectors on the medium.
     pub(super) fn wrote_nothing(&self, o: &Outcome) -> bool {
-        NOTHING_WRITTEN.contains(&o.status) || self.routine_ran
+        NOTHING_WRITTEN.contains(&o.status) || self.routine_ran || self.unmappable
     }
 }
 

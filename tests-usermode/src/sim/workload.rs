@@ -51,6 +51,8 @@ pub struct FaultMix {
     pub long_delays: bool,
     /// Host transfers over a sector range are short (docs/review.md W12).
     pub short_transfers: bool,
+    /// Some requests' buffers cannot be mapped (docs/review.md W7: system-PTE pressure).
+    pub map_failures: bool,
 }
 
 impl FaultMix {
@@ -64,6 +66,7 @@ impl FaultMix {
         bad_requests: true,
         long_delays: true,
         short_transfers: true,
+        map_failures: true,
     };
     /// No fault.
     pub const NONE: FaultMix = FaultMix {
@@ -75,6 +78,7 @@ impl FaultMix {
         bad_requests: false,
         long_delays: false,
         short_transfers: false,
+        map_failures: false,
     };
 }
 
@@ -138,6 +142,9 @@ pub struct SeedReport {
 
 struct Ctx {
     volume: Arc<Volume<SimPlatform>>,
+    /// W7: requests whose id hashes under this per-mille value get an unmappable buffer.
+    unmappable_per_mille: u64,
+    seed: u64,
     log: StdMutex<Vec<LogEntry>>,
     dispatch: Mutex<()>,
     one_flush: Mutex<()>,
@@ -248,8 +255,11 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
         let start = DATA_OFFSET + s * SECTOR;
         start..start + short_rng.gen_range(1..8) * SECTOR
     });
+    // Drawn from its own generator too: seeds without it keep their schedules.
+    let mut map_rng = StdRng::seed_from_u64(seed ^ 0x3a9f_0c11);
+    let map_failures = f.map_failures && map_rng.gen_bool(0.2);
     let drawn = format!(
-        "limits={}/{}/{} host_errors={host_errors} erase={erase} dismount={dismount_early} long_delays={long_delays} short={short:?}",
+        "limits={}/{}/{} host_errors={host_errors} erase={erase} dismount={dismount_early} long_delays={long_delays} short={short:?} map_failures={map_failures}",
         limits.max_transfer, limits.max_physical_pages, limits.alignment_mask
     );
     let host = SimHost::new(
@@ -297,6 +307,8 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     }));
     let ctx = Arc::new(Ctx {
         volume: Arc::clone(&volume),
+        unmappable_per_mille: if map_failures { 40 } else { 0 },
+        seed,
         log: StdMutex::new(Vec::new()),
         dispatch: Mutex::new(()),
         one_flush: Mutex::new(()),
@@ -359,6 +371,9 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     let mut allowed_failures = allowed_failures(cfg, host_errors, erase, dismount_early);
     if short.is_some() {
         allowed_failures.push(Status::EndOfFile);
+    }
+    if map_failures {
+        allowed_failures.push(Status::InsufficientResources);
     }
     check_log(&log, &allowed_failures, &mut violations);
     check_medium(&log, &host.snapshot(), &cipher, &mut violations);
@@ -477,6 +492,15 @@ fn submit(
         }
         OpKind::Flush => None,
     };
+    // W7: a request with a buffer may be unmappable (a hash of seed and id, so the other
+    // draws stay as they were).
+    let unmappable = buf.is_some() && {
+        let h = (ctx.seed ^ u64::from(id)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 32) % 1000 < ctx.unmappable_per_mille
+    };
+    if unmappable {
+        buf = buf.map(Buf::fail_mapping);
+    }
     let mut expected = None;
     if let Some(b) = bad {
         let ro = kind == OpKind::Write && ctx.read_only;
@@ -523,6 +547,7 @@ fn submit(
             sectors,
             id,
             expected,
+            unmappable,
             routine_ran: false,
             outcome: None,
         });

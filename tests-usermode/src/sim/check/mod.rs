@@ -10,7 +10,8 @@
 //!   end erased.
 //! - [`bounds`]: the direct path's in-flight bound, and docs/review.md R12 (no wait on a
 //!   non-overlapping request).
-//! - [`requests`]: each request's status and bytes, and each read's data against the model.
+//! - [`requests`]: each request's status and bytes, and each read's data against the model;
+//!   docs/review.md W7, a request whose buffer cannot be mapped fails, nothing issued.
 //! - [`medium`]: the final medium against the model.
 //! - [`flushes`]: docs/review.md R7 and flush ordering.
 //! - [`paths`]: every eligible request goes direct.

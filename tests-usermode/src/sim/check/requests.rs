@@ -2,6 +2,8 @@
 //! malformed one with its precise error, one cancelled while queued with STATUS_CANCELLED and
 //! nothing transferred, a successful write with all its bytes), and every successful read
 //! returns, per sector, a write the ordering rules allow (the log replayed in dispatch order).
+//! A request whose buffer cannot be mapped fails with STATUS_INSUFFICIENT_RESOURCES (W7; the
+//! medium check then shows none of its sectors was written).
 
 use vcdirect::Status;
 
@@ -22,6 +24,25 @@ pub(crate) fn check_log(log: &[LogEntry], allowed: &[Status], violations: &mut V
                 ));
             }
             continue;
+        }
+        // W7: a buffer that cannot be mapped fails its request (STATUS_INSUFFICIENT_RESOURCES,
+        // or an earlier refusal), and only such a buffer fails a request that way.
+        let unmapped_ok = [
+            Status::InsufficientResources,
+            Status::Cancelled,
+            Status::DeviceNotReady,
+        ];
+        if e.unmappable && (!unmapped_ok.contains(&o.status) || o.information != 0) {
+            violations.push(format!(
+                "W7: request {i} ({:?}) with an unmappable buffer ended {:?} with {} bytes",
+                e.kind, o.status, o.information
+            ));
+        }
+        if !e.unmappable && o.status == Status::InsufficientResources {
+            violations.push(format!(
+                "W7: request {i} ({:?}) with a mappable buffer failed with {:?}",
+                e.kind, o.status
+            ));
         }
         if !o.status.is_success() && !allowed.contains(&o.status) {
             violations.push(format!(

@@ -1,0 +1,305 @@
+//! The kernel's encryption thread pool: `Platform::run_pieces` (VeraCrypt's
+//! EncryptionThreadPool).
+//!
+//! Owns: one pool per driver, started in DriverEntry with (CPUs - `VeraCryptEncryptionFreeCpuCount`)
+//! system threads, as VeraCrypt starts its pool at load, and stopped and joined in Unload after
+//! every volume was dismounted. A caller of `run` hands its pieces to the pool and waits until
+//! every piece is done; the batch that describes them (pieces, work, countdown, completion
+//! event) lives on the caller's stack and is linked into the pool's list of batches, so
+//! nothing is allocated per fragment, and no queue can be full.
+//! Never: splits buffers (`crypto::CryptoPool` does) or runs at raised IRQL: pieces run on the
+//! pool's threads at PASSIVE_LEVEL, and `run` waits at PASSIVE_LEVEL.
+//!
+//! The threads keep the default priority, as VeraCrypt's encryption threads do (W8 raises the
+//! engine's queue threads, not these).
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use wdk_sys::ntddk::{KeInitializeEvent, KeSetEvent, KeWaitForSingleObject};
+use wdk_sys::{
+    _EVENT_TYPE::NotificationEvent, _KWAIT_REASON::Executive, _MODE::KernelMode, KEVENT,
+};
+
+use super::sync::{KernelSemaphore, SpinLock};
+use super::thread::SystemThread;
+use crate::platform::{Lock, Piece, Semaphore, Thread};
+
+/// The work every piece of a batch runs.
+type Work<'a> = dyn Fn(&mut Piece<'_>) + Sync + 'a;
+
+/// One caller's pieces, on the caller's stack while it waits (it does not move: it is
+/// initialized in place and only borrowed until `run` returns).
+struct Batch {
+    /// The caller's pieces (lifetime erased: valid until the caller returns, which it does only
+    /// after `remaining` reached 0).
+    pieces: *mut Piece<'static>,
+    count: usize,
+    /// The caller's `&Work`, as a pointer to that reference (on the caller's stack too).
+    work: *const &'static Work<'static>,
+    /// Pieces not yet taken by a thread (guarded by the pool's lock).
+    next: UnsafeCell<usize>,
+    /// The next batch in the pool's list (guarded by the pool's lock).
+    link: UnsafeCell<*const Batch>,
+    /// Pieces not yet finished; the thread that finishes the last sets `done`.
+    remaining: AtomicUsize,
+    /// Notification event the caller waits on (kernel-mode wait: the stack stays resident).
+    done: UnsafeCell<KEVENT>,
+}
+
+/// The pool's list of batches with pieces not yet taken, oldest first.
+struct Batches {
+    head: *const Batch,
+    tail: *const Batch,
+    /// Set by `stop` (under the lock): no batch is accepted afterwards.
+    stopping: bool,
+}
+
+// SAFETY: the list's pointers are only followed under the pool's spin lock, and every batch in
+// it stays alive until its caller's `run` returns, which is after it left the list.
+unsafe impl Send for Batches {}
+
+/// What the pool's threads share with callers.
+struct Shared {
+    batches: SpinLock<Batches>,
+    /// One permit per piece posted, plus one per thread at stop.
+    ready: KernelSemaphore,
+    /// Pieces run by the pool's threads so far (the self-test reads it).
+    pieces_run: AtomicU64,
+}
+
+/// The driver's encryption pool.
+///
+/// IRQL: `start`, `run` and `stop` at PASSIVE_LEVEL.
+pub struct EncryptionPool {
+    shared: Arc<Shared>,
+    threads: SpinLock<Vec<SystemThread>>,
+}
+
+/// The pool started by DriverEntry (an `Arc` leaked into the pointer), or null.
+static POOL: AtomicPtr<EncryptionPool> = AtomicPtr::new(core::ptr::null_mut());
+
+impl EncryptionPool {
+    /// Starts a pool of `threads` system threads (none when `threads` is 1 or less: every
+    /// caller then runs its pieces itself). A thread that fails to start leaves a smaller pool.
+    pub fn start(threads: usize) -> Result<Arc<Self>, crate::Status> {
+        let mut handles = Vec::new();
+        handles
+            .try_reserve_exact(threads)
+            .map_err(|_| crate::Status::InsufficientResources)?;
+        let pool = Arc::new(EncryptionPool {
+            shared: Arc::new(Shared {
+                batches: SpinLock::new(Batches {
+                    head: core::ptr::null(),
+                    tail: core::ptr::null(),
+                    stopping: false,
+                }),
+                ready: KernelSemaphore::new(0),
+                pieces_run: AtomicU64::new(0),
+            }),
+            threads: SpinLock::new(handles),
+        });
+        if threads > 1 {
+            for _ in 0..threads {
+                let shared = Arc::clone(&pool.shared);
+                match SystemThread::spawn(alloc::boxed::Box::new(move || pool_thread(&shared))) {
+                    Ok(thread) => pool.threads.with(|t| t.push(thread)),
+                    Err(_) => break,
+                }
+            }
+        }
+        Ok(pool)
+    }
+
+    /// Pieces run by the pool's threads so far (the wine-host self-test reads it).
+    #[cfg(feature = "wine-host")]
+    pub fn pieces_run(&self) -> u64 {
+        self.shared.pieces_run.load(Ordering::Acquire)
+    }
+
+    /// Threads in the pool.
+    pub fn threads(&self) -> usize {
+        self.threads.with(|t| t.len())
+    }
+
+    /// Runs `work` on every piece on the pool's threads and returns when all are done. With
+    /// one piece, no thread, or a stopped pool, the caller runs them itself.
+    ///
+    /// IRQL: PASSIVE_LEVEL (it waits).
+    ///
+    /// Inlined into the engine's caller (`CryptoPool::run`), so the caller's own calls of
+    /// `work` are direct calls of its closure: the only indirect call of `work` is on the pool's
+    /// threads (W13's stack budget follows indirect calls conservatively).
+    #[inline(always)]
+    pub fn run(&self, pieces: &mut [Piece<'_>], work: &Work<'_>) {
+        if pieces.len() <= 1 || self.threads() == 0 {
+            return run_inline(pieces, work);
+        }
+        let work_ref: &Work<'_> = work;
+        let batch = Batch {
+            pieces: pieces.as_mut_ptr().cast::<Piece<'static>>(),
+            count: pieces.len(),
+            work: (&raw const work_ref).cast::<&'static Work<'static>>(),
+            next: UnsafeCell::new(0),
+            link: UnsafeCell::new(core::ptr::null()),
+            remaining: AtomicUsize::new(pieces.len()),
+            // SAFETY: KEVENT is a plain C struct; all-zero is valid before KeInitializeEvent.
+            done: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+        };
+        // SAFETY: `batch` is a local that does not move until this function returns, which is
+        // after every thread is done with it (the wait below).
+        unsafe { KeInitializeEvent(batch.done.get(), NotificationEvent, 0) };
+        let posted = self.shared.batches.with(|list| {
+            if list.stopping {
+                return false;
+            }
+            let me: *const Batch = &batch;
+            if list.tail.is_null() {
+                list.head = me;
+            } else {
+                // SAFETY: the tail is a live batch in the list (its caller still waits).
+                let tail = unsafe { &*list.tail };
+                // SAFETY: its link is guarded by this lock, which we hold.
+                unsafe { *tail.link.get() = me };
+            }
+            list.tail = me;
+            true
+        });
+        if !posted {
+            return run_inline(pieces, work);
+        }
+        for _ in 0..batch.count {
+            self.shared.ready.release();
+        }
+        // SAFETY: the event initialized above, alive until we return; a kernel-mode,
+        // non-alertable wait without timeout at PASSIVE_LEVEL (so this stack stays resident
+        // while threads touch the batch). The only result is STATUS_SUCCESS.
+        let _ = unsafe {
+            KeWaitForSingleObject(
+                batch.done.get().cast(),
+                Executive,
+                KernelMode as i8,
+                0,
+                core::ptr::null_mut(),
+            )
+        };
+        // Every piece finished and the batch left the list before the last piece was taken;
+        // the thread that set the event touches nothing of it afterwards.
+    }
+
+    /// Stops the threads and joins them. Nothing is posted afterwards (callers run inline).
+    ///
+    /// IRQL: PASSIVE_LEVEL.
+    pub fn stop(&self) {
+        self.shared.batches.with(|list| list.stopping = true);
+        let threads = self.threads.with(core::mem::take);
+        for _ in 0..threads.len() {
+            self.shared.ready.release();
+        }
+        for thread in threads {
+            thread.join();
+        }
+    }
+}
+
+#[inline(always)]
+fn run_inline(pieces: &mut [Piece<'_>], work: &Work<'_>) {
+    for piece in pieces {
+        work(piece);
+    }
+}
+
+/// A pool thread: takes one piece per permit, oldest batch first; a permit without a piece
+/// after `stop` ends it.
+///
+/// Never inlined into its thread's closure: its call of `work` is the pool's one indirect call,
+/// which W13's stack budget (scripts/check-sys-image.py, CLOSURE_ONLY) finds by this name.
+#[inline(never)]
+fn pool_thread(shared: &Shared) {
+    loop {
+        shared.ready.acquire();
+        let taken = shared.batches.with(|list| {
+            let head = NonNull::new(list.head.cast_mut())?;
+            // SAFETY: a batch in the list is alive (its caller waits until every piece is done,
+            // and its last piece is not taken yet); `next` and `link` are guarded by this lock.
+            let batch = unsafe { head.as_ref() };
+            // SAFETY: as above.
+            let next = unsafe { &mut *batch.next.get() };
+            let index = *next;
+            *next += 1;
+            if *next == batch.count {
+                // SAFETY: as above.
+                list.head = unsafe { *batch.link.get() };
+                if list.head.is_null() {
+                    list.tail = core::ptr::null();
+                }
+            }
+            Some((head, index))
+        });
+        let Some((batch, index)) = taken else {
+            if shared.batches.with(|list| list.stopping) {
+                return;
+            }
+            continue;
+        };
+        // SAFETY: the batch stays alive until its `remaining` reaches 0, which needs this
+        // piece; piece `index` was handed to this thread alone (taken under the lock).
+        let batch = unsafe { batch.as_ref() };
+        // SAFETY: `index < count`, so inside the caller's slice of pieces.
+        let piece = unsafe { batch.pieces.add(index) };
+        // SAFETY: the caller's pieces outlive the batch; this thread alone was handed piece
+        // `index` (taken under the lock), so nothing else references it.
+        let piece = unsafe { &mut *piece };
+        // SAFETY: the caller's `&Work`, on its stack, outlives the batch.
+        let work = unsafe { *batch.work };
+        work(piece);
+        shared.pieces_run.fetch_add(1, Ordering::AcqRel);
+        if batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The last piece: wake the caller. After KeSetEvent nothing of the batch is
+            // touched (the caller may return at once).
+            let done = batch.done.get();
+            // SAFETY: the caller's initialized event, alive until it has woken; Wait = FALSE.
+            unsafe { KeSetEvent(done, 0, 0) };
+        }
+    }
+}
+
+/// Starts the driver's pool (DriverEntry): `cpus - free_cpus` threads, at least one.
+///
+/// IRQL: PASSIVE_LEVEL.
+pub fn start_driver_pool(cpus: usize, free_cpus: usize) {
+    let threads = cpus.saturating_sub(free_cpus).max(1);
+    if let Ok(pool) = EncryptionPool::start(threads) {
+        let old = POOL.swap(Arc::into_raw(pool).cast_mut(), Ordering::AcqRel);
+        if let Some(old) = NonNull::new(old) {
+            // SAFETY: a pointer stored by this function from Arc::into_raw, taken back once.
+            let old = unsafe { Arc::from_raw(old.as_ptr()) };
+            old.stop();
+        }
+    }
+}
+
+/// The driver's pool, for a new platform (a mount).
+pub fn driver_pool() -> Option<Arc<EncryptionPool>> {
+    let p = NonNull::new(POOL.load(Ordering::Acquire))?;
+    // SAFETY: a pointer from Arc::into_raw held by POOL until `stop_driver_pool`, which runs
+    // in Unload, after every mount returned (no dispatch routine runs during Unload).
+    unsafe { Arc::increment_strong_count(p.as_ptr()) };
+    // SAFETY: the count was just incremented for this new Arc.
+    Some(unsafe { Arc::from_raw(p.as_ptr()) })
+}
+
+/// Stops and joins the driver's pool (Unload, after every volume was dismounted).
+///
+/// IRQL: PASSIVE_LEVEL.
+pub fn stop_driver_pool() {
+    let p = POOL.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if let Some(p) = NonNull::new(p) {
+        // SAFETY: the pointer stored by `start_driver_pool` from Arc::into_raw, taken once.
+        let pool = unsafe { Arc::from_raw(p.as_ptr()) };
+        pool.stop();
+    }
+}
