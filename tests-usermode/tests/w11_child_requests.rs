@@ -146,7 +146,7 @@ fn w11_direct_segments_name_the_callers_memory_paging_flag_and_priority() {
         host.seen.lock().unwrap().clear();
         let data = pattern(3, 160 * 1024);
         let mut wbuf = buf_at_page_offset(data.len(), 0);
-        wbuf.bytes().copy_from_slice(&data);
+        wbuf.as_mut_slice().copy_from_slice(&data);
         assert_eq!(
             transfer(&vol, RequestKind::Write, 0, wbuf, (paging, priority)),
             Status::Success
