@@ -17,6 +17,7 @@ pub mod barrier;
 pub mod completion;
 pub mod crypto;
 pub mod direct;
+pub mod disk_ioctl;
 pub mod faults;
 pub mod io;
 pub mod platform;
