@@ -38,6 +38,8 @@ pub struct MountedVolume {
     /// Handles open on the volume device (CREATE minus CLOSE).
     pub open_handles: AtomicU32,
     pub(super) device_name: Vec<u16>,
+    /// IOCTL_MOUNTDEV_QUERY_UNIQUE_ID's bytes: the device name's UTF-16LE bytes.
+    pub(super) unique_id: Vec<u8>,
     link_name: Vec<u16>,
     pub(super) letter_link: Option<Vec<u16>>,
     pub(super) read_only: bool,
@@ -122,6 +124,7 @@ impl VolumeDevice {
             l
         });
         let sector_size = volume_sector(&volume);
+        let unique_id = device_name.iter().flat_map(|c| c.to_le_bytes()).collect();
         let mounted = Arc::new(MountedVolume {
             id,
             flags,
@@ -129,6 +132,7 @@ impl VolumeDevice {
             volume,
             open_handles: AtomicU32::new(0),
             device_name,
+            unique_id,
             link_name,
             letter_link,
             read_only,

@@ -4,7 +4,7 @@
 //! Owns: holding the device's remove lock for each dispatch (tag: the IRP) and cancel call,
 //! pending READ/WRITE/FLUSH_BUFFERS and handing them to `Volume::dispatch` (the engine
 //! completes each exactly once), the handle count of CREATE/CLOSE, and completing everything
-//! else here. Never: builds an IOCTL reply (`ioctl` does) or decides a cancel (the engine's
+//! else here (device controls and PnP with the portable answers `ioctl` hands over). Never: builds an IOCTL reply (`ioctl` does) or decides a cancel (the engine's
 //! `Volume::cancel` does).
 
 use core::ptr::NonNull;
@@ -13,14 +13,14 @@ use core::sync::atomic::Ordering;
 use wdk_sys::ntddk::IoReleaseCancelSpinLock;
 use wdk_sys::{
     DEVICE_OBJECT, IRP, IRP_MJ_CLEANUP, IRP_MJ_CLOSE, IRP_MJ_CREATE, IRP_MJ_DEVICE_CONTROL,
-    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, NTSTATUS,
+    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_PNP, IRP_MJ_READ, IRP_MJ_WRITE, NTSTATUS,
 };
 
 use super::super::codes::nts;
 use super::super::irp::Irp;
 use super::super::nt;
 use super::device::{extension, remove_lock};
-use super::ioctl::disk_control;
+use super::ioctl::{disk_control, pnp_request};
 use crate::platform::UpperRequest;
 use crate::Status;
 
@@ -91,6 +91,13 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
         IRP_MJ_DEVICE_CONTROL => {
             let (status, info) = disk_control(mounted, &mut request);
             request.complete(status, info);
+            nt(status)
+        }
+        IRP_MJ_PNP => {
+            // W10: a paging file on the volume is refused (VeraCrypt's STATUS_UNSUCCESSFUL),
+            // every other PnP request is not supported; nothing is passed down (no stack).
+            let status = pnp_request(&request);
+            request.complete(status, 0);
             nt(status)
         }
         _ => {
