@@ -577,6 +577,17 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     if mount_volume read-only-mount "--read-only"; then
         client ro-write expect-status --device "$VOLUME_PATH" --op write --offset 0 --length 4096 --expect 19 --name read-only-write-refused
         client ro-verify verify --device "$VOLUME_PATH" --model "$VM"
+        # W10: a few rows of docs/disk-ioctls.tsv through Wine's I/O manager (the table test
+        # runs them all on Linux): writable, online, an unknown code without buffers, VERIFY's
+        # whole-structure input, GEOMETRY_EX's size, the EFS code.
+        client w10-writable expect-status --device "$VOLUME_PATH" --op ioctl --code 0x70024 --expect 19 --name w10-is-writable-on-read-only
+        client w10-online expect-status --device "$VOLUME_PATH" --op ioctl --code 0x56C008 --expect ok --name w10-volume-online
+        client w10-unknown expect-status --device "$VOLUME_PATH" --op ioctl --code 0x77FFC --expect 1 --name w10-unknown-code-without-buffers
+        client w10-verify-short expect-status --device "$VOLUME_PATH" --op ioctl --code 0x70014 --in-len 12 --expect 122 --name w10-verify-12-byte-input
+        client w10-verify expect-status --device "$VOLUME_PATH" --op ioctl --code 0x70014 --in-len 16 --expect ok --name w10-verify-16-byte-input
+        client w10-geometry-ex-short expect-status --device "$VOLUME_PATH" --op ioctl --code 0x700A0 --out-len 32 --expect 122 --name w10-geometry-ex-32-bytes
+        client w10-geometry-ex expect-status --device "$VOLUME_PATH" --op ioctl --code 0x700A0 --out-len 40 --expect ok --name w10-geometry-ex-40-bytes
+        client w10-efs expect-status --device "$VOLUME_PATH" --op ioctl --code 0x455610D8 --expect ok --name w10-efs-code
         vcctl ro-dismount dismount "$VOL"
     fi
 

@@ -18,6 +18,7 @@ pub mod completion;
 pub mod crypto;
 pub mod direct;
 pub mod dismount;
+pub mod disk_ioctl;
 pub mod faults;
 pub mod io;
 pub mod namespace;

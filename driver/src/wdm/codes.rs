@@ -14,14 +14,8 @@ pub(crate) mod nts {
     use crate::Status;
     use wdk_sys::NTSTATUS;
 
-    /// STATUS_BUFFER_TOO_SMALL.
-    pub const BUFFER_TOO_SMALL: Status = Status::Host(0xC000_0023);
-    /// STATUS_BUFFER_OVERFLOW (a warning: part of the reply was written).
-    pub const BUFFER_OVERFLOW: Status = Status::Host(0x8000_0005);
-    /// STATUS_NOT_SUPPORTED.
-    pub const NOT_SUPPORTED: Status = Status::Host(0xC000_00BB);
-    /// STATUS_NOT_FOUND.
-    pub const NOT_FOUND: Status = Status::Host(0xC000_0225);
+    /// STATUS_BUFFER_TOO_SMALL and STATUS_NOT_FOUND, defined with the disk IOCTL answers.
+    pub use crate::disk_ioctl::{BUFFER_TOO_SMALL, NOT_FOUND};
     /// STATUS_DELETE_PENDING.
     pub const DELETE_PENDING: Status = Status::Host(0xC000_0056);
     /// STATUS_OBJECT_NAME_NOT_FOUND.
@@ -40,39 +34,12 @@ pub(crate) mod nts {
     pub const MORE_PROCESSING_REQUIRED: NTSTATUS = 0xC000_0016_u32 as NTSTATUS;
 }
 
-/// Device and file system control codes: the disk IOCTLs a volume device serves and the ones
-/// the host open sends.
+/// Device and file system control codes: the disk IOCTLs the host open sends (defined with
+/// the answers a volume device gives, `disk_ioctl::code`) and the FSCTL it sends.
 pub(crate) mod ioctl {
-    /// IOCTL_DISK_GET_DRIVE_GEOMETRY.
-    pub const DISK_GET_DRIVE_GEOMETRY: u32 = 0x0007_0000;
-    /// IOCTL_DISK_GET_DRIVE_GEOMETRY_EX.
-    pub const DISK_GET_DRIVE_GEOMETRY_EX: u32 = 0x0007_00A0;
-    /// IOCTL_DISK_GET_LENGTH_INFO.
-    pub const DISK_GET_LENGTH_INFO: u32 = 0x0007_405C;
-    /// IOCTL_DISK_GET_PARTITION_INFO.
-    pub const DISK_GET_PARTITION_INFO: u32 = 0x0007_4004;
-    /// IOCTL_DISK_GET_PARTITION_INFO_EX.
-    pub const DISK_GET_PARTITION_INFO_EX: u32 = 0x0007_0048;
-    /// IOCTL_DISK_IS_WRITABLE.
-    pub const DISK_IS_WRITABLE: u32 = 0x0007_0024;
-    /// IOCTL_DISK_VERIFY.
-    pub const DISK_VERIFY: u32 = 0x0007_0014;
-    /// IOCTL_DISK_CHECK_VERIFY.
-    pub const DISK_CHECK_VERIFY: u32 = 0x0007_4800;
-    /// IOCTL_DISK_GET_DISK_ATTRIBUTES.
-    pub const DISK_GET_DISK_ATTRIBUTES: u32 = 0x0007_00F0;
-    /// IOCTL_STORAGE_CHECK_VERIFY.
-    pub const STORAGE_CHECK_VERIFY: u32 = 0x002D_4800;
-    /// IOCTL_STORAGE_CHECK_VERIFY2.
-    pub const STORAGE_CHECK_VERIFY2: u32 = 0x002D_0800;
-    /// IOCTL_STORAGE_QUERY_PROPERTY.
-    pub const STORAGE_QUERY_PROPERTY: u32 = 0x002D_1400;
-    /// IOCTL_MOUNTDEV_QUERY_UNIQUE_ID.
-    pub const MOUNTDEV_QUERY_UNIQUE_ID: u32 = 0x004D_0000;
-    /// IOCTL_MOUNTDEV_QUERY_DEVICE_NAME.
-    pub const MOUNTDEV_QUERY_DEVICE_NAME: u32 = 0x004D_0008;
-    /// IOCTL_MOUNTDEV_QUERY_SUGGESTED_LINK_NAME.
-    pub const MOUNTDEV_QUERY_SUGGESTED_LINK_NAME: u32 = 0x004D_000C;
+    pub use crate::disk_ioctl::code::{
+        DISK_GET_DRIVE_GEOMETRY, DISK_GET_LENGTH_INFO, STORAGE_QUERY_PROPERTY,
+    };
     /// FSCTL_ALLOW_EXTENDED_DASD_IO.
     #[cfg(not(feature = "wine-host"))]
     pub const FSCTL_ALLOW_EXTENDED_DASD_IO: u32 = 0x0009_0083;

@@ -25,7 +25,7 @@ use wdk_sys::ntddk::{
 use wdk_sys::{
     DEVICE_OBJECT, DRIVER_OBJECT, FILE_DEVICE_SECURE_OPEN, FILE_DEVICE_UNKNOWN, IRP,
     IRP_MJ_CLEANUP, IRP_MJ_CLOSE, IRP_MJ_CREATE, IRP_MJ_DEVICE_CONTROL, IRP_MJ_FLUSH_BUFFERS,
-    IRP_MJ_READ, IRP_MJ_SHUTDOWN, IRP_MJ_WRITE, NTSTATUS, PCUNICODE_STRING,
+    IRP_MJ_PNP, IRP_MJ_READ, IRP_MJ_SHUTDOWN, IRP_MJ_WRITE, NTSTATUS, PCUNICODE_STRING,
 };
 
 use super::codes::nts;
@@ -240,6 +240,8 @@ pub unsafe fn driver_entry(
             IRP_MJ_READ,
             IRP_MJ_WRITE,
             IRP_MJ_FLUSH_BUFFERS,
+            // W10: the device-usage notification a file system forwards to a volume device.
+            IRP_MJ_PNP,
         ] {
             driver.MajorFunction[major as usize] = Some(dispatch_create_close);
         }

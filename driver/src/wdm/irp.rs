@@ -287,6 +287,22 @@ impl Irp {
         self.stack().MajorFunction
     }
 
+    /// IRP_MJ_PNP IRP_MN_DEVICE_USAGE_NOTIFICATION parameters: (the minor code, and for that
+    /// minor code (DEVICE_USAGE_NOTIFICATION_TYPE, InPath)); `None` for any other major.
+    pub fn pnp_parameters(&self) -> Option<(u8, Option<(u32, bool)>)> {
+        if u32::from(self.major_function()) != wdk_sys::IRP_MJ_PNP {
+            return None;
+        }
+        let minor = self.stack().MinorFunction;
+        if u32::from(minor) != wdk_sys::IRP_MN_DEVICE_USAGE_NOTIFICATION {
+            return Some((minor, None));
+        }
+        // SAFETY: for IRP_MN_DEVICE_USAGE_NOTIFICATION the UsageNotification arm of Parameters
+        // is the one its sender filled in (plain integers, read by copy).
+        let p = unsafe { self.stack().Parameters.UsageNotification };
+        Some((minor, Some((p.Type as u32, p.InPath != 0))))
+    }
+
     /// The IRP's MDL and the bytes it describes, or `None` without an MDL.
     fn mdl(&self) -> Option<(NonNull<MDL>, u32)> {
         // SAFETY: owned IRP; MdlAddress is NULL or an MDL describing the caller's buffer.

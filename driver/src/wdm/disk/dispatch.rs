@@ -4,8 +4,9 @@
 //! Owns: holding the device's remove lock for each dispatch (tag: the IRP) and cancel call,
 //! pending READ/WRITE/FLUSH_BUFFERS and handing them to `Volume::dispatch` (the engine
 //! completes each exactly once), the handle count of CREATE/CLOSE, and completing everything
-//! else here. Never: builds an IOCTL reply (`ioctl` does) or decides a cancel (the engine's
-//! `Volume::cancel` does).
+//! else here (device controls and PnP with the portable answers `ioctl` hands over). Never:
+//! builds an IOCTL reply or decides a PnP answer (`disk_ioctl` does, through `ioctl`) or decides
+//! a cancel (the engine's `Volume::cancel` does).
 
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
@@ -13,14 +14,14 @@ use core::sync::atomic::Ordering;
 use wdk_sys::ntddk::IoReleaseCancelSpinLock;
 use wdk_sys::{
     DEVICE_OBJECT, IRP, IRP_MJ_CLEANUP, IRP_MJ_CLOSE, IRP_MJ_CREATE, IRP_MJ_DEVICE_CONTROL,
-    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, NTSTATUS,
+    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_PNP, IRP_MJ_READ, IRP_MJ_WRITE, NTSTATUS,
 };
 
 use super::super::codes::nts;
 use super::super::irp::Irp;
 use super::super::nt;
 use super::device::{extension, remove_lock};
-use super::ioctl::disk_control;
+use super::ioctl::{disk_control, pnp_request};
 use crate::platform::UpperRequest;
 use crate::Status;
 
@@ -101,6 +102,15 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
             }
             let (status, info) = disk_control(mounted, &mut request);
             request.complete(status, info);
+            nt(status)
+        }
+        IRP_MJ_PNP => {
+            // W10: a paging file on the volume is refused (VeraCrypt's STATUS_UNSUCCESSFUL),
+            // every other PnP request is not supported; nothing is passed down (the volume
+            // device is not in a PnP stack). PnP requests arrive at PASSIVE_LEVEL; the IRP is
+            // ours since dispatch and is completed here once, its Information 0.
+            let status = pnp_request(&request);
+            request.complete(status, 0);
             nt(status)
         }
         _ => {

@@ -1,0 +1,383 @@
+//! The reply bytes of the answers (the conformance table in docs/disk-ioctls.tsv checks
+//! statuses and sizes; these check what the bytes say).
+
+use super::*;
+use crate::platform::{HostIo, HostKind, HostLimits};
+use proptest::prelude::*;
+use std::sync::Mutex;
+use std::vec;
+use std::vec::Vec;
+
+/// A host whose reads return `fill` bytes and are recorded as (offset, length).
+struct TestHost {
+    size: u64,
+    reads: Mutex<Vec<(u64, usize)>>,
+    fail: Option<Status>,
+}
+
+struct Ready(Result<usize, Status>);
+
+impl HostIo for Ready {
+    fn wait(self) -> Result<usize, Status> {
+        self.0
+    }
+}
+
+impl HostDevice for TestHost {
+    type Io<'a> = Ready;
+    fn kind(&self) -> HostKind {
+        HostKind::RawDevice
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn limits(&self) -> HostLimits {
+        HostLimits {
+            sector_size: 4096,
+            max_transfer: 128 * 1024,
+            max_physical_pages: 33,
+            alignment_mask: 511,
+            page_size: 4096,
+        }
+    }
+    fn start_read<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Ready {
+        self.reads.lock().unwrap().push((offset, buf.len()));
+        if let Some(e) = self.fail {
+            return Ready(Err(e));
+        }
+        let n = self.size.saturating_sub(offset).min(buf.len() as u64) as usize;
+        buf[..n].fill(0xA5);
+        Ready(Ok(n))
+    }
+    fn start_write<'a>(&'a self, _: u64, _: &'a [u8]) -> Ready {
+        Ready(Err(Status::InvalidDeviceRequest))
+    }
+    fn flush(&self) -> Result<(), Status> {
+        Ok(())
+    }
+}
+
+const SIZE: u64 = 1 << 20;
+const OFFSET: u64 = 128 * 1024;
+
+fn host() -> TestHost {
+    TestHost {
+        size: OFFSET + SIZE,
+        reads: Mutex::new(Vec::new()),
+        fail: None,
+    }
+}
+
+fn name(s: &str) -> Vec<u16> {
+    s.encode_utf16().collect()
+}
+
+fn ask(
+    facts: &DiskFacts<'_>,
+    h: &TestHost,
+    code: u32,
+    input: &[u8],
+    out: usize,
+) -> (Reply, Vec<u8>) {
+    let mut buffer = vec![0xEEu8; input.len().max(out)];
+    buffer[..input.len()].copy_from_slice(input);
+    let reply = answer(
+        facts,
+        h,
+        Request {
+            code,
+            input_len: input.len(),
+            output_len: out,
+            buffer: &mut buffer,
+        },
+    );
+    buffer.truncate(reply.information);
+    (reply, buffer)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+fn with_facts<T>(read_only: bool, f: impl FnOnce(&DiskFacts<'_>) -> T) -> T {
+    let device = name("\\Device\\VcVolume3");
+    let link = name("\\DosDevices\\Q:");
+    let id = [1u8, 2, 3, 4, 5];
+    let facts = DiskFacts {
+        size: SIZE,
+        sector_size: 512,
+        read_only,
+        data_offset: OFFSET,
+        volume_id: 3,
+        device_name: &device,
+        unique_id: &id,
+        suggested_link: Some(&link),
+    };
+    f(&facts)
+}
+
+#[test]
+fn w10_crc32_is_the_ieee_one() {
+    assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    assert_eq!(crc32(b""), 0);
+}
+
+#[test]
+fn w10_geometry_partition_and_capacity_describe_one_virtual_disk() {
+    with_facts(false, |f| {
+        let h = host();
+        let (r, g) = ask(f, &h, code::DISK_GET_DRIVE_GEOMETRY, &[], 24);
+        assert_eq!(r, Reply::new(Status::Success, 24));
+        let cylinders = SIZE / 512 + 1;
+        assert_eq!(u64_at(&g, 0), cylinders);
+        assert_eq!(
+            (
+                u32_at(&g, 8),
+                u32_at(&g, 12),
+                u32_at(&g, 16),
+                u32_at(&g, 20)
+            ),
+            (12, 1, 1, 512)
+        );
+        let (r, g) = ask(f, &h, code::DISK_GET_DRIVE_GEOMETRY_EX, &[], 200);
+        assert_eq!(r, Reply::new(Status::Success, 112));
+        assert_eq!(u64_at(&g, 24), SIZE + 512);
+        assert_eq!((u32_at(&g, 32), u32_at(&g, 36)), (24, 0));
+        assert_eq!(u32_at(&g, 40), crc32(&3u32.to_le_bytes()));
+        assert_eq!(u32_at(&g, 56), 56);
+        let (_, p) = ask(f, &h, code::DISK_GET_PARTITION_INFO, &[], 32);
+        assert_eq!((u64_at(&p, 0), u64_at(&p, 8)), (512, SIZE));
+        assert_eq!((u32_at(&p, 20), p[24], p[25], p[26]), (1, 0, 0, 1));
+        let (_, p) = ask(f, &h, code::DISK_GET_PARTITION_INFO_EX, &[], 144);
+        assert_eq!(u32_at(&p, 0), 0);
+        assert_eq!(
+            (u64_at(&p, 8), u64_at(&p, 16), u32_at(&p, 24)),
+            (512, SIZE, 1)
+        );
+        assert_eq!((p[32], p[33], p[34]), (0, 0, 1));
+        let (r, c) = ask(f, &h, code::STORAGE_READ_CAPACITY, &[], 32);
+        assert_eq!(r, Reply::new(Status::Success, 32));
+        assert_eq!((u32_at(&c, 0), u32_at(&c, 4), u32_at(&c, 8)), (32, 32, 512));
+        assert_eq!((u64_at(&c, 16), u64_at(&c, 24)), (cylinders, SIZE + 512));
+        // The partition ends where the disk ends.
+        assert_eq!(512 + SIZE, cylinders * 512);
+    });
+}
+
+#[test]
+fn w10_drive_layouts_report_one_or_four_entries() {
+    with_facts(false, |f| {
+        let h = host();
+        let (r, l) = ask(f, &h, code::DISK_GET_DRIVE_LAYOUT, &[], 100);
+        assert_eq!(r, Reply::new(Status::Success, 40));
+        assert_eq!(u32_at(&l, 0), 1);
+        assert_eq!(u32_at(&l, 4), crc32(&3u32.to_le_bytes()));
+        assert_eq!(u64_at(&l, 8), 512);
+        let (r, l) = ask(f, &h, code::DISK_GET_DRIVE_LAYOUT, &[], 136);
+        assert_eq!(r, Reply::new(Status::Success, 136));
+        assert_eq!(u32_at(&l, 0), 4);
+        assert!(l[40..].iter().all(|&b| b == 0));
+        let (r, l) = ask(f, &h, code::DISK_GET_DRIVE_LAYOUT_EX, &[], 624);
+        assert_eq!(r, Reply::new(Status::Success, 624));
+        assert_eq!((u32_at(&l, 0), u32_at(&l, 4)), (0, 4));
+        assert_eq!(u64_at(&l, 48 + 16), SIZE);
+        assert!(l[192..].iter().all(|&b| b == 0));
+    });
+}
+
+#[test]
+fn w10_media_types_and_writable_follow_read_only() {
+    for ro in [false, true] {
+        with_facts(ro, |f| {
+            let h = host();
+            let (r, m) = ask(f, &h, code::STORAGE_GET_MEDIA_TYPES_EX, &[], 40);
+            assert_eq!(r, Reply::new(Status::Success, 40));
+            assert_eq!((u32_at(&m, 0), u32_at(&m, 4)), (7, 1));
+            let want = if ro { 0x8000_0104 } else { 0x8000_0008 };
+            assert_eq!(u32_at(&m, 8 + 28), want);
+            let (r, _) = ask(f, &h, code::DISK_IS_WRITABLE, &[], 0);
+            let want = if ro {
+                Status::MediaWriteProtected
+            } else {
+                Status::Success
+            };
+            assert_eq!(r, Reply::new(want, 0));
+        });
+    }
+}
+
+fn property(id: u32, kind: u32) -> [u8; 12] {
+    let mut q = [0u8; 12];
+    q[..4].copy_from_slice(&id.to_le_bytes());
+    q[4..8].copy_from_slice(&kind.to_le_bytes());
+    q
+}
+
+#[test]
+fn w10_storage_properties_carry_the_host_limits() {
+    with_facts(false, |f| {
+        let h = host();
+        let (r, a) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(1, 0), 64);
+        assert_eq!(r, Reply::new(Status::Success, 32));
+        assert_eq!((u32_at(&a, 0), u32_at(&a, 4)), (32, 32));
+        assert_eq!(
+            (u32_at(&a, 8), u32_at(&a, 12), u32_at(&a, 16), a[24]),
+            (128 * 1024, 33, 511, 0x0E)
+        );
+        let (r, d) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 41);
+        assert_eq!(r, Reply::new(Status::Success, 41));
+        assert_eq!((u32_at(&d, 0), u32_at(&d, 4), d[8], d[10]), (40, 41, 0, 0));
+        assert_eq!((u32_at(&d, 12), u32_at(&d, 24), d[40]), (40, 40, 0));
+        assert_eq!(u32_at(&d, 28), 0x0E);
+        let (_, al) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(6, 0), 28);
+        assert_eq!((u32_at(&al, 16), u32_at(&al, 20)), (512, 4096));
+        let (_, s) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(7, 0), 12);
+        assert_eq!(s[8], 1);
+        let (_, t) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(8, 0), 12);
+        assert_eq!(t[8], 0);
+        let (r, hd) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 8);
+        assert_eq!(r, Reply::new(Status::Success, 8));
+        assert_eq!((u32_at(&hd, 0), u32_at(&hd, 4)), (40, 41));
+    });
+}
+
+#[test]
+fn w10_mountdev_names_follow_the_mount_manager_protocol() {
+    with_facts(false, |f| {
+        let h = host();
+        let (r, n) = ask(f, &h, code::MOUNTDEV_QUERY_DEVICE_NAME, &[], 4);
+        assert_eq!(r, Reply::new(BUFFER_OVERFLOW, 4));
+        assert_eq!(u16::from_le_bytes([n[0], n[1]]), 34);
+        assert_eq!(&n[2..], &[0, 0]);
+        let (r, n) = ask(f, &h, code::MOUNTDEV_QUERY_DEVICE_NAME, &[], 64);
+        assert_eq!(r, Reply::new(Status::Success, 36));
+        let text: Vec<u16> = n[2..]
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        assert_eq!(text, name("\\Device\\VcVolume3"));
+        let (r, id) = ask(f, &h, code::MOUNTDEV_QUERY_UNIQUE_ID, &[], 64);
+        assert_eq!(r, Reply::new(Status::Success, 7));
+        assert_eq!(&id[..], &[5, 0, 1, 2, 3, 4, 5]);
+        let (r, l) = ask(f, &h, code::MOUNTDEV_QUERY_SUGGESTED_LINK_NAME, &[], 64);
+        assert_eq!(r, Reply::new(Status::Success, 4 + 28));
+        assert_eq!((l[0], u16::from_le_bytes([l[2], l[3]])), (0, 28));
+    });
+}
+
+fn verify_input(offset: i64, length: u32) -> [u8; 16] {
+    let mut v = [0u8; 16];
+    v[..8].copy_from_slice(&offset.to_le_bytes());
+    v[8..12].copy_from_slice(&length.to_le_bytes());
+    v
+}
+
+#[test]
+fn w10_verify_reads_the_whole_range_from_the_host() {
+    with_facts(false, |f| {
+        let h = host();
+        let length = 200 * 1024;
+        let (r, _) = ask(f, &h, code::DISK_VERIFY, &verify_input(4096, length), 0);
+        assert_eq!(r, Reply::new(Status::Success, 0));
+        let reads = h.reads.lock().unwrap().clone();
+        assert_eq!(
+            reads,
+            [
+                (OFFSET + 4096, 65536),
+                (OFFSET + 4096 + 65536, 65536),
+                (OFFSET + 4096 + 131072, 65536),
+                (OFFSET + 4096 + 196608, 8192)
+            ]
+        );
+        // Past the end, overflowing, negative or misaligned: refused, nothing read.
+        h.reads.lock().unwrap().clear();
+        for (offset, length) in [
+            (SIZE as i64 - 512, 1024),
+            (i64::MAX, 4096),
+            (-512, 512),
+            (100, 512),
+            (0, 100),
+        ] {
+            let (r, _) = ask(f, &h, code::DISK_VERIFY, &verify_input(offset, length), 0);
+            assert_eq!(
+                r,
+                Reply::status(Status::InvalidParameter),
+                "{offset} {length}"
+            );
+        }
+        // 12 bytes (the structure without its tail padding) is too small, as for VeraCrypt.
+        let (r, _) = ask(f, &h, code::DISK_VERIFY, &verify_input(0, 512)[..12], 0);
+        assert_eq!(r, Reply::status(BUFFER_TOO_SMALL));
+        assert!(h.reads.lock().unwrap().is_empty());
+        // A failing host fails the verify with its status.
+        let bad = TestHost {
+            fail: Some(Status::IoDeviceError),
+            ..host()
+        };
+        let (r, _) = ask(f, &bad, code::DISK_VERIFY, &verify_input(0, 4096), 0);
+        assert_eq!(r, Reply::status(Status::IoDeviceError));
+    });
+}
+
+#[test]
+fn w10_paging_files_are_refused_and_other_pnp_requests_unsupported() {
+    use pnp::{answer as pnp_answer, usage, UsageNotification, MN_DEVICE_USAGE_NOTIFICATION};
+    let n = |kind, in_path| Some(UsageNotification { kind, in_path });
+    assert_eq!(
+        pnp_answer(MN_DEVICE_USAGE_NOTIFICATION, n(usage::PAGING, true)),
+        UNSUCCESSFUL
+    );
+    for (kind, in_path) in [
+        (usage::PAGING, false),
+        (usage::HIBERNATION, true),
+        (usage::DUMP_FILE, true),
+        (usage::BOOT, true),
+        (usage::UNDEFINED, true),
+    ] {
+        assert_eq!(
+            pnp_answer(MN_DEVICE_USAGE_NOTIFICATION, n(kind, in_path)),
+            Status::InvalidDeviceRequest
+        );
+    }
+    assert_eq!(pnp_answer(0x07, None), Status::InvalidDeviceRequest);
+}
+
+proptest! {
+    /// Whatever the code, lengths and bytes (the buffer possibly shorter than the lengths claim):
+    /// no panic, never more bytes than the output holds, none on failure, and nothing written
+    /// past the output length.
+    #[test]
+    fn w10_any_request_keeps_the_reply_rules(
+        pick in 0usize..64,
+        raw in any::<u32>(),
+        input in proptest::collection::vec(any::<u8>(), 0..40),
+        out in 0usize..700,
+        held_short in any::<bool>(),
+    ) {
+        let code_ = code::NAMED.get(pick).map_or(raw, |(_, c)| *c);
+        with_facts(pick % 2 == 0, |f| {
+            let h = host();
+            let len = input.len().max(out);
+            let held = if held_short { len / 2 } else { len };
+            let mut buffer = vec![0xEEu8; held];
+            buffer[..input.len().min(held)].copy_from_slice(&input[..input.len().min(held)]);
+            let before = buffer.clone();
+            let reply = answer(f, &h, Request {
+                code: code_,
+                input_len: input.len(),
+                output_len: out,
+                buffer: &mut buffer,
+            });
+            prop_assert!(reply.information <= out.min(held));
+            if is_error(reply.status) {
+                prop_assert_eq!(reply.information, 0);
+            }
+            let end = out.min(held);
+            prop_assert_eq!(&buffer[end..], &before[end..]);
+            Ok(())
+        })?;
+    }
+}
