@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use libfuzzer_sys::fuzz_target;
 use vcdirect::disk_ioctl::{self, code, DiskFacts, Request};
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits};
+use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead};
 use vcdirect::Status;
 
 const SIZE: u64 = 1 << 20;
@@ -32,6 +32,7 @@ impl HostIo for Done {
 
 impl HostDevice for Host {
     type Io<'a> = Done;
+    type Read<'a> = KeptRead<'a, Done>;
     fn kind(&self) -> HostKind {
         HostKind::RawDevice
     }
@@ -47,6 +48,10 @@ impl HostDevice for Host {
             .fetch_max(offset + buf.len() as u64, Ordering::Relaxed);
         buf.fill(0);
         Done(Ok(buf.len()))
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        let io = self.start_read(offset, buf);
+        KeptRead::new(io, buf)
     }
     fn start_write<'a>(&'a self, _: u64, _: &'a [u8]) -> Done {
         Done(Err(Status::InvalidDeviceRequest))

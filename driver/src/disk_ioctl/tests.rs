@@ -2,7 +2,7 @@
 //! statuses and sizes; these check what the bytes say).
 
 use super::*;
-use crate::platform::{HostIo, HostKind, HostLimits};
+use crate::platform::{HostIo, HostKind, HostLimits, KeptRead};
 use proptest::prelude::*;
 use std::sync::Mutex;
 use std::vec;
@@ -25,6 +25,7 @@ impl HostIo for Ready {
 
 impl HostDevice for TestHost {
     type Io<'a> = Ready;
+    type Read<'a> = KeptRead<'a, Ready>;
     fn kind(&self) -> HostKind {
         HostKind::RawDevice
     }
@@ -48,6 +49,10 @@ impl HostDevice for TestHost {
         let n = self.size.saturating_sub(offset).min(buf.len() as u64) as usize;
         buf[..n].fill(0xA5);
         Ready(Ok(n))
+    }
+    fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
+        let io = self.start_read(offset, buf);
+        KeptRead::new(io, buf)
     }
     fn start_write<'a>(&'a self, _: u64, _: &'a [u8]) -> Ready {
         Ready(Err(Status::InvalidDeviceRequest))

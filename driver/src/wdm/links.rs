@@ -264,9 +264,9 @@ mod product {
 mod stand_in {
     use super::*;
 
-    use super::super::codes::ioctl as code;
     use super::super::device_control::device_control;
     use super::super::layout as at;
+    use crate::disk_ioctl::code;
 
     /// `n` in decimal, appended to `out`.
     fn push_decimal(out: &mut String, n: usize) {
