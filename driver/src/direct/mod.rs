@@ -25,7 +25,7 @@ use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::io::{
     AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, Purpose,
-    SegmentLimits, RANGE_ENTRIES,
+    SegmentLimits,
 };
 use crate::platform::{HostDevice, HostIo, IoBuf, Platform, ThreadRole, UpperRequest};
 use crate::Status;
@@ -43,12 +43,11 @@ pub(crate) struct DirectPath<P: Platform> {
 }
 
 impl<P: Platform> DirectPath<P> {
-    /// The direct path of a volume; `active`: a gate makes it usable (otherwise its FIFO
-    /// reserves no room, as no job ever reaches it).
-    pub(crate) fn new(context: Arc<PathContext<P>>, active: bool) -> Self {
+    /// The direct path of a volume (its FIFO allocates nothing, used or not).
+    pub(crate) fn new(context: Arc<PathContext<P>>) -> Self {
         DirectPath {
             context,
-            ready: JobQueue::with_capacity(if active { RANGE_ENTRIES } else { 0 }),
+            ready: JobQueue::new(),
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
         }

@@ -16,7 +16,6 @@ pub mod geometry;
 /// The counters a volume shows (defined with what both paths share, in `io`).
 pub use crate::io::{CounterSnapshot, Counters, LegacyReason, VolumeMemory};
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ops::Range;
@@ -32,8 +31,8 @@ use crate::io::{
     MAX_DIRECT_REQUEST, RANGE_ENTRIES,
 };
 use crate::platform::{
-    HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, Rundown, Thread, ThreadRole,
-    UpperRequest,
+    HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, RequestList, Rundown, Thread,
+    ThreadRole, UpperRequest,
 };
 use crate::queue::LegacyQueue;
 use crate::registry::{direct_read_configured, direct_write_configured, Gates, Tunables};
@@ -75,8 +74,9 @@ struct Admission<R: UpperRequest> {
     lock: RangeLock,
     /// Jobs registered but not granted yet, by ticket index.
     waiting: Vec<Option<IoJob<R>>>,
-    /// Jobs that found the range pool full, in arrival order.
-    backlog: VecDeque<(IoJob<R>, Access)>,
+    /// Jobs that found the range pool full, in arrival order, linked through their requests
+    /// (never full, allocates nothing).
+    backlog: R::List,
     /// Tickets a release just granted (capacity fixed at mount: no allocation per request).
     granted: Vec<Ticket>,
 }
@@ -159,7 +159,7 @@ impl<P: Platform> Volume<P> {
             order: P::Lock::new(Admission {
                 lock: RangeLock::with_capacity(RANGE_ENTRIES),
                 waiting: (0..RANGE_ENTRIES).map(|_| None).collect(),
-                backlog: VecDeque::with_capacity(RANGE_ENTRIES),
+                backlog: RequestList::new(),
                 granted: Vec::with_capacity(RANGE_ENTRIES),
             }),
             cancels: P::Lock::new(cancel::CancelBook::new()),
@@ -168,11 +168,8 @@ impl<P: Platform> Volume<P> {
                 &tunables,
                 !params.read_only,
             )),
-            direct: Arc::new(DirectPath::new(
-                Arc::clone(&context),
-                effective.direct_read || effective.direct_write,
-            )),
-            completer: Arc::new(Completer::new(platform, tunables.max_work_items)),
+            direct: Arc::new(DirectPath::new(Arc::clone(&context))),
+            completer: Arc::new(Completer::new(&platform, tunables.max_work_items)?),
             admitted: Rundown::new(),
             threads: P::Lock::new(Vec::new()),
             protection_tripped: AtomicBool::new(false),
@@ -317,11 +314,6 @@ impl<P: Platform> Volume<P> {
             },
             (_, None) => Path::Legacy,
         };
-        let access = match kind {
-            JobKind::Read => Access::Read,
-            JobKind::Write => Access::Write,
-            JobKind::Flush => Access::Flush,
-        };
         let job = IoJob {
             request,
             buf,
@@ -333,10 +325,10 @@ impl<P: Platform> Volume<P> {
         };
         let granted = self.order.with(|admission| {
             if !admission.backlog.is_empty() || admission.lock.is_full() {
-                admission.backlog.push_back((job, access));
+                admission.backlog.push_back(job.park());
                 return None;
             }
-            Some(Self::register(admission, job, access))
+            Some(Self::register(admission, job))
         });
         if let Some(Some(job)) = granted {
             self.start(job);
@@ -349,8 +341,12 @@ impl<P: Platform> Volume<P> {
     fn register(
         admission: &mut Admission<P::Request>,
         mut job: IoJob<P::Request>,
-        access: Access,
     ) -> Option<IoJob<P::Request>> {
+        let access = match job.kind {
+            JobKind::Read => Access::Read,
+            JobKind::Write => Access::Write,
+            JobKind::Flush => Access::Flush,
+        };
         let range = match access {
             Access::Flush => 0..u64::MAX,
             _ => job.offset..job.offset + u64::from(job.length),
@@ -539,10 +535,10 @@ impl<P: Platform> Finisher<P> for Volume<P> {
             }
             admission.granted.clear();
             while !admission.lock.is_full() {
-                let Some((job, access)) = admission.backlog.pop_front() else {
+                let Some(request) = admission.backlog.pop_front() else {
                     break;
                 };
-                if let Some(job) = Self::register(admission, job, access) {
+                if let Some(job) = Self::register(admission, IoJob::unpark(request)) {
                     self.start(job);
                 }
             }

@@ -16,8 +16,10 @@ use wdk_sys::{
     MDL_MAPPED_TO_SYSTEM_VA, MDL_SOURCE_IS_NONPAGED_POOL,
 };
 
+use alloc::collections::VecDeque;
+
 use super::nt;
-use crate::platform::{IoBuf, RequestKind, UpperRequest};
+use crate::platform::{IoBuf, RequestKind, RequestList, RequestNote, UpperRequest};
 use crate::Status;
 
 /// MdlMappingNoExecute (Windows 8 and later): map data pages no-execute.
@@ -43,6 +45,36 @@ pub struct Irp {
     on_cancel: Option<CancelRoutine>,
     /// `arm_cancel` installed `on_cancel` (and no `disarm_cancel` followed yet).
     armed: bool,
+    /// The engine's note while the IRP waits in one of its queues.
+    note: RequestNote,
+}
+
+/// The engine's queues of waiting IRPs.
+///
+/// Not yet linked through the IRPs themselves (`Tail.Overlay.ListEntry`, with the wrapper's
+/// state in `Tail.Overlay.DriverContext`), which the platform seam is made for (W6, left to
+/// do): a deque that grows, so a queue longer than ever before allocates (nonpaged pool, under
+/// the queue's spin lock) and a failed allocation still stops the machine.
+#[derive(Default)]
+pub struct IrpList(VecDeque<Irp>);
+
+impl RequestList<Irp> for IrpList {
+    fn new() -> Self {
+        IrpList(VecDeque::new())
+    }
+    fn push_back(&mut self, request: Irp) {
+        self.0.push_back(request);
+    }
+    fn pop_front(&mut self) -> Option<Irp> {
+        self.0.pop_front()
+    }
+    fn remove_first(&mut self, pick: &mut dyn FnMut(&Irp) -> bool) -> Option<Irp> {
+        let at = self.0.iter().position(|irp| pick(irp))?;
+        self.0.remove(at)
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
 }
 
 /// A DRIVER_CANCEL routine.
@@ -118,6 +150,7 @@ impl Irp {
             buffer_out: false,
             on_cancel: None,
             armed: false,
+            note: RequestNote([0; 4]),
         }
     }
 
@@ -243,6 +276,15 @@ impl Irp {
 
 impl UpperRequest for Irp {
     type Buf = IrpBuf;
+    type List = IrpList;
+
+    fn note(&self) -> RequestNote {
+        self.note
+    }
+
+    fn set_note(&mut self, note: RequestNote) {
+        self.note = note;
+    }
 
     fn kind(&self) -> RequestKind {
         match u32::from(self.major_function()) {

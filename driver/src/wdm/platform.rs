@@ -15,7 +15,7 @@ use super::host::KernelHost;
 use super::irp::Irp;
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
 use super::thread::SystemThread;
-use super::work_item::WorkItemPool;
+use super::work_item::{call_body, queue_allocated, Body, WorkItemPool};
 use crate::platform::{Event, Platform, Thread, ThreadRole};
 use crate::Status;
 
@@ -27,7 +27,7 @@ const ALL_PROCESSOR_GROUPS: u16 = 0xffff;
 #[derive(Clone)]
 pub struct KernelPlatform {
     device: NonNull<DEVICE_OBJECT>,
-    work_items: Arc<WorkItemPool>,
+    work_items: Arc<WorkItemPool<Body>>,
     security: Option<Arc<ClientSecurity>>,
 }
 
@@ -50,7 +50,7 @@ impl KernelPlatform {
     ) -> Result<Self, Status> {
         Ok(KernelPlatform {
             device,
-            work_items: WorkItemPool::new(device.as_ptr(), work_items.max(1))?,
+            work_items: WorkItemPool::new(device.as_ptr(), work_items.max(1), call_body)?,
             security,
         })
     }
@@ -63,6 +63,7 @@ impl Platform for KernelPlatform {
     type Thread = SystemThread;
     type Request = Irp;
     type Host = KernelHost;
+    type WorkItems<T: Send + 'static> = Arc<WorkItemPool<T>>;
 
     fn spawn(
         &self,
@@ -104,7 +105,17 @@ impl Platform for KernelPlatform {
     }
 
     fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
-        self.work_items.queue(self.device.as_ptr(), item);
+        if let Err(item) = self.work_items.queue(item) {
+            queue_allocated(self.device.as_ptr(), item);
+        }
+    }
+
+    fn work_items<T: Send + 'static>(
+        &self,
+        count: usize,
+        run: fn(T),
+    ) -> Result<Self::WorkItems<T>, Status> {
+        WorkItemPool::new(self.device.as_ptr(), count.max(1), run)
     }
 
     fn cpu_count(&self) -> usize {

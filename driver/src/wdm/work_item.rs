@@ -1,9 +1,12 @@
-//! I/O work items (IoAllocateWorkItem / IoQueueWorkItem): `Platform::queue_work_item`.
+//! I/O work items (IoAllocateWorkItem / IoQueueWorkItem): `Platform::work_items` and
+//! `Platform::queue_work_item`.
 //!
-//! Owns: a per-volume pool of IO_WORKITEMs allocated at mount (VeraCrypt 1.26.18 preallocates
-//! its completion work items the same way), so queueing one can never fail: the completion
-//! stage never has more than `max_work_items` active, and the pool holds that many.
-//! Never: runs the closure on the caller's thread.
+//! Owns: pools of IO_WORKITEMs allocated at mount (VeraCrypt 1.26.18 preallocates its
+//! completion work items the same way), each slot carrying its payload `T` in place, so
+//! queueing one allocates nothing and cannot fail: the completion stage never has more than
+//! `max_work_items` queued or running, and its pool holds that many. A slot is free again as
+//! soon as its routine has taken the payload out, before the routine runs it.
+//! Never: runs the routine on the caller's thread.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -17,45 +20,59 @@ use super::sync::SpinLock;
 use crate::platform::Lock;
 use crate::Status;
 
-type Body = Box<dyn FnOnce() + Send>;
+/// A boxed closure (`Platform::queue_work_item`).
+pub type Body = Box<dyn FnOnce() + Send>;
 
-/// One preallocated work item and what it runs next.
-struct Slot {
-    item: PIO_WORKITEM,
-    /// Written by `queue` while the slot is off the free list, taken by the routine.
-    body: UnsafeCell<Option<Body>>,
-    /// Keeps the pool alive while the routine runs; dropped as the routine's last action.
-    owner: UnsafeCell<Option<Arc<WorkItemPool>>>,
+/// The routine of a pool of boxed closures: calls the closure.
+pub fn call_body(body: Body) {
+    body();
 }
 
-/// The work items of one volume.
+/// One preallocated work item and what it runs next.
+struct Slot<T: Send + 'static> {
+    item: PIO_WORKITEM,
+    /// Written by `queue` while the slot is off the free list, taken by the routine.
+    payload: UnsafeCell<Option<T>>,
+    /// Keeps the pool alive while the routine runs; dropped as the routine's last action.
+    owner: UnsafeCell<Option<Arc<WorkItemPool<T>>>>,
+}
+
+/// Work items that each carry a `T` to one routine.
 ///
 /// IRQL: `queue` at IRQL <= DISPATCH_LEVEL; creation and drop at PASSIVE_LEVEL.
-pub struct WorkItemPool {
+pub struct WorkItemPool<T: Send + 'static> {
     /// Never resized after `new`: the kernel holds pointers to the slots.
-    slots: Box<[Slot]>,
-    /// Indices of idle slots.
+    slots: Box<[Slot<T>]>,
+    /// Indices of idle slots (capacity for all of them, reserved in `new`).
     free: SpinLock<Vec<usize>>,
+    /// What every item runs, on its payload.
+    run: fn(T),
 }
 
 // SAFETY: a slot's cells are touched only by whoever took its index off the free list (the
 // queuer, then the routine it queued), so never by two threads at once; IO_WORKITEMs may be
 // queued from any thread.
-unsafe impl Send for WorkItemPool {}
+unsafe impl<T: Send + 'static> Send for WorkItemPool<T> {}
 // SAFETY: as above.
-unsafe impl Sync for WorkItemPool {}
+unsafe impl<T: Send + 'static> Sync for WorkItemPool<T> {}
 
-impl WorkItemPool {
+impl<T: Send + 'static> WorkItemPool<T> {
     /// Allocates `count` work items owned by `device` (a device of this driver that outlives
-    /// the pool).
-    pub fn new(device: PDEVICE_OBJECT, count: usize) -> Result<Arc<Self>, Status> {
+    /// the pool), each running `run` on what it is queued with. Every allocation is fallible:
+    /// STATUS_INSUFFICIENT_RESOURCES, and what was made is freed.
+    pub fn new(device: PDEVICE_OBJECT, count: usize, run: fn(T)) -> Result<Arc<Self>, Status> {
         let mut slots = Vec::new();
         slots
             .try_reserve_exact(count)
             .map_err(|_| Status::InsufficientResources)?;
+        let mut free = Vec::new();
+        free.try_reserve_exact(count)
+            .map_err(|_| Status::InsufficientResources)?;
+        free.extend(0..count);
         let mut pool = WorkItemPool {
             slots: Box::new([]),
-            free: SpinLock::new((0..count).collect()),
+            free: SpinLock::new(free),
+            run,
         };
         for _ in 0..count {
             // SAFETY: `device` is a live device object of this driver (contract).
@@ -66,7 +83,7 @@ impl WorkItemPool {
             }
             slots.push(Slot {
                 item,
-                body: UnsafeCell::new(None),
+                payload: UnsafeCell::new(None),
                 owner: UnsafeCell::new(None),
             });
         }
@@ -74,49 +91,58 @@ impl WorkItemPool {
         Ok(Arc::new(pool))
     }
 
-    /// Runs `body` on a system worker thread (DelayedWorkQueue) at PASSIVE_LEVEL.
-    ///
-    /// Never fails while fewer than `count` items are active (the engine's completion stage
-    /// guarantees that). Should the bound ever be broken, it falls back to a work item
-    /// allocated now, and only if that fails too does the driver stop (bugcheck).
-    pub fn queue(self: &Arc<Self>, device: PDEVICE_OBJECT, body: Body) {
-        let Some(index) = self.free.with(|f| f.pop()) else {
-            queue_allocated(device, body);
-            return;
+    /// Runs the pool's routine on `payload` on a system worker thread (DelayedWorkQueue) at
+    /// PASSIVE_LEVEL. Allocates nothing. Hands `payload` back when every item is queued or
+    /// still handing its payload over (the caller broke its bound).
+    pub fn queue(self: &Arc<Self>, payload: T) -> Result<(), T> {
+        let Some(slot) = self
+            .free
+            .with(|f| f.pop())
+            .and_then(|index| self.slots.get(index))
+        else {
+            return Err(payload);
         };
-        let slot: &Slot = &self.slots[index];
         // SAFETY: the index came off the free list, so nobody else touches this slot until
         // its routine puts it back.
         unsafe {
-            *slot.body.get() = Some(body);
+            *slot.payload.get() = Some(payload);
         }
         // SAFETY: as above.
         unsafe {
             *slot.owner.get() = Some(Arc::clone(self));
         }
-        let context: *const Slot = slot;
-        // SAFETY: the slot's item is idle (off the free list, its last routine returned it
-        // before finishing); the slot lives as long as the pool, which the routine keeps
-        // alive through `owner`.
+        let context: *const Slot<T> = slot;
+        // SAFETY: the slot's item is not queued (off the free list: its last routine, if any,
+        // has been called and has taken its payload out; the I/O manager allows requeueing
+        // an item once its routine was called, it reads nothing of the item after calling);
+        // the slot lives as long as the pool, which the routine keeps alive through `owner`.
         unsafe {
             IoQueueWorkItem(
                 slot.item,
-                Some(run_slot),
+                Some(run_slot::<T>),
                 DelayedWorkQueue,
                 context.cast_mut().cast(),
             )
         };
+        Ok(())
     }
 
-    fn give_back(&self, slot: *const Slot) {
+    fn give_back(&self, slot: *const Slot<T>) {
         let index = self.slots.iter().position(|s| core::ptr::eq(s, slot));
         if let Some(index) = index {
+            // Never grows: capacity for every slot was reserved in `new`.
             self.free.with(|f| f.push(index));
         }
     }
 }
 
-impl Drop for WorkItemPool {
+impl<T: Send + 'static> crate::platform::WorkItems<T> for Arc<WorkItemPool<T>> {
+    fn queue(&self, item: T) -> Result<(), T> {
+        WorkItemPool::queue(self, item)
+    }
+}
+
+impl<T: Send + 'static> Drop for WorkItemPool<T> {
     fn drop(&mut self) {
         // Every routine holds the pool alive until its last action, so none is running
         // (beyond returning) when the last reference goes.
@@ -127,22 +153,26 @@ impl Drop for WorkItemPool {
     }
 }
 
-unsafe extern "C" fn run_slot(_device: PDEVICE_OBJECT, context: PVOID) {
+unsafe extern "C" fn run_slot<T: Send + 'static>(_device: PDEVICE_OBJECT, context: PVOID) {
     // SAFETY: `context` is a slot of a pool kept alive by the slot's `owner`, set by `queue`.
-    let slot = unsafe { &*context.cast::<Slot>() };
+    let slot = unsafe { &*context.cast::<Slot<T>>() };
     // SAFETY: the slot is ours until we put it back on the free list below.
-    let body = unsafe { (*slot.body.get()).take() };
+    let payload = unsafe { (*slot.payload.get()).take() };
     // SAFETY: as above.
     let owner = unsafe { (*slot.owner.get()).take() };
-    if let Some(body) = body {
-        body();
+    let Some(owner) = owner else {
+        return;
+    };
+    // Free again before the routine runs: whoever is allowed to queue next (the completion
+    // stage's permit is released by the routine) finds an idle slot. This routine touches
+    // the slot no more.
+    owner.give_back(slot);
+    if let Some(payload) = payload {
+        (owner.run)(payload);
     }
-    if let Some(owner) = owner {
-        owner.give_back(slot);
-        // Possibly the last reference: the pool (this item included) is freed here, which the
-        // kernel allows from the item's own routine.
-        drop(owner);
-    }
+    // Possibly the last reference: the pool (this item included) is freed here, which the
+    // kernel allows from the item's own routine.
+    drop(owner);
 }
 
 struct Queued {
@@ -150,8 +180,9 @@ struct Queued {
     body: Body,
 }
 
-/// The fallback: a work item allocated for this one call.
-fn queue_allocated(device: PDEVICE_OBJECT, body: Body) {
+/// The fallback of `Platform::queue_work_item` (never the I/O path, whose completion stage
+/// keeps its bound): a work item allocated for this one call.
+pub fn queue_allocated(device: PDEVICE_OBJECT, body: Body) {
     // SAFETY: `device` is a live device object of this driver (contract of `queue`).
     let item = unsafe { IoAllocateWorkItem(device) };
     assert!(!item.is_null(), "vcdirect: IoAllocateWorkItem failed");
