@@ -301,6 +301,10 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
         count: usize,
         run: fn(T),
     ) -> Result<StdWorkItems<T>, Status> {
+        // A platform allocation site of the W6 failure injection.
+        if vcdirect::faults::allocation_fails() {
+            return Err(Status::InsufficientResources);
+        }
         let mut items = VecDeque::new();
         items
             .try_reserve_exact(count)

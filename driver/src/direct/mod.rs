@@ -79,14 +79,15 @@ impl<P: Platform> DirectPath<P> {
         for _ in 0..WORKERS {
             let direct = Arc::clone(self);
             let finisher = Arc::clone(finisher);
-            let bounce = writes.then(|| {
-                AlignedBuffer::new(
+            let bounce = match writes {
+                true => Some(AlignedBuffer::new(
                     bounce_len,
                     &limits,
                     &self.context.memory,
                     Purpose::DirectBounce,
-                )
-            });
+                )?),
+                false => None,
+            };
             keep(self.context.platform.spawn(
                 ThreadRole::DirectWorker,
                 Box::new(move || worker(&direct, &*finisher, bounce)),

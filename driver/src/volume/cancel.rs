@@ -48,11 +48,12 @@ pub(crate) struct CancelBook<R: UpperRequest> {
 }
 
 impl<R: UpperRequest> CancelBook<R> {
-    pub(crate) fn new() -> Self {
-        CancelBook {
+    /// Fails with STATUS_INSUFFICIENT_RESOURCES when the fired keys' room cannot be allocated.
+    pub(crate) fn new() -> Result<Self, crate::Status> {
+        Ok(CancelBook {
             parked: RequestList::new(),
-            fired: Vec::with_capacity(TAKERS),
-        }
+            fired: crate::io::try_vec(TAKERS)?,
+        })
     }
 }
 

@@ -27,7 +27,7 @@ use crate::crypto::{CryptoPool, VolumeKey, DATA_UNIT};
 use crate::direct::DirectPath;
 use crate::faults::{self, Fault};
 use crate::io::{
-    Finisher, Geometry, IoJob, JobKind, MemoryBook, Path, PathContext, WriteGeneration,
+    try_vec, Finisher, Geometry, IoJob, JobKind, MemoryBook, Path, PathContext, WriteGeneration,
     MAX_DIRECT_REQUEST, RANGE_ENTRIES,
 };
 use crate::platform::{
@@ -155,19 +155,23 @@ impl<P: Platform> Volume<P> {
             host,
             platform: platform.clone(),
         });
+        // Every table and buffer fallibly (W6): a failure fails the mount with
+        // STATUS_INSUFFICIENT_RESOURCES, and what was made is dropped.
+        let mut waiting = try_vec(RANGE_ENTRIES)?;
+        waiting.resize_with(RANGE_ENTRIES, || None);
         let volume = Arc::new(Volume {
             order: P::Lock::new(Admission {
-                lock: RangeLock::with_capacity(RANGE_ENTRIES),
-                waiting: (0..RANGE_ENTRIES).map(|_| None).collect(),
+                lock: RangeLock::with_capacity(RANGE_ENTRIES)?,
+                waiting,
                 backlog: RequestList::new(),
-                granted: Vec::with_capacity(RANGE_ENTRIES),
+                granted: try_vec(RANGE_ENTRIES)?,
             }),
-            cancels: P::Lock::new(cancel::CancelBook::new()),
+            cancels: P::Lock::new(cancel::CancelBook::new()?),
             legacy: Arc::new(LegacyQueue::new(
                 Arc::clone(&context),
                 &tunables,
                 !params.read_only,
-            )),
+            )?),
             direct: Arc::new(DirectPath::new(Arc::clone(&context))),
             completer: Arc::new(Completer::new(&platform, tunables.max_work_items)?),
             admitted: Rundown::new(),
@@ -351,10 +355,11 @@ impl<P: Platform> Volume<P> {
             Access::Flush => 0..u64::MAX,
             _ => job.offset..job.offset + u64::from(job.length),
         };
-        let (ticket, granted) = admission
-            .lock
-            .register(range, access)
-            .expect("registration happens only when an entry is free");
+        // Called only while an entry is free; should none be, the job waits in the backlog.
+        let Some((ticket, granted)) = admission.lock.register(range, access) else {
+            admission.backlog.push_back(job.park());
+            return None;
+        };
         job.ticket = ticket;
         if granted {
             Some(job)

@@ -69,7 +69,7 @@ impl RequestList<Irp> for IrpList {
         self.0.pop_front()
     }
     fn remove_first(&mut self, pick: &mut dyn FnMut(&Irp) -> bool) -> Option<Irp> {
-        let at = self.0.iter().position(|irp| pick(irp))?;
+        let at = self.0.iter().position(pick)?;
         self.0.remove(at)
     }
     fn len(&self) -> usize {
