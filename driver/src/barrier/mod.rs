@@ -263,9 +263,19 @@ impl RangeLock {
                 }
             }
         }
-        // In arrival order, as the dependents were kept before.
-        let entries = &self.entries;
-        granted[first..].sort_unstable_by_key(|t| entries[t.0 as usize].seq);
+        // In arrival order. An insertion sort: in place and without recursion (the slice
+        // sorts of `core` recurse, which the W13 stack check refuses on these paths); the
+        // tickets granted by one release are few, and already nearly in order.
+        let newly = &mut granted[first..];
+        for i in 1..newly.len() {
+            let mut j = i;
+            while j > 0
+                && self.entries[newly[j - 1].index()].seq > self.entries[newly[j].index()].seq
+            {
+                newly.swap(j - 1, j);
+                j -= 1;
+            }
+        }
         self.free.push(id);
         self.live -= 1;
         debug_assert!(self.tree.len() <= self.live);
