@@ -11,7 +11,7 @@ use crate::platform::{Piece, Platform};
 
 /// Most pieces one buffer is split into: the pieces are built on the caller's stack (no
 /// allocation per fragment), so a pool of more threads still splits into this many.
-pub const MAX_PIECES: usize = 32;
+pub const MAX_PIECES: usize = 16;
 
 /// The encryption pool's policy: how many pieces a buffer is split into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
