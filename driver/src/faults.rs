@@ -57,3 +57,55 @@ pub fn is_on(fault: Fault) -> bool {
 pub(crate) fn skip_key_rundown() -> bool {
     is_on(Fault::R3SkipKeyRundown)
 }
+
+/// W6 allocation-failure injection: every fallible allocation of the engine and of the
+/// user-mode platforms asks [`allocation_fails`] first; this makes the `n`-th one the calling
+/// thread makes from now (1-based) fail, as a pool allocation returning NULL does (0: none
+/// fails). Per thread, so tests and simulator seeds running side by side do not meet: a
+/// mount's fallible allocations are all made on the mounting thread.
+#[cfg(feature = "fault-switches")]
+pub fn fail_allocation_at(n: u64) {
+    alloc_faults::STATE.with(|s| s.set((0, n)));
+}
+
+/// Fallible allocations the calling thread asked since its last [`fail_allocation_at`].
+#[cfg(feature = "fault-switches")]
+pub fn allocations_seen() -> u64 {
+    alloc_faults::STATE.with(|s| s.get().0)
+}
+
+/// Fallible allocations asked by any thread so far (to show that serving requests asks none).
+#[cfg(feature = "fault-switches")]
+pub fn allocations_seen_by_all() -> u64 {
+    alloc_faults::ALL.load(core::sync::atomic::Ordering::SeqCst)
+}
+
+#[cfg(feature = "fault-switches")]
+mod alloc_faults {
+    use core::cell::Cell;
+    use core::sync::atomic::AtomicU64;
+    std::thread_local! {
+        /// (asked so far, the one that fails).
+        pub static STATE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+    pub static ALL: AtomicU64 = AtomicU64::new(0);
+}
+
+/// Asked by every fallible allocation site before it allocates: true when the injection says
+/// this one fails (never without the `fault-switches` feature).
+#[inline(always)]
+pub fn allocation_fails() -> bool {
+    #[cfg(feature = "fault-switches")]
+    {
+        alloc_faults::ALL.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+        alloc_faults::STATE.with(|s| {
+            let (seen, fail_at) = s.get();
+            s.set((seen + 1, fail_at));
+            seen + 1 == fail_at
+        })
+    }
+    #[cfg(not(feature = "fault-switches"))]
+    {
+        false
+    }
+}

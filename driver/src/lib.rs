@@ -8,7 +8,7 @@
 #![cfg_attr(not(test), warn(missing_docs))]
 
 extern crate alloc;
-#[cfg(test)]
+#[cfg(any(test, feature = "fault-switches"))]
 extern crate std;
 
 pub mod abi;

@@ -44,6 +44,28 @@ pub enum WorkItems {
     Inline,
 }
 
+/// Loom's work items: a payload runs where [`WorkItems`] (the mode) says.
+pub struct LoomWorkItems<T> {
+    mode: WorkItems,
+    run: fn(T),
+}
+
+impl<T: Send + 'static> vcdirect::platform::WorkItems<T> for LoomWorkItems<T> {
+    fn queue(&self, item: T) -> Result<(), T> {
+        let run = self.run;
+        match self.mode {
+            WorkItems::Thread => {
+                loom::thread::Builder::new()
+                    .name(SYSTEM_WORKER.into())
+                    .spawn(move || run(item))
+                    .expect("spawn a loom system worker");
+            }
+            WorkItems::Inline => run(item),
+        }
+        Ok(())
+    }
+}
+
 /// The loom platform for volumes on hosts of type `H`.
 pub struct LoomPlatform<H = LoomHost> {
     work_items: WorkItems,
@@ -76,6 +98,7 @@ impl<H: HostDevice> Platform for LoomPlatform<H> {
     type Thread = LoomThread;
     type Request = TestRequest;
     type Host = H;
+    type WorkItems<T: Send + 'static> = LoomWorkItems<T>;
 
     fn spawn(
         &self,
@@ -99,6 +122,17 @@ impl<H: HostDevice> Platform for LoomPlatform<H> {
             }
             WorkItems::Inline => item(),
         }
+    }
+
+    fn work_items<T: Send + 'static>(
+        &self,
+        _count: usize,
+        run: fn(T),
+    ) -> Result<LoomWorkItems<T>, Status> {
+        Ok(LoomWorkItems {
+            mode: self.work_items,
+            run,
+        })
     }
 
     fn cpu_count(&self) -> usize {

@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use vcdirect::platform::{BufOrigin, IoBuf, Paging, RequestKind, UpperRequest};
+use vcdirect::platform::{
+    BufOrigin, IoBuf, Paging, RequestKind, RequestList, RequestNote, UpperRequest,
+};
 use vcdirect::Status;
 
 /// What a fresh read buffer holds before the read: a byte pattern no test volume or medium
@@ -182,8 +184,12 @@ impl CancelHandle {
     }
 }
 
-/// A request as an upper driver would send it.
-pub struct TestRequest {
+/// A request as an upper driver would send it. Like an IRP, it lives in one block allocated
+/// by its issuer, which also holds the link the engine's queues chain it by
+/// ([`TestRequestList`]): a waiting request costs the engine no allocation.
+pub struct TestRequest(Box<Inner>);
+
+struct Inner {
     kind: RequestKind,
     offset: i64,
     length: u32,
@@ -192,6 +198,89 @@ pub struct TestRequest {
     done: Option<Callback>,
     paging: Paging,
     priority: Option<u8>,
+    note: RequestNote,
+    /// The next request in the list this one waits in (the IRP's list entry).
+    next: Option<TestRequest>,
+}
+
+/// A FIFO of test requests linked through the requests themselves: no allocation, never full.
+/// Two singly linked stacks (requests are pushed on `back` and popped from `front`, which is
+/// refilled by reversing `back`), so every operation is safe code and amortized O(1), except
+/// `remove_first`, which walks the list as a cancel routine walks an IRP queue.
+#[derive(Default)]
+pub struct TestRequestList {
+    /// Oldest first.
+    front: Option<TestRequest>,
+    /// Newest first.
+    back: Option<TestRequest>,
+    len: usize,
+}
+
+impl TestRequestList {
+    /// Moves every request of `back` to the end of `front`, keeping the order.
+    fn settle(&mut self) {
+        // Reverse `back` (newest first) into oldest-first order.
+        let mut reversed: Option<TestRequest> = None;
+        while let Some(mut request) = self.back.take() {
+            self.back = request.0.next.take();
+            request.0.next = reversed;
+            reversed = Some(request);
+        }
+        // Append it after the last request of `front`.
+        let mut tail = &mut self.front;
+        while let Some(request) = tail {
+            tail = &mut request.0.next;
+        }
+        *tail = reversed;
+    }
+}
+
+impl RequestList<TestRequest> for TestRequestList {
+    fn new() -> Self {
+        TestRequestList::default()
+    }
+
+    fn push_back(&mut self, mut request: TestRequest) {
+        request.0.next = self.back.take();
+        self.back = Some(request);
+        self.len += 1;
+    }
+
+    fn pop_front(&mut self) -> Option<TestRequest> {
+        if self.front.is_none() {
+            self.settle();
+        }
+        let mut request = self.front.take()?;
+        self.front = request.0.next.take();
+        self.len -= 1;
+        Some(request)
+    }
+
+    fn remove_first(&mut self, pick: &mut dyn FnMut(&TestRequest) -> bool) -> Option<TestRequest> {
+        self.settle();
+        let mut at = &mut self.front;
+        while at.as_ref().is_some_and(|request| !pick(request)) {
+            at = &mut at.as_mut()?.0.next;
+        }
+        let mut request = at.take()?;
+        *at = request.0.next.take();
+        self.len -= 1;
+        Some(request)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for TestRequestList {
+    fn drop(&mut self) {
+        // Unlink iteratively (a long chain must not recurse); a request still linked is lost,
+        // which its own drop reports.
+        while let Some(request) = self.pop_front() {
+            drop(request);
+        }
+    }
 }
 
 impl TestRequest {
@@ -203,7 +292,7 @@ impl TestRequest {
         buf: Option<Buf>,
         done: impl FnOnce(Completion) + Send + 'static,
     ) -> Self {
-        TestRequest {
+        TestRequest(Box::new(Inner {
             kind,
             offset,
             length,
@@ -212,19 +301,21 @@ impl TestRequest {
             done: Some(Box::new(done)),
             paging: Paging::No,
             priority: None,
-        }
+            note: RequestNote::default(),
+            next: None,
+        }))
     }
 
     /// The same request as paging I/O of the given kind (IRP_PAGING_IO, with or without
     /// IRP_SYNCHRONOUS_PAGING_IO, in the kernel).
     pub fn with_paging(mut self, paging: Paging) -> Self {
-        self.paging = paging;
+        self.0.paging = paging;
         self
     }
 
     /// The same request with an I/O priority hint (IoSetIoPriorityHint in the kernel).
     pub fn with_priority_hint(mut self, hint: u8) -> Self {
-        self.priority = Some(hint);
+        self.0.priority = Some(hint);
         self
     }
 
@@ -257,56 +348,63 @@ impl TestRequest {
 
     /// The handle that cancels the request.
     pub fn cancel_handle(&self) -> CancelHandle {
-        self.cancel.clone()
+        self.0.cancel.clone()
     }
 }
 
 impl UpperRequest for TestRequest {
     type Buf = Buf;
+    type List = TestRequestList;
 
+    fn note(&self) -> RequestNote {
+        self.0.note
+    }
+    fn set_note(&mut self, note: RequestNote) {
+        self.0.note = note;
+    }
     fn kind(&self) -> RequestKind {
-        self.kind
+        self.0.kind
     }
     fn offset(&self) -> i64 {
-        self.offset
+        self.0.offset
     }
     fn length(&self) -> u32 {
-        self.length
+        self.0.length
     }
     fn take_buffer(&mut self) -> Option<Buf> {
-        self.buf.take()
+        self.0.buf.take()
     }
     fn put_buffer(&mut self, buf: Buf) {
-        self.buf = Some(buf);
+        self.0.buf = Some(buf);
     }
     fn is_cancelled(&self) -> bool {
-        self.cancel.0.cancelled.load(Ordering::SeqCst)
+        self.0.cancel.0.cancelled.load(Ordering::SeqCst)
     }
     fn paging(&self) -> Paging {
-        self.paging
+        self.0.paging
     }
     fn priority_hint(&self) -> Option<u8> {
-        self.priority
+        self.0.priority
     }
     fn cancel_key(&self) -> usize {
-        self.cancel.0.key
+        self.0.cancel.0.key
     }
     fn arm_cancel(&mut self) -> bool {
-        let c = &self.cancel.0;
+        let c = &self.0.cancel.0;
         c.armed.store(true, Ordering::SeqCst);
         // Cancelled before the hook was in place: take it back unless the canceller already
         // took it (then its routine runs and settles the request with the engine).
         !(c.cancelled.load(Ordering::SeqCst) && c.armed.swap(false, Ordering::SeqCst))
     }
     fn disarm_cancel(&mut self) -> bool {
-        self.cancel.0.armed.swap(false, Ordering::SeqCst)
+        self.0.cancel.0.armed.swap(false, Ordering::SeqCst)
     }
     fn complete(mut self, status: Status, information: usize) {
-        let done = self.done.take().expect("completed once");
+        let done = self.0.done.take().expect("completed once");
         done(Completion {
             status,
             information,
-            buf: self.buf.take(),
+            buf: self.0.buf.take(),
         });
     }
 }
@@ -314,7 +412,7 @@ impl UpperRequest for TestRequest {
 impl Drop for TestRequest {
     fn drop(&mut self) {
         // A request dropped without completion is a lost request: fail loudly in tests.
-        if self.done.is_some() && !std::thread::panicking() {
+        if self.0.done.is_some() && !std::thread::panicking() {
             panic!("an upper request was dropped without being completed");
         }
     }

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use vcdirect::platform::{HostDevice, Piece, Platform, ThreadRole};
+use vcdirect::platform::{HostDevice, Piece, Platform, ThreadRole, WorkItems};
 use vcdirect::Status;
 
 use crate::request::TestRequest;
@@ -70,6 +70,86 @@ impl SystemWorkers {
     }
 }
 
+struct PoolState<T> {
+    /// Payloads queued and not yet taken by a thread (room for all, reserved at creation).
+    items: VecDeque<T>,
+    /// Threads waiting for a payload.
+    idle: usize,
+    /// Threads started.
+    threads: usize,
+    /// The pool was dropped: its threads end.
+    stop: bool,
+}
+
+struct Pool<T> {
+    state: Mutex<PoolState<T>>,
+    cv: Condvar,
+    run: fn(T),
+    /// Most threads (and payloads queued or running) at once.
+    count: usize,
+}
+
+/// The std platform's preallocated work items: the payloads wait in a queue sized at creation
+/// and the pool's own threads run them, a new thread whenever none is idle, up to `count` (the
+/// bound the caller keeps), so a blocked routine never holds up another (docs/review.md R1).
+/// Once as many threads run as were ever needed at once, queueing allocates nothing.
+pub struct StdWorkItems<T: Send + 'static> {
+    pool: Arc<Pool<T>>,
+}
+
+impl<T: Send + 'static> Pool<T> {
+    fn start_thread(self: &Arc<Self>) {
+        let me = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("system-worker".into())
+            .spawn(move || me.serve())
+            .expect("spawn a system worker");
+    }
+
+    fn serve(&self) {
+        let mut s = lock(&self.state);
+        loop {
+            if let Some(item) = s.items.pop_front() {
+                drop(s);
+                (self.run)(item);
+                s = lock(&self.state);
+                continue;
+            }
+            if s.stop {
+                return;
+            }
+            s.idle += 1;
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+            s.idle -= 1;
+        }
+    }
+}
+
+impl<T: Send + 'static> WorkItems<T> for StdWorkItems<T> {
+    fn queue(&self, item: T) -> Result<(), T> {
+        let mut s = lock(&self.pool.state);
+        s.items.push_back(item);
+        let start = s.items.len() > s.idle && s.threads < self.pool.count;
+        if start {
+            s.threads += 1;
+        }
+        drop(s);
+        if start {
+            self.pool.start_thread();
+        } else {
+            self.pool.cv.notify_one();
+        }
+        Ok(())
+    }
+}
+
+impl<T: Send + 'static> Drop for StdWorkItems<T> {
+    fn drop(&mut self) {
+        lock(&self.pool.state).stop = true;
+        self.pool.cv.notify_all();
+    }
+}
+
 /// Engine threads (`Platform::spawn`) of one platform and its clones: how many run, and the
 /// fault switch that fails one spawn.
 #[derive(Default)]
@@ -97,6 +177,10 @@ pub struct StdPlatform<H> {
     workers: Arc<SystemWorkers>,
     engine: Arc<EngineThreads>,
     cpus: usize,
+    /// Run the encryption pool's pieces in order on the caller (see `with_inline_pieces`).
+    inline_pieces: bool,
+    /// Start every work-item thread when the work items are made (see `with_eager_work_items`).
+    eager_work_items: bool,
     _host: PhantomData<fn() -> H>,
 }
 
@@ -107,6 +191,8 @@ impl<H> Clone for StdPlatform<H> {
             workers: Arc::clone(&self.workers),
             engine: Arc::clone(&self.engine),
             cpus: self.cpus,
+            inline_pieces: self.inline_pieces,
+            eager_work_items: self.eager_work_items,
             _host: PhantomData,
         }
     }
@@ -127,8 +213,29 @@ impl<H> StdPlatform<H> {
             workers: Arc::new(SystemWorkers::default()),
             engine: Arc::new(EngineThreads::default()),
             cpus,
+            inline_pieces: false,
+            eager_work_items: false,
             _host: PhantomData,
         }
+    }
+
+    /// The same platform, except that the encryption pool's pieces run in order on the
+    /// calling thread: the engine still splits as for the pool, but rayon is not involved.
+    /// For the W6 allocation count: rayon's injector allocates a queue block about once per
+    /// 63 jobs handed to the pool from outside it, which is rayon's, not the engine's.
+    pub fn with_inline_pieces(mut self) -> Self {
+        self.inline_pieces = true;
+        self
+    }
+
+    /// The same platform, except that work items start all their threads when they are made
+    /// and wait until each is running (as the kernel allocates every IO_WORKITEM at mount), so
+    /// none is started later. For the
+    /// W6 allocation count; with the default lazy start a thread may be started (allocating)
+    /// whenever more routines than ever before run at once.
+    pub fn with_eager_work_items(mut self) -> Self {
+        self.eager_work_items = true;
+        self
     }
 
     /// Fault switch (W3): the `n`-th engine thread spawn (1-based, counted from now) fails
@@ -145,6 +252,18 @@ impl<H> StdPlatform<H> {
     }
 }
 
+/// Runs `work` on every piece, halves in parallel on the calling pool.
+fn run_split(pieces: &mut [Piece<'_>], work: &(dyn Fn(&mut Piece<'_>) + Sync)) {
+    match pieces {
+        [] => {}
+        [one] => work(one),
+        _ => {
+            let (left, right) = pieces.split_at_mut(pieces.len() / 2);
+            rayon::join(|| run_split(left, work), || run_split(right, work));
+        }
+    }
+}
+
 impl<H: HostDevice> Platform for StdPlatform<H> {
     type Lock<T: Send> = StdLock<T>;
     type Event = StdEvent;
@@ -152,6 +271,7 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
     type Thread = StdThread;
     type Request = TestRequest;
     type Host = H;
+    type WorkItems<T: Send + 'static> = StdWorkItems<T>;
 
     fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<StdThread, Status> {
         let number = self.engine.spawned.fetch_add(1, Ordering::AcqRel) + 1;
@@ -176,15 +296,53 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
         self.workers.queue(item);
     }
 
+    fn work_items<T: Send + 'static>(
+        &self,
+        count: usize,
+        run: fn(T),
+    ) -> Result<StdWorkItems<T>, Status> {
+        // A platform allocation site of the W6 failure injection.
+        if vcdirect::faults::allocation_fails() {
+            return Err(Status::InsufficientResources);
+        }
+        let mut items = VecDeque::new();
+        items
+            .try_reserve_exact(count)
+            .map_err(|_| Status::InsufficientResources)?;
+        let pool = Arc::new(Pool {
+            state: Mutex::new(PoolState {
+                items,
+                idle: 0,
+                threads: if self.eager_work_items { count } else { 0 },
+                stop: false,
+            }),
+            cv: Condvar::new(),
+            run,
+            count,
+        });
+        if self.eager_work_items {
+            for _ in 0..count {
+                pool.start_thread();
+            }
+            // Started and waiting, so nothing of their start-up happens later.
+            while lock(&pool.state).idle < count {
+                std::thread::yield_now();
+            }
+        }
+        Ok(StdWorkItems { pool })
+    }
+
     fn cpu_count(&self) -> usize {
         self.cpus
     }
 
+    /// The pieces are split in halves with `rayon::join` inside the pool: no job is boxed per
+    /// piece (a `rayon::scope` spawn would box one).
     fn run_pieces(&self, pieces: &mut [Piece<'_>], work: &(dyn Fn(&mut Piece<'_>) + Sync)) {
-        self.crypto.scope(|s| {
-            for piece in pieces.iter_mut() {
-                s.spawn(move |_| work(piece));
-            }
-        });
+        if self.inline_pieces {
+            pieces.iter_mut().for_each(work);
+            return;
+        }
+        self.crypto.install(|| run_split(pieces, work));
     }
 }

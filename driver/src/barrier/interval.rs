@@ -11,6 +11,9 @@
 use alloc::vec::Vec;
 use core::ops::Range;
 
+use crate::io::try_vec;
+use crate::Status;
+
 pub(super) const NIL: u32 = u32::MAX;
 
 #[derive(Clone, Copy)]
@@ -40,23 +43,22 @@ pub(super) struct IntervalTree {
 }
 
 impl IntervalTree {
-    pub(super) fn with_capacity(capacity: usize) -> Self {
-        let nodes = (0..capacity as u32)
-            .map(|id| Node {
-                start: 0,
-                end: 0,
-                max_end: 0,
-                priority: mix(id),
-                left: NIL,
-                right: NIL,
-            })
-            .collect();
-        IntervalTree {
+    pub(super) fn with_capacity(capacity: usize) -> Result<Self, Status> {
+        let mut nodes = try_vec(capacity)?;
+        nodes.extend((0..capacity as u32).map(|id| Node {
+            start: 0,
+            end: 0,
+            max_end: 0,
+            priority: mix(id),
+            left: NIL,
+            right: NIL,
+        }));
+        Ok(IntervalTree {
             nodes,
             root: NIL,
             len: 0,
-            path: Vec::with_capacity(capacity),
-        }
+            path: try_vec(capacity)?,
+        })
     }
 
     pub(super) fn len(&self) -> usize {

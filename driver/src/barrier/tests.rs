@@ -11,7 +11,7 @@ fn granted_after(lock: &mut RangeLock, t: Ticket) -> Vec<Ticket> {
 
 #[test]
 fn disjoint_requests_never_wait() {
-    let mut lock = RangeLock::with_capacity(8);
+    let mut lock = RangeLock::with_capacity(8).unwrap();
     let (_, a) = lock.register(0..4096, Access::Write).unwrap();
     let (_, b) = lock.register(4096..8192, Access::Write).unwrap();
     let (_, c) = lock.register(8192..12288, Access::Read).unwrap();
@@ -20,7 +20,7 @@ fn disjoint_requests_never_wait() {
 
 #[test]
 fn r12_a_pending_write_never_blocks_a_disjoint_read() {
-    let mut lock = RangeLock::with_capacity(8);
+    let mut lock = RangeLock::with_capacity(8).unwrap();
     let (_, w) = lock.register(0..1 << 20, Access::Write).unwrap();
     let (_, r) = lock
         .register(1 << 20..(1 << 20) + 4096, Access::Read)
@@ -33,7 +33,7 @@ fn r12_a_pending_write_never_blocks_a_disjoint_read() {
 
 #[test]
 fn reads_share_and_a_write_waits_for_earlier_overlapping_reads() {
-    let mut lock = RangeLock::with_capacity(8);
+    let mut lock = RangeLock::with_capacity(8).unwrap();
     let (r1, g1) = lock.register(0..8192, Access::Read).unwrap();
     let (r2, g2) = lock.register(4096..12288, Access::Read).unwrap();
     let (w, gw) = lock.register(0..512, Access::Write).unwrap();
@@ -44,7 +44,7 @@ fn reads_share_and_a_write_waits_for_earlier_overlapping_reads() {
 
 #[test]
 fn overlapping_requests_are_granted_in_arrival_order() {
-    let mut lock = RangeLock::with_capacity(8);
+    let mut lock = RangeLock::with_capacity(8).unwrap();
     let (w1, _) = lock.register(0..4096, Access::Write).unwrap();
     let (r, gr) = lock.register(0..4096, Access::Read).unwrap();
     let (w2, gw2) = lock.register(0..4096, Access::Write).unwrap();
@@ -55,7 +55,7 @@ fn overlapping_requests_are_granted_in_arrival_order() {
 
 #[test]
 fn a_flush_waits_for_every_earlier_write_and_blocks_nobody() {
-    let mut lock = RangeLock::with_capacity(8);
+    let mut lock = RangeLock::with_capacity(8).unwrap();
     let (w1, _) = lock.register(0..512, Access::Write).unwrap();
     let (w2, _) = lock
         .register(1 << 30..(1 << 30) + 512, Access::Write)
@@ -74,7 +74,7 @@ fn a_flush_waits_for_every_earlier_write_and_blocks_nobody() {
 
 #[test]
 fn a_full_pool_refuses_and_recovers() {
-    let mut lock = RangeLock::with_capacity(2);
+    let mut lock = RangeLock::with_capacity(2).unwrap();
     let (a, _) = lock.register(0..512, Access::Read).unwrap();
     lock.register(512..1024, Access::Read).unwrap();
     assert!(lock.register(1024..1536, Access::Read).is_none());
@@ -94,7 +94,7 @@ fn matches_a_brute_force_model_on_random_schedules() {
         seed % n
     };
     for _round in 0..200 {
-        let mut lock = RangeLock::with_capacity(32);
+        let mut lock = RangeLock::with_capacity(32).unwrap();
         // (ticket, range, access, arrival)
         let mut live: Vec<(Ticket, Range<u64>, Access, bool)> = Vec::new();
         for _step in 0..300 {
@@ -157,7 +157,7 @@ fn w13_a_tree_as_deep_as_the_pool_is_walked_without_recursion_and_stays_exact() 
     let mut ids: Vec<u32> = (0..N).collect();
     // Highest priority first, so each later (larger) key sits at the bottom of a right spine.
     ids.sort_by_key(|&id| core::cmp::Reverse(mix(id)));
-    let mut tree = IntervalTree::with_capacity(N as usize);
+    let mut tree = IntervalTree::with_capacity(N as usize).unwrap();
     let mut live: Vec<(u32, u64, u64)> = Vec::new();
     for (rank, &id) in ids.iter().enumerate() {
         let start = rank as u64 * 10;

@@ -22,12 +22,13 @@
 //! 1024, far above the 8 + 16 requests one volume has in flight) makes practically
 //! unreachable. The simulator models the pool with the same bound.
 
-use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::faults::{self, Fault};
-use crate::platform::{Platform, Rundown, Semaphore, UpperRequest, WorkQueue};
+use crate::platform::{
+    Platform, RequestNote, RequestQueue, Rundown, Semaphore, Taken, UpperRequest, WorkItems,
+};
 use crate::Status;
 
 /// A finished request on its way to its issuer.
@@ -40,16 +41,33 @@ pub struct Finished<R: UpperRequest> {
     pub information: usize,
 }
 
-/// What the completion thread is sent.
-enum CompletionMsg<R: UpperRequest> {
-    Complete(Finished<R>),
-    Stop,
+impl<R: UpperRequest> Finished<R> {
+    /// The finished request, waiting, with its status and byte count in its note (the
+    /// completion queue allocates nothing).
+    fn park(self) -> R {
+        let Finished {
+            mut request,
+            status,
+            information,
+        } = self;
+        // Bytes transferred never exceed the request's u32 length.
+        let information = u32::try_from(information).unwrap_or(u32::MAX);
+        request.set_note(RequestNote([status.ntstatus(), information, 0, 0]));
+        request
+    }
+
+    fn unpark(request: R) -> Self {
+        let RequestNote([status, information, ..]) = request.note();
+        Finished {
+            request,
+            status: Status::from_ntstatus(status),
+            information: information as usize,
+        }
+    }
 }
 
-/// The completion stage of one volume.
-pub struct Completer<P: Platform> {
-    platform: P,
-    queue: WorkQueue<P, CompletionMsg<P::Request>>,
+/// What the work items share with the completion thread.
+struct Shared<P: Platform> {
     /// One permit per work item that may be active.
     permits: P::Semaphore,
     /// Active work items; stop waits until none is.
@@ -57,55 +75,88 @@ pub struct Completer<P: Platform> {
     completed: AtomicU64,
 }
 
+/// What one work item carries: the finished request and the stage it reports back to (a
+/// reference count, not an allocation).
+pub struct Handoff<P: Platform> {
+    stage: Arc<Shared<P>>,
+    finished: Finished<P::Request>,
+}
+
+/// The routine of every completion work item, on a system worker thread.
+fn complete_on_worker<P: Platform>(handoff: Handoff<P>) {
+    let Handoff { stage, finished } = handoff;
+    stage.completed.fetch_add(1, Ordering::Relaxed);
+    finished
+        .request
+        .complete(finished.status, finished.information);
+    stage.active.exit();
+    stage.permits.release();
+}
+
+/// The completion stage of one volume.
+pub struct Completer<P: Platform> {
+    /// Finished requests waiting for the completion thread, linked through themselves.
+    queue: RequestQueue<P>,
+    shared: Arc<Shared<P>>,
+    /// As many work items as may be active, allocated at mount.
+    items: P::WorkItems<Handoff<P>>,
+}
+
 impl<P: Platform> Completer<P> {
-    /// A stage that allows `max_work_items` active work items.
-    pub fn new(platform: P, max_work_items: u32) -> Self {
-        let permits = P::Semaphore::new(max_work_items.max(1) as usize);
-        Completer {
-            platform,
-            queue: WorkQueue::with_capacity(crate::io::RANGE_ENTRIES),
-            permits,
-            active: Rundown::new(),
-            completed: AtomicU64::new(0),
-        }
+    /// A stage that allows `max_work_items` active work items, all allocated now.
+    pub fn new(platform: &P, max_work_items: u32) -> Result<Self, Status> {
+        let count = max_work_items.max(1) as usize;
+        Ok(Completer {
+            queue: RequestQueue::new(),
+            shared: Arc::new(Shared {
+                permits: P::Semaphore::new(count),
+                active: Rundown::new(),
+                completed: AtomicU64::new(0),
+            }),
+            items: platform.work_items(count, complete_on_worker::<P>)?,
+        })
     }
 
     /// Hands a finished request to the stage. Never blocks, never runs upper code.
     pub fn push(&self, finished: Finished<P::Request>) {
         if faults::is_on(Fault::R1CompleteOnEngineThread) {
             // The seed proposal's bug: complete on the calling engine thread.
-            self.completed.fetch_add(1, Ordering::Relaxed);
+            self.shared.completed.fetch_add(1, Ordering::Relaxed);
             finished
                 .request
                 .complete(finished.status, finished.information);
             return;
         }
-        self.queue.push(CompletionMsg::Complete(finished));
+        self.queue.push(finished.park());
     }
 
     /// Requests completed so far.
     pub fn completed(&self) -> u64 {
-        self.completed.load(Ordering::Relaxed)
+        self.shared.completed.load(Ordering::Relaxed)
     }
 
     /// Body of the completion thread; returns after [`Completer::stop`].
     pub fn run(self: &Arc<Self>) {
         loop {
             match self.queue.pop() {
-                CompletionMsg::Stop => return,
-                CompletionMsg::Complete(finished) => {
-                    self.permits.acquire();
-                    let entered = self.active.enter();
+                Taken::Stop => return,
+                Taken::Request(request) => {
+                    let finished = Finished::unpark(request);
+                    let shared = &self.shared;
+                    shared.permits.acquire();
+                    let entered = shared.active.enter();
                     debug_assert!(entered, "work items are queued only before stop");
-                    let stage = Arc::clone(self);
-                    self.platform.queue_work_item(Box::new(move || {
-                        stage.completed.fetch_add(1, Ordering::Relaxed);
-                        finished
-                            .request
-                            .complete(finished.status, finished.information);
-                        stage.active.exit();
-                        stage.permits.release();
-                    }));
+                    let mut handoff = Handoff {
+                        stage: Arc::clone(shared),
+                        finished,
+                    };
+                    // A permit means an idle work item (the platform's contract); should the
+                    // platform still refuse, wait for the next routine to finish and retry.
+                    while let Err(back) = self.items.queue(handoff) {
+                        handoff = back;
+                        shared.permits.acquire();
+                        shared.permits.release();
+                    }
                 }
             }
         }
@@ -114,11 +165,11 @@ impl<P: Platform> Completer<P> {
     /// Ends the completion thread after everything pushed before was handed on, then waits
     /// until no work item is active. Call once, after the last push, then join the thread.
     pub fn stop(&self) {
-        self.queue.push(CompletionMsg::Stop);
+        self.queue.stop();
     }
 
     /// Blocks until every queued work item has returned (after the thread was joined).
     pub fn wait_idle(&self) {
-        self.active.close_and_wait();
+        self.shared.active.close_and_wait();
     }
 }

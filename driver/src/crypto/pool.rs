@@ -6,10 +6,12 @@
 //! the platform ([`Platform::run_pieces`]), because only it can lend a borrowed buffer to
 //! long-lived threads (scoped work in user mode, the kernel glue's own wait in `wdm`).
 
-use alloc::vec::Vec;
-
 use super::{CryptoError, VolumeKey, DATA_UNIT};
 use crate::platform::{Piece, Platform};
+
+/// Most pieces one buffer is split into: the pieces are built on the caller's stack (no
+/// allocation per fragment), so a pool of more threads still splits into this many.
+pub const MAX_PIECES: usize = 16;
 
 /// The encryption pool's policy: how many pieces a buffer is split into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,10 +29,12 @@ pub enum Cipher {
 }
 
 impl CryptoPool {
-    /// A pool of `cpu_count - free_cpu_count` threads (at least one).
+    /// A pool of `cpu_count - free_cpu_count` threads (at least one, at most [`MAX_PIECES`]).
     pub fn new(cpu_count: usize, free_cpu_count: usize) -> Self {
         CryptoPool {
-            threads: cpu_count.saturating_sub(free_cpu_count).max(1),
+            threads: cpu_count
+                .saturating_sub(free_cpu_count)
+                .clamp(1, MAX_PIECES),
         }
     }
 
@@ -65,16 +69,21 @@ impl CryptoPool {
                 return;
             }
             let per_piece = units.div_ceil(pieces_wanted) * DATA_UNIT;
-            let mut pieces: Vec<Piece<'_>> = buf
-                .chunks_mut(per_piece)
-                .enumerate()
-                .map(|(i, data)| Piece {
+            // On the stack, not in a Vec: nothing is allocated per fragment (W6).
+            let mut pieces: [Piece<'_>; MAX_PIECES] = core::array::from_fn(|_| Piece {
+                first_unit: 0,
+                data: &mut [],
+            });
+            let mut count = 0;
+            for (slot, (i, data)) in pieces.iter_mut().zip(buf.chunks_mut(per_piece).enumerate()) {
+                *slot = Piece {
                     first_unit: first_unit + (i * per_piece / DATA_UNIT) as u64,
                     data,
-                })
-                .collect();
+                };
+                count += 1;
+            }
             let cipher = guard.shared();
-            platform.run_pieces(&mut pieces, &|piece: &mut Piece<'_>| {
+            platform.run_pieces(&mut pieces[..count], &|piece: &mut Piece<'_>| {
                 apply(cipher, dir, piece.data, piece.first_unit)
             });
         });

@@ -32,7 +32,7 @@ use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::io::{
     AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, Purpose,
-    SegmentLimits, MAX_DIRECT_REQUEST, RANGE_ENTRIES,
+    SegmentLimits, MAX_DIRECT_REQUEST,
 };
 use crate::platform::{
     HostDevice, HostIo, HostRead, IoBuf, Origin, Platform, ThreadRole, UpperRequest,
@@ -59,12 +59,11 @@ pub(crate) struct DirectPath<P: Platform> {
 }
 
 impl<P: Platform> DirectPath<P> {
-    /// The direct path of a volume; `active`: a gate makes it usable (otherwise its FIFO
-    /// reserves no room, as no job ever reaches it).
-    pub(crate) fn new(context: Arc<PathContext<P>>, active: bool) -> Self {
+    /// The direct path of a volume (its FIFO allocates nothing, used or not).
+    pub(crate) fn new(context: Arc<PathContext<P>>) -> Self {
         DirectPath {
             context,
-            ready: JobQueue::with_capacity(if active { RANGE_ENTRIES } else { 0 }),
+            ready: JobQueue::new(),
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
             ops: HostOps::new(HOST_OPS),
@@ -116,14 +115,15 @@ impl<P: Platform> DirectPath<P> {
         for _ in 0..WORKERS {
             let direct = Arc::clone(self);
             let finisher = Arc::clone(finisher);
-            let bounce = writes.then(|| {
-                AlignedBuffer::new(
+            let bounce = match writes {
+                true => Some(AlignedBuffer::new(
                     bounce_len,
                     &limits,
                     &self.context.memory,
                     Purpose::DirectBounce,
-                )
-            });
+                )?),
+                false => None,
+            };
             keep(self.context.platform.spawn(
                 ThreadRole::DirectWorker,
                 Box::new(move || worker(&direct, &*finisher, bounce)),

@@ -3,12 +3,12 @@
 //! allocation is only 16-byte aligned, which a raw device or an unbuffered file refuses.
 //! Zeroized when dropped: they hold plaintext or ciphertext of the volume.
 
-use alloc::vec;
 use alloc::vec::Vec;
 use zeroize::Zeroize;
 
 use super::memory::{MemoryBook, Purpose};
 use crate::platform::HostLimits;
+use crate::Status;
 
 /// A buffer of `capacity` bytes starting at an address aligned for the host.
 pub(crate) struct AlignedBuffer {
@@ -25,23 +25,27 @@ impl AlignedBuffer {
             .next_power_of_two()
     }
 
-    /// `capacity` zero bytes aligned for `limits`, allocated now and counted in `book` for
-    /// `purpose` (the volume's memory report).
+    /// `capacity` zero bytes aligned for `limits`, allocated now (fallibly: W6) and counted in
+    /// `book` for `purpose` (the volume's memory report).
     pub(crate) fn new(
         capacity: usize,
         limits: &HostLimits,
         book: &MemoryBook,
         purpose: Purpose,
-    ) -> Self {
+    ) -> Result<Self, Status> {
         let align = Self::alignment_for(limits);
-        let storage = vec![0u8; capacity + align];
+        let len = capacity
+            .checked_add(align)
+            .ok_or(Status::InsufficientResources)?;
+        let mut storage = super::try_vec(len)?;
+        storage.resize(len, 0);
         book.add(purpose, storage.len());
         let start = storage.as_ptr().align_offset(align).min(align);
-        AlignedBuffer {
+        Ok(AlignedBuffer {
             storage,
             start,
             capacity,
-        }
+        })
     }
 
     /// Usable bytes.

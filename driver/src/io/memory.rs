@@ -2,7 +2,25 @@
 //! the byte length of the allocations themselves (alignment slack included), recorded when
 //! they are made at mount, so the report is what was allocated, not a formula beside it.
 
+use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
+
+use crate::{faults, Status};
+
+/// An empty vector with room for `capacity` elements, or STATUS_INSUFFICIENT_RESOURCES: the
+/// engine's one fallible allocation route (W6; stable Rust has no `Vec::try_with_capacity`).
+/// Every mount-time table and buffer of a volume is made through it, so a failed allocation
+/// fails the mount instead of stopping the machine. Asks the allocation-failure injection
+/// first ([`faults::allocation_fails`]).
+pub(crate) fn try_vec<T>(capacity: usize) -> Result<Vec<T>, Status> {
+    if faults::allocation_fails() {
+        return Err(Status::InsufficientResources);
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(capacity)
+        .map_err(|_| Status::InsufficientResources)?;
+    Ok(v)
+}
 
 /// Bytes held by one volume's engine buffers, by purpose (nonpaged pool in the kernel).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -28,7 +28,7 @@ pub use job::Path;
 pub(crate) use job::{IoJob, JobKind};
 pub(crate) use job_queue::{JobQueue, Next};
 pub use memory::VolumeMemory;
-pub(crate) use memory::{MemoryBook, Purpose};
+pub(crate) use memory::{try_vec, MemoryBook, Purpose};
 pub use segment::{SegmentLimits, MAX_DIRECT_REQUEST};
 
 /// Range-lock entries per volume: the legacy queue's requests, the direct slots and their

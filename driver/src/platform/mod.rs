@@ -9,13 +9,15 @@
 //! simulator can run one engine thread at a time and choose the next.
 
 mod request;
+mod request_queue;
 mod rundown;
 mod work_queue;
 
 pub use request::{
     BufOrigin, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf, KeptRead, Origin, Paging,
-    RequestKind, UpperRequest,
+    RequestKind, RequestList, RequestNote, UpperRequest,
 };
+pub use request_queue::{RequestQueue, Taken};
 pub use rundown::{Rundown, RundownGuard};
 pub use work_queue::WorkQueue;
 
@@ -57,6 +59,17 @@ pub trait Semaphore: Send + Sync {
     fn release(&self);
     /// Blocks until a permit is available and takes it.
     fn acquire(&self);
+}
+
+/// Work items preallocated for one user (the completion stage of a volume), each carrying a
+/// `T` to a routine fixed when they were made: handing one on allocates nothing (in the
+/// kernel: IO_WORKITEMs allocated at mount, the payload in the item's own slot).
+pub trait WorkItems<T: Send + 'static>: Send + Sync {
+    /// Runs the routine on `item` on the OS's shared worker threads (IoQueueWorkItem on the
+    /// DelayedWorkQueue in the kernel), never on the caller's thread. The caller keeps fewer
+    /// than `count` (as made) items queued or running; should that ever be broken, the item
+    /// is handed back and nothing is queued.
+    fn queue(&self, item: T) -> Result<(), T>;
 }
 
 /// A joinable system thread.
@@ -114,6 +127,8 @@ pub trait Platform: Clone + Send + Sync + 'static {
     type Request: UpperRequest;
     /// The device a volume lives on.
     type Host: HostDevice;
+    /// Preallocated work items carrying a `T` (see [`Platform::work_items`]).
+    type WorkItems<T: Send + 'static>: WorkItems<T>;
 
     /// Starts a system thread in `role` running `body`. A thread whose role issues host I/O
     /// runs in the mounting user's security context (docs/review.md R11).
@@ -126,6 +141,15 @@ pub trait Platform: Clone + Send + Sync + 'static {
     /// Runs `item` on the OS's shared worker threads (IoQueueWorkItem on the DelayedWorkQueue
     /// in the kernel), never on a thread of the engine. The caller bounds how many are active.
     fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>);
+
+    /// Allocates, now, `count` work items that each run `run` on the `T` they are queued with
+    /// (the completion stage's hand-off: nothing is allocated per item afterwards). Fails with
+    /// STATUS_INSUFFICIENT_RESOURCES (the mount then fails) when they cannot be allocated.
+    fn work_items<T: Send + 'static>(
+        &self,
+        count: usize,
+        run: fn(T),
+    ) -> Result<Self::WorkItems<T>, Status>;
 
     /// Number of CPUs, for sizing the encryption pool.
     fn cpu_count(&self) -> usize;

@@ -103,11 +103,44 @@ pub struct Origin {
     pub memory: Option<BufOrigin>,
 }
 
+/// What the engine keeps with a request while it waits in one of its queues (its range
+/// ticket, path and kind, or its final status and byte count): 16 bytes the request stores
+/// itself (in the kernel: the IRP's DriverContext), so a waiting request needs nothing else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestNote(pub [u32; 4]);
+
+/// A FIFO of waiting requests linked through the requests themselves (in the kernel: the
+/// IRP's `Tail.Overlay.ListEntry`, as VeraCrypt queues IRPs), so queueing allocates nothing
+/// and the list is never full (W6). Not synchronised: the engine keeps it under its lock.
+pub trait RequestList<R>: Send {
+    /// An empty list (allocates nothing).
+    fn new() -> Self;
+    /// Appends `request`.
+    fn push_back(&mut self, request: R);
+    /// Takes the oldest request.
+    fn pop_front(&mut self) -> Option<R>;
+    /// Takes out the oldest request `pick` selects (a cancel routine's search).
+    fn remove_first(&mut self, pick: &mut dyn FnMut(&R) -> bool) -> Option<R>;
+    /// Number of requests linked.
+    fn len(&self) -> usize;
+    /// True when no request is linked.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// A request from above (an IRP in the kernel). Owned: completing it consumes it, so nothing
 /// can read it afterwards (docs/review.md R9).
-pub trait UpperRequest: Send + 'static {
+pub trait UpperRequest: Send + Sized + 'static {
     /// The caller's buffer type.
     type Buf: IoBuf;
+    /// The list waiting requests of this type are linked in (through themselves).
+    type List: RequestList<Self>;
+
+    /// The engine's note, as last set (default before).
+    fn note(&self) -> RequestNote;
+    /// Stores the engine's note in the request.
+    fn set_note(&mut self, note: RequestNote);
 
     /// The major function.
     fn kind(&self) -> RequestKind;

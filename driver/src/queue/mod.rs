@@ -24,8 +24,8 @@ use alloc::vec::Vec;
 use crate::crypto::{Cipher, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::io::{
-    AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, Purpose,
-    SegmentLimits, WriteGeneration,
+    try_vec, AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext,
+    Purpose, SegmentLimits, WriteGeneration,
 };
 use crate::platform::{
     HostDevice, IoBuf, Lock, Platform, Semaphore, ThreadRole, UpperRequest, WorkQueue,
@@ -91,7 +91,12 @@ pub(crate) struct LegacyQueue<P: Platform> {
 impl<P: Platform> LegacyQueue<P> {
     /// The queue of a volume; `writable`: the volume takes writes (a read-only one never
     /// needs the fragment buffers writes are encrypted into).
-    pub(crate) fn new(context: Arc<PathContext<P>>, tunables: &Tunables, writable: bool) -> Self {
+    /// Fails with STATUS_INSUFFICIENT_RESOURCES when its buffers or tables cannot be allocated.
+    pub(crate) fn new(
+        context: Arc<PathContext<P>>,
+        tunables: &Tunables,
+        writable: bool,
+    ) -> Result<Self, Status> {
         let limits = context.host.limits();
         let item_count = tunables.item_count.max(1) as usize;
         let fragment_buffers = WorkQueue::with_capacity(2);
@@ -102,9 +107,13 @@ impl<P: Platform> LegacyQueue<P> {
                 &limits,
                 &context.memory,
                 Purpose::LegacyFragments,
-            ));
+            )?);
         }
-        LegacyQueue {
+        let mut slots = try_vec(item_count)?;
+        slots.resize_with(item_count, || None);
+        let mut free = try_vec(item_count)?;
+        free.extend((0..item_count).rev());
+        Ok(LegacyQueue {
             context,
             input: JobQueue::new(),
             to_io: WorkQueue::with_capacity(tunables.io_request_count as usize),
@@ -112,12 +121,9 @@ impl<P: Platform> LegacyQueue<P> {
             item_permits: P::Semaphore::new(item_count),
             request_permits: P::Semaphore::new(tunables.io_request_count.max(1) as usize),
             fragment_buffers,
-            items: P::Lock::new(Items {
-                slots: (0..item_count).map(|_| None).collect(),
-                free: (0..item_count).rev().collect(),
-            }),
+            items: P::Lock::new(Items { slots, free }),
             fragment_size: tunables.fragment_size,
-        }
+        })
     }
 
     /// Starts the main, I/O and completion threads. They give every request back to
@@ -141,9 +147,16 @@ impl<P: Platform> LegacyQueue<P> {
         let limits = self.context.host.limits();
         let fragment = self.fragment_size as usize;
         let memory = &self.context.memory;
-        let read_ahead = AlignedBuffer::new(fragment, &limits, memory, Purpose::LegacyReadAhead);
-        let unaligned = (limits.alignment_mask != 0)
-            .then(|| AlignedBuffer::new(fragment, &limits, memory, Purpose::LegacyUnaligned));
+        let read_ahead = AlignedBuffer::new(fragment, &limits, memory, Purpose::LegacyReadAhead)?;
+        let unaligned = match limits.alignment_mask != 0 {
+            true => Some(AlignedBuffer::new(
+                fragment,
+                &limits,
+                memory,
+                Purpose::LegacyUnaligned,
+            )?),
+            false => None,
+        };
         let queue = Arc::clone(self);
         keep(platform.spawn(
             ThreadRole::LegacyIo,

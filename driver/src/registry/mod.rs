@@ -31,7 +31,7 @@ pub use store::{GateStore, Reload, DRIVER_GATES};
 pub use tunables::{
     clamp_fragment_size, clamp_io_request_count, clamp_item_count, clamp_max_work_items,
     read_tunable, RawTunables, Tunable, DEFAULT_FRAGMENT_KIB, DEFAULT_MAX_WORK_ITEMS,
-    MAX_FRAGMENT_KIB, MAX_IO_REQUEST_COUNT, MIN_IO_REQUEST_COUNT,
+    MAX_FRAGMENT_KIB, MAX_IO_REQUEST_COUNT, MAX_MAX_WORK_ITEMS, MIN_IO_REQUEST_COUNT,
 };
 
 /// The direct-path gates of one volume, copied at mount (docs/review.md R6).

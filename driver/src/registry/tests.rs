@@ -594,7 +594,9 @@ fn max_work_items_and_free_cpu_table() {
         (1, 1),
         (1024, 1024),
         (5000, 5000),
-        (u32::MAX, u32::MAX),
+        (8192, 8192),
+        (8193, 8192),
+        (u32::MAX, 8192),
     ] {
         assert_eq!(clamp_max_work_items(raw), used, "{raw}");
     }
@@ -766,7 +768,7 @@ proptest! {
         prop_assert!(t.item_count >= 1 && t.item_count <= t.io_request_count / 2);
         prop_assert!(t.fragment_size >= 1024 && t.fragment_size <= MAX_FRAGMENT_KIB * 1024);
         prop_assert!(t.fragment_size.is_multiple_of(1024));
-        prop_assert!(t.max_work_items >= 1);
+        prop_assert!(t.max_work_items >= 1 && t.max_work_items <= MAX_MAX_WORK_ITEMS);
         prop_assert_eq!(t.free_cpu_count, free);
         // In range values pass through untouched.
         if (16..=8192).contains(&req) {

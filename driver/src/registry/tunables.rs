@@ -28,6 +28,8 @@ pub const DEFAULT_FRAGMENT_KIB: u32 = 256;
 pub const MAX_FRAGMENT_KIB: u32 = 2048;
 /// Work items when the value is 0 or absent.
 pub const DEFAULT_MAX_WORK_ITEMS: u32 = 1024;
+/// Most work items (each volume allocates this many at mount, W6): VeraCrypt keeps any value.
+pub const MAX_MAX_WORK_ITEMS: u32 = 8192;
 
 /// One of VeraCrypt's legacy tunables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -134,10 +136,13 @@ pub const fn clamp_fragment_size(raw_kib: u32) -> u32 {
     kib * 1024
 }
 
-/// Work items: 0 is 1024; anything else is kept.
+/// Work items: 0 is 1024, above 8192 is 8192 (every volume allocates them at mount, so a
+/// huge value must not make a mount try to allocate gigabytes; VeraCrypt keeps any value).
 pub const fn clamp_max_work_items(raw: u32) -> u32 {
     if raw == 0 {
         DEFAULT_MAX_WORK_ITEMS
+    } else if raw > MAX_MAX_WORK_ITEMS {
+        MAX_MAX_WORK_ITEMS
     } else {
         raw
     }

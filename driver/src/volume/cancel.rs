@@ -28,24 +28,32 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::Volume;
+use crate::direct::WORKERS;
 use crate::io::{Finisher, IoJob};
-use crate::platform::{Lock, Platform, UpperRequest};
+use crate::platform::{Lock, Platform, RequestList, UpperRequest};
 use crate::Status;
+
+/// Threads that take jobs off a path's FIFO: the direct workers and the legacy main thread.
+const TAKERS: usize = WORKERS + 1;
 
 /// Jobs and keys in the middle of the hand-shake.
 pub(crate) struct CancelBook<R: UpperRequest> {
-    /// Jobs whose taker lost the hook before their cancel routine looked: it will.
-    parked: Vec<IoJob<R>>,
-    /// Keys whose cancel routine found no job: its taker will.
+    /// Jobs whose taker lost the hook before their cancel routine looked: it will. Linked
+    /// through their requests (never full, allocates nothing).
+    parked: R::List,
+    /// Keys whose cancel routine found no job: its taker will. A key is here only while its
+    /// job is between a taker's pop and that taker's look into this book, and a taker holds
+    /// one job at a time: never more than [`TAKERS`], the room reserved at mount.
     fired: Vec<usize>,
 }
 
 impl<R: UpperRequest> CancelBook<R> {
-    pub(crate) fn new() -> Self {
-        CancelBook {
-            parked: Vec::with_capacity(8),
-            fired: Vec::with_capacity(8),
-        }
+    /// Fails with STATUS_INSUFFICIENT_RESOURCES when the fired keys' room cannot be allocated.
+    pub(crate) fn new() -> Result<Self, crate::Status> {
+        Ok(CancelBook {
+            parked: RequestList::new(),
+            fired: crate::io::try_vec(TAKERS)?,
+        })
     }
 }
 
@@ -68,11 +76,11 @@ impl<P: Platform> Volume<P> {
         let parked = self.cancels.with(|book| {
             match book
                 .parked
-                .iter()
-                .position(|job| job.request.cancel_key() == key)
+                .remove_first(&mut |request| request.cancel_key() == key)
             {
-                Some(i) => Some(book.parked.swap_remove(i)),
+                Some(request) => Some(IoJob::unpark(request)),
                 None => {
+                    debug_assert!(book.fired.len() < TAKERS, "one fired key per taker");
                     book.fired.push(key);
                     None
                 }
@@ -107,7 +115,7 @@ impl<P: Platform> Volume<P> {
                     Some(job)
                 }
                 None => {
-                    book.parked.push(job);
+                    book.parked.push_back(job.park());
                     None
                 }
             });

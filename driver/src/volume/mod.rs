@@ -16,7 +16,6 @@ pub mod geometry;
 /// The counters a volume shows (defined with what both paths share, in `io`).
 pub use crate::io::{CounterSnapshot, Counters, LegacyReason, VolumeMemory};
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ops::Range;
@@ -28,12 +27,12 @@ use crate::crypto::{CryptoPool, VolumeKey, DATA_UNIT};
 use crate::direct::DirectPath;
 use crate::faults::{self, Fault};
 use crate::io::{
-    Finisher, Geometry, IoJob, JobKind, MemoryBook, Path, PathContext, WriteGeneration,
+    try_vec, Finisher, Geometry, IoJob, JobKind, MemoryBook, Path, PathContext, WriteGeneration,
     MAX_DIRECT_REQUEST, RANGE_ENTRIES,
 };
 use crate::platform::{
-    HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, Rundown, Thread, ThreadRole,
-    UpperRequest,
+    HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, RequestList, Rundown, Thread,
+    ThreadRole, UpperRequest,
 };
 use crate::queue::LegacyQueue;
 use crate::registry::{direct_read_configured, direct_write_configured, Gates, Tunables};
@@ -75,8 +74,9 @@ struct Admission<R: UpperRequest> {
     lock: RangeLock,
     /// Jobs registered but not granted yet, by ticket index.
     waiting: Vec<Option<IoJob<R>>>,
-    /// Jobs that found the range pool full, in arrival order.
-    backlog: VecDeque<(IoJob<R>, Access)>,
+    /// Jobs that found the range pool full, in arrival order, linked through their requests
+    /// (never full, allocates nothing).
+    backlog: R::List,
     /// Tickets a release just granted (capacity fixed at mount: no allocation per request).
     granted: Vec<Ticket>,
 }
@@ -155,24 +155,25 @@ impl<P: Platform> Volume<P> {
             host,
             platform: platform.clone(),
         });
+        // Every table and buffer fallibly (W6): a failure fails the mount with
+        // STATUS_INSUFFICIENT_RESOURCES, and what was made is dropped.
+        let mut waiting = try_vec(RANGE_ENTRIES)?;
+        waiting.resize_with(RANGE_ENTRIES, || None);
         let volume = Arc::new(Volume {
             order: P::Lock::new(Admission {
-                lock: RangeLock::with_capacity(RANGE_ENTRIES),
-                waiting: (0..RANGE_ENTRIES).map(|_| None).collect(),
-                backlog: VecDeque::with_capacity(RANGE_ENTRIES),
-                granted: Vec::with_capacity(RANGE_ENTRIES),
+                lock: RangeLock::with_capacity(RANGE_ENTRIES)?,
+                waiting,
+                backlog: RequestList::new(),
+                granted: try_vec(RANGE_ENTRIES)?,
             }),
-            cancels: P::Lock::new(cancel::CancelBook::new()),
+            cancels: P::Lock::new(cancel::CancelBook::new()?),
             legacy: Arc::new(LegacyQueue::new(
                 Arc::clone(&context),
                 &tunables,
                 !params.read_only,
-            )),
-            direct: Arc::new(DirectPath::new(
-                Arc::clone(&context),
-                effective.direct_read || effective.direct_write,
-            )),
-            completer: Arc::new(Completer::new(platform, tunables.max_work_items)),
+            )?),
+            direct: Arc::new(DirectPath::new(Arc::clone(&context))),
+            completer: Arc::new(Completer::new(&platform, tunables.max_work_items)?),
             admitted: Rundown::new(),
             threads: P::Lock::new(Vec::new()),
             protection_tripped: AtomicBool::new(false),
@@ -317,11 +318,6 @@ impl<P: Platform> Volume<P> {
             },
             (_, None) => Path::Legacy,
         };
-        let access = match kind {
-            JobKind::Read => Access::Read,
-            JobKind::Write => Access::Write,
-            JobKind::Flush => Access::Flush,
-        };
         let job = IoJob {
             request,
             buf,
@@ -333,10 +329,10 @@ impl<P: Platform> Volume<P> {
         };
         let granted = self.order.with(|admission| {
             if !admission.backlog.is_empty() || admission.lock.is_full() {
-                admission.backlog.push_back((job, access));
+                admission.backlog.push_back(job.park());
                 return None;
             }
-            Some(Self::register(admission, job, access))
+            Some(Self::register(admission, job))
         });
         if let Some(Some(job)) = granted {
             self.start(job);
@@ -349,16 +345,21 @@ impl<P: Platform> Volume<P> {
     fn register(
         admission: &mut Admission<P::Request>,
         mut job: IoJob<P::Request>,
-        access: Access,
     ) -> Option<IoJob<P::Request>> {
+        let access = match job.kind {
+            JobKind::Read => Access::Read,
+            JobKind::Write => Access::Write,
+            JobKind::Flush => Access::Flush,
+        };
         let range = match access {
             Access::Flush => 0..u64::MAX,
             _ => job.offset..job.offset + u64::from(job.length),
         };
-        let (ticket, granted) = admission
-            .lock
-            .register(range, access)
-            .expect("registration happens only when an entry is free");
+        // Called only while an entry is free; should none be, the job waits in the backlog.
+        let Some((ticket, granted)) = admission.lock.register(range, access) else {
+            admission.backlog.push_back(job.park());
+            return None;
+        };
         job.ticket = ticket;
         if granted {
             Some(job)
@@ -545,10 +546,10 @@ impl<P: Platform> Finisher<P> for Volume<P> {
             }
             admission.granted.clear();
             while !admission.lock.is_full() {
-                let Some((job, access)) = admission.backlog.pop_front() else {
+                let Some(request) = admission.backlog.pop_front() else {
                     break;
                 };
-                if let Some(job) = Self::register(admission, job, access) {
+                if let Some(job) = Self::register(admission, IoJob::unpark(request)) {
                     self.start(job);
                 }
             }

@@ -19,7 +19,9 @@ use wdk_sys::{
 };
 
 use super::nt;
-use crate::platform::{BufOrigin, IoBuf, Paging, RequestKind, UpperRequest};
+use crate::platform::{
+    BufOrigin, IoBuf, Paging, RequestKind, RequestList, RequestNote, UpperRequest,
+};
 use crate::Status;
 
 /// MdlMappingNoExecute (Windows 8 and later): map data pages no-execute.
@@ -45,6 +47,213 @@ pub struct Irp {
     on_cancel: Option<CancelRoutine>,
     /// `arm_cancel` installed `on_cancel` (and no `disarm_cancel` followed yet).
     armed: bool,
+    /// The engine's note while the IRP waits in one of its queues.
+    note: RequestNote,
+}
+
+/// The engine's queues of waiting IRPs, linked through the IRPs themselves (as VeraCrypt
+/// queues IRPs): `Tail.Overlay.ListEntry.Flink` is the link (a singly linked FIFO with head and
+/// tail), and what the [`Irp`] wrapper holds (the engine's note, the cancel routine to arm, the
+/// buffer and armed flags) waits in `Tail.Overlay.DriverContext`. Queueing allocates nothing
+/// and the list is never full (W6).
+///
+/// IRQL: under the engine queue's spin lock (<= DISPATCH_LEVEL).
+///
+/// # Invariants
+/// Every IRP linked is owned by this list alone (its wrapper was consumed by `push_back`) and
+/// not completed; `tail` is the last one linked (null when empty); only the driver that owns
+/// an IRP uses its `Tail.Overlay` ListEntry and DriverContext, which are not a device queue
+/// here (no StartIo).
+pub struct IrpList {
+    head: *mut IRP,
+    tail: *mut IRP,
+    len: usize,
+}
+
+// SAFETY: the list owns the IRPs linked in it (an owned IRP may be handled from any thread);
+// the engine only touches it under its lock.
+unsafe impl Send for IrpList {}
+
+/// DriverContext[3] flag: the caller's buffer is out (`Irp::buffer_out`).
+const PARKED_BUFFER_OUT: usize = 1;
+/// DriverContext[3] flag: the cancel routine was armed (`Irp::armed`).
+const PARKED_ARMED: usize = 2;
+
+impl Irp {
+    /// The `Tail.Overlay` of the owned IRP `irp`.
+    ///
+    /// # Safety
+    /// `irp` is an IRP this driver owns and has not completed.
+    unsafe fn overlay(irp: *mut IRP) -> *mut wdk_sys::_IRP__bindgen_ty_3__bindgen_ty_1 {
+        // SAFETY: the caller's contract; taking a field's address reads nothing. While the
+        // driver owns the IRP, the Overlay arm of `Tail` is the one in use.
+        unsafe { &raw mut (*irp).Tail.Overlay }
+    }
+
+    /// `Tail.Overlay.DriverContext` of the owned IRP `irp`.
+    ///
+    /// # Safety
+    /// As for [`overlay`](Self::overlay).
+    unsafe fn driver_context(irp: *mut IRP) -> *mut [*mut c_void; 4] {
+        // SAFETY: the caller's contract.
+        let overlay = unsafe { Self::overlay(irp) };
+        // SAFETY: `overlay` points into the owned IRP; taking a field's address reads nothing.
+        unsafe { &raw mut (*overlay).__bindgen_anon_1.__bindgen_anon_1.DriverContext }
+    }
+
+    /// `Tail.Overlay.ListEntry.Flink` of the owned IRP `irp` (the list link).
+    ///
+    /// # Safety
+    /// As for [`overlay`](Self::overlay).
+    unsafe fn link(irp: *mut IRP) -> *mut *mut wdk_sys::LIST_ENTRY {
+        // SAFETY: the caller's contract.
+        let overlay = unsafe { Self::overlay(irp) };
+        // SAFETY: `overlay` points into the owned IRP; taking a field's address reads nothing.
+        unsafe { &raw mut (*overlay).__bindgen_anon_2.ListEntry.Flink }
+    }
+
+    /// Moves the wrapper's state into the IRP and gives up the wrapper (for [`IrpList`]).
+    fn park(self) -> *mut IRP {
+        let irp = self.irp.as_ptr();
+        let [a, b, c, d] = self.note.0;
+        let flags = (usize::from(self.buffer_out) * PARKED_BUFFER_OUT)
+            | (usize::from(self.armed) * PARKED_ARMED);
+        let routine = self
+            .on_cancel
+            .map_or(core::ptr::null_mut(), |r| r as *mut c_void);
+        // SAFETY: `self` owns the IRP, not completed (type invariant).
+        let context = unsafe { Self::driver_context(irp) };
+        // SAFETY: the owned IRP's DriverContext is ours to write (see `IrpList`): plain
+        // pointer-sized values, the note packed two u32 to a slot.
+        unsafe {
+            context.write([
+                (u64::from(a) | (u64::from(b) << 32)) as usize as *mut c_void,
+                (u64::from(c) | (u64::from(d) << 32)) as usize as *mut c_void,
+                routine,
+                flags as *mut c_void,
+            ])
+        };
+        // SAFETY: as above.
+        let link = unsafe { Self::link(irp) };
+        // SAFETY: the link field is ours while the IRP is owned.
+        unsafe { link.write(core::ptr::null_mut()) };
+        irp
+    }
+
+    /// The wrapper of an IRP [`park`](Self::park) gave up.
+    ///
+    /// # Safety
+    /// `irp` came from `park` and no other wrapper of it exists (or the one made here is only
+    /// read, like `IrpList::remove_first`'s view, and dropped while the IRP stays parked).
+    unsafe fn unpark(irp: NonNull<IRP>) -> Irp {
+        // SAFETY: the caller's contract: a parked, owned, not completed IRP.
+        let context = unsafe { Self::driver_context(irp.as_ptr()) };
+        // SAFETY: `park` wrote every slot of the owned IRP's DriverContext.
+        let [n01, n23, routine, flags] = unsafe { context.read() };
+        let (n01, n23, flags) = (n01 as usize as u64, n23 as usize as u64, flags as usize);
+        let on_cancel = NonNull::new(routine).map(|r| {
+            // SAFETY: `park` stored a `CancelRoutine` (or null, handled by `NonNull::new`).
+            unsafe { core::mem::transmute::<*mut c_void, CancelRoutine>(r.as_ptr()) }
+        });
+        Irp {
+            irp,
+            buffer_out: flags & PARKED_BUFFER_OUT != 0,
+            on_cancel,
+            armed: flags & PARKED_ARMED != 0,
+            note: RequestNote([
+                n01 as u32,
+                (n01 >> 32) as u32,
+                n23 as u32,
+                (n23 >> 32) as u32,
+            ]),
+        }
+    }
+
+    /// The next IRP linked after the parked `irp`.
+    ///
+    /// # Safety
+    /// `irp` is linked in an [`IrpList`].
+    unsafe fn parked_next(irp: *mut IRP) -> *mut IRP {
+        // SAFETY: the caller's contract.
+        let link = unsafe { Self::link(irp) };
+        // SAFETY: `park` or `IrpList` wrote the link of the parked IRP.
+        unsafe { link.read() }.cast::<IRP>()
+    }
+
+    /// Sets the link of the parked `irp`.
+    ///
+    /// # Safety
+    /// `irp` is parked and owned by the calling list.
+    unsafe fn set_parked_next(irp: *mut IRP, next: *mut IRP) {
+        // SAFETY: the caller's contract.
+        let link = unsafe { Self::link(irp) };
+        // SAFETY: the link of a parked IRP this list owns.
+        unsafe { link.write(next.cast()) };
+    }
+}
+
+impl RequestList<Irp> for IrpList {
+    fn new() -> Self {
+        IrpList {
+            head: core::ptr::null_mut(),
+            tail: core::ptr::null_mut(),
+            len: 0,
+        }
+    }
+
+    fn push_back(&mut self, request: Irp) {
+        let irp = request.park();
+        match NonNull::new(self.tail) {
+            // SAFETY: `tail` is linked in this list (invariant).
+            Some(tail) => unsafe { Irp::set_parked_next(tail.as_ptr(), irp) },
+            None => self.head = irp,
+        }
+        self.tail = irp;
+        self.len += 1;
+    }
+
+    fn pop_front(&mut self) -> Option<Irp> {
+        let head = NonNull::new(self.head)?;
+        // SAFETY: `head` is linked in this list (invariant).
+        self.head = unsafe { Irp::parked_next(head.as_ptr()) };
+        if self.head.is_null() {
+            self.tail = core::ptr::null_mut();
+        }
+        self.len -= 1;
+        // SAFETY: unlinked just now: this list gives up its ownership to the one wrapper.
+        Some(unsafe { Irp::unpark(head) })
+    }
+
+    fn remove_first(&mut self, pick: &mut dyn FnMut(&Irp) -> bool) -> Option<Irp> {
+        let mut prev: *mut IRP = core::ptr::null_mut();
+        let mut at = self.head;
+        while let Some(irp) = NonNull::new(at) {
+            // SAFETY: `irp` is linked in this list; the view is only read and dropped while
+            // the IRP stays parked (Irp has no Drop).
+            let view = unsafe { Irp::unpark(irp) };
+            // SAFETY: as above.
+            let next = unsafe { Irp::parked_next(irp.as_ptr()) };
+            if pick(&view) {
+                match NonNull::new(prev) {
+                    // SAFETY: `prev` is linked in this list.
+                    Some(prev) => unsafe { Irp::set_parked_next(prev.as_ptr(), next) },
+                    None => self.head = next,
+                }
+                if self.tail == irp.as_ptr() {
+                    self.tail = prev;
+                }
+                self.len -= 1;
+                return Some(view);
+            }
+            prev = irp.as_ptr();
+            at = next;
+        }
+        None
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
 }
 
 /// A DRIVER_CANCEL routine.
@@ -195,6 +404,7 @@ impl Irp {
             buffer_out: false,
             on_cancel: None,
             armed: false,
+            note: RequestNote([0; 4]),
         }
     }
 
@@ -315,6 +525,15 @@ impl Irp {
 
 impl UpperRequest for Irp {
     type Buf = IrpBuf;
+    type List = IrpList;
+
+    fn note(&self) -> RequestNote {
+        self.note
+    }
+
+    fn set_note(&mut self, note: RequestNote) {
+        self.note = note;
+    }
 
     fn kind(&self) -> RequestKind {
         match u32::from(self.major_function()) {

@@ -16,7 +16,7 @@ use super::host::KernelHost;
 use super::irp::Irp;
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
 use super::thread::{run_at_low_realtime_priority, SystemThread};
-use super::work_item::WorkItemPool;
+use super::work_item::{call_body, queue_allocated, Body, WorkItemPool};
 use crate::platform::{Event, Piece, Platform, Thread, ThreadRole};
 use crate::Status;
 
@@ -28,7 +28,7 @@ const ALL_PROCESSOR_GROUPS: u16 = 0xffff;
 #[derive(Clone)]
 pub struct KernelPlatform {
     device: NonNull<DEVICE_OBJECT>,
-    work_items: Arc<WorkItemPool>,
+    work_items: Arc<WorkItemPool<Body>>,
     security: Option<Arc<ClientSecurity>>,
     /// The driver's encryption pool (started in DriverEntry), if it runs.
     encryption: Option<Arc<EncryptionPool>>,
@@ -53,7 +53,7 @@ impl KernelPlatform {
     ) -> Result<Self, Status> {
         Ok(KernelPlatform {
             device,
-            work_items: WorkItemPool::new(device.as_ptr(), work_items.max(1))?,
+            work_items: WorkItemPool::new(device.as_ptr(), work_items.max(1), call_body)?,
             security,
             encryption: encryption_pool::driver_pool(),
         })
@@ -73,6 +73,7 @@ impl Platform for KernelPlatform {
     type Thread = SystemThread;
     type Request = Irp;
     type Host = KernelHost;
+    type WorkItems<T: Send + 'static> = Arc<WorkItemPool<T>>;
 
     /// W8: every engine thread (the volume's completion thread, the legacy main, I/O and
     /// completion threads, the direct workers) raises itself to LOW_REALTIME_PRIORITY first,
@@ -122,7 +123,17 @@ impl Platform for KernelPlatform {
     }
 
     fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
-        self.work_items.queue(self.device.as_ptr(), item);
+        if let Err(item) = self.work_items.queue(item) {
+            queue_allocated(self.device.as_ptr(), item);
+        }
+    }
+
+    fn work_items<T: Send + 'static>(
+        &self,
+        count: usize,
+        run: fn(T),
+    ) -> Result<Self::WorkItems<T>, Status> {
+        WorkItemPool::new(self.device.as_ptr(), count.max(1), run)
     }
 
     fn cpu_count(&self) -> usize {

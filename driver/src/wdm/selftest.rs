@@ -83,27 +83,28 @@ pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
 /// routines still run; each then frees its own item and the last frees the slots' storage
 /// (work_item.rs), and both bodies ran to the end.
 fn work_item_teardown(platform: &KernelPlatform) -> Result<(), &'static str> {
-    use super::work_item::WorkItemPool;
+    use super::work_item::{call_body, WorkItemPool};
 
-    let pool = WorkItemPool::new(platform.device().as_ptr(), 2).map_err(|_| "work item pool")?;
+    let pool = WorkItemPool::new(platform.device().as_ptr(), 2, call_body)
+        .map_err(|_| "work item pool")?;
     let gate = Arc::new(KernelEvent::new());
     let done = Arc::new(KernelEvent::new());
     let finished = Arc::new(SpinLock::new(0u32));
     for _ in 0..2 {
         let (gate, done, finished) = (Arc::clone(&gate), Arc::clone(&done), Arc::clone(&finished));
-        pool.queue(
-            platform.device().as_ptr(),
-            Box::new(move || {
-                gate.wait();
-                if finished.with(|n| {
-                    *n += 1;
-                    *n
-                }) == 2
-                {
-                    done.set();
-                }
-            }),
-        );
+        let queued = pool.queue(Box::new(move || {
+            gate.wait();
+            if finished.with(|n| {
+                *n += 1;
+                *n
+            }) == 2
+            {
+                done.set();
+            }
+        }));
+        if queued.is_err() {
+            return Err("work item pool: no idle item");
+        }
     }
     drop(pool); // closed with both routines in flight
     gate.set();

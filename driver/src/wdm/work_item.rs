@@ -1,9 +1,21 @@
-//! I/O work items (IoAllocateWorkItem / IoQueueWorkItem): `Platform::queue_work_item`.
+//! I/O work items (IoAllocateWorkItem / IoQueueWorkItem): `Platform::work_items` and
+//! `Platform::queue_work_item`.
 //!
-//! Owns: a per-volume pool of IO_WORKITEMs allocated at mount (VeraCrypt 1.26.18 preallocates
-//! its completion work items the same way), so queueing one can never fail: the completion
-//! stage never has more than `max_work_items` active, and the pool holds that many.
-//! Never: runs the closure on the caller's thread.
+//! Owns: pools of IO_WORKITEMs allocated at mount (VeraCrypt 1.26.18 preallocates its
+//! completion work items the same way), each slot carrying its payload `T` in place, so
+//! queueing one allocates nothing and cannot fail: the completion stage never has more than
+//! `max_work_items` queued or running, and its pool holds that many. A slot is free again as
+//! soon as its routine has taken the payload out, before the routine runs it.
+//! Never: runs the routine on the caller's thread.
+//!
+//! Teardown (a routine frees only its own IO_WORKITEM): dropping the pool's last handle marks
+//! the pool closed and frees the items of idle slots (whose routines, if any ran, are past
+//! their last touch of the pool: giving their slot back under the lock); a routine that takes
+//! its payload after that frees its own item (IoFreeWorkItem from the item's own routine), and
+//! whoever leaves the pool closed with nothing in flight (the handle's drop or the last
+//! routine) frees the slots' storage, which nothing touches afterwards. The I/O manager reads
+//! nothing of an IO_WORKITEM once it called its routine, and the device reference
+//! IoQueueWorkItem takes keeps the image loaded until the routine returns.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -18,63 +30,69 @@ use super::sync::SpinLock;
 use crate::platform::Lock;
 use crate::Status;
 
-type Body = Box<dyn FnOnce() + Send>;
+/// A boxed closure (`Platform::queue_work_item`).
+pub type Body = Box<dyn FnOnce() + Send>;
+
+/// The routine of a pool of boxed closures: calls the closure.
+pub fn call_body(body: Body) {
+    body();
+}
 
 /// One preallocated work item and what it runs next.
-struct Slot {
+struct Slot<T: Send + 'static> {
     item: PIO_WORKITEM,
     /// Where the slot lives (set once, before the slot is ever queued).
-    home: *const Inner,
+    home: *const Inner<T>,
     /// Its index in `home.slots`.
     index: usize,
     /// Written by `queue` while the slot is off the free list, taken by the routine.
-    body: UnsafeCell<Option<Body>>,
+    payload: UnsafeCell<Option<T>>,
 }
 
 /// Which slots are idle, and whether the pool is closed (its last handle was dropped).
 struct State {
-    /// Indices of idle slots: their routine (if any ran) has done its last action.
+    /// Indices of idle slots (capacity for all of them, reserved in `new`).
     free: Vec<usize>,
-    /// Slots queued whose routine has not done its last action yet.
+    /// Slots queued whose routine has not given them back yet.
     in_flight: usize,
-    /// No more queueing; each in-flight routine frees its own item at its end.
+    /// No more queueing; each routine still in flight frees its own item.
     closed: bool,
 }
 
-/// The slots and their bookkeeping. Freed by whoever sees it closed with nothing in flight:
-/// the handle's drop, or the last in-flight routine.
-struct Inner {
+/// The slots and their bookkeeping. Freed by whoever sees it closed with nothing in flight.
+struct Inner<T: Send + 'static> {
     /// Never resized: the kernel holds pointers to the slots.
-    slots: Box<[Slot]>,
+    slots: Box<[Slot<T>]>,
     state: SpinLock<State>,
+    /// What every item runs, on its payload.
+    run: fn(T),
 }
 
-/// The work items of one volume: a handle on the slots, which closes the pool when dropped.
-///
-/// Teardown (a routine frees only its own IO_WORKITEM): the handle's drop marks the pool closed
-/// and frees the items of idle slots (whose routines, if any ran, finished: a routine's last
-/// touch of the pool is returning its slot under the lock); a routine still in flight then
-/// frees its own item at its end (IoFreeWorkItem from the item's own routine), and whoever
-/// leaves the pool closed and empty (the handle's drop or the last routine) frees the slots'
-/// storage, which no routine touches afterwards.
+/// Work items that each carry a `T` to one routine: a handle on the slots, which closes the
+/// pool when dropped.
 ///
 /// IRQL: `queue` at IRQL <= DISPATCH_LEVEL; creation and drop at PASSIVE_LEVEL.
-pub struct WorkItemPool {
-    inner: NonNull<Inner>,
+///
+/// # Invariants
+/// `inner` points to the `Inner` leaked by `new`, freed only once the pool is closed (by this
+/// handle's drop) and nothing is in flight.
+pub struct WorkItemPool<T: Send + 'static> {
+    inner: NonNull<Inner<T>>,
 }
 
-// SAFETY: a slot's body is touched only by whoever took its index off the free list (the
+// SAFETY: a slot's payload is touched only by whoever took its index off the free list (the
 // queuer, then the routine it queued), so never by two threads at once; the state is under a
 // spin lock; IO_WORKITEMs may be queued from any thread.
-unsafe impl Send for WorkItemPool {}
+unsafe impl<T: Send + 'static> Send for WorkItemPool<T> {}
 // SAFETY: as above.
-unsafe impl Sync for WorkItemPool {}
+unsafe impl<T: Send + 'static> Sync for WorkItemPool<T> {}
 
-impl WorkItemPool {
+impl<T: Send + 'static> WorkItemPool<T> {
     /// Allocates `count` work items owned by `device` (a device of this driver that outlives
-    /// the pool).
-    pub fn new(device: PDEVICE_OBJECT, count: usize) -> Result<Arc<Self>, Status> {
-        let mut slots = Vec::new();
+    /// the pool), each running `run` on what it is queued with. Every allocation is fallible:
+    /// STATUS_INSUFFICIENT_RESOURCES, and what was made is freed.
+    pub fn new(device: PDEVICE_OBJECT, count: usize, run: fn(T)) -> Result<Arc<Self>, Status> {
+        let mut slots: Vec<Slot<T>> = Vec::new();
         slots
             .try_reserve_exact(count)
             .map_err(|_| Status::InsufficientResources)?;
@@ -86,7 +104,6 @@ impl WorkItemPool {
             let item = unsafe { IoAllocateWorkItem(device) };
             if item.is_null() {
                 for slot in &slots {
-                    let slot: &Slot = slot;
                     // SAFETY: allocated above, never queued, freed once.
                     unsafe { IoFreeWorkItem(slot.item) };
                 }
@@ -96,7 +113,7 @@ impl WorkItemPool {
                 item,
                 home: core::ptr::null(),
                 index,
-                body: UnsafeCell::new(None),
+                payload: UnsafeCell::new(None),
             });
             free.push(index);
         }
@@ -107,60 +124,69 @@ impl WorkItemPool {
                 in_flight: 0,
                 closed: false,
             }),
+            run,
         });
-        let home: *const Inner = &*inner;
+        let home: *const Inner<T> = &*inner;
         for slot in inner.slots.iter_mut() {
             slot.home = home;
         }
-        Ok(Arc::new(WorkItemPool {
+        let pool = WorkItemPool {
             inner: NonNull::from(Box::leak(inner)),
-        }))
+        };
+        Ok(Arc::new(pool))
     }
 
-    fn inner(&self) -> &Inner {
-        // SAFETY: the slots' storage is freed only once the pool is closed, which happens in
-        // this handle's drop, so it is alive while `self` is.
+    fn inner(&self) -> &Inner<T> {
+        // SAFETY: the storage is freed only once the pool is closed, which happens in this
+        // handle's drop, so it is alive while `self` is (type invariant).
         unsafe { self.inner.as_ref() }
     }
 
-    /// Runs `body` on a system worker thread (DelayedWorkQueue) at PASSIVE_LEVEL.
-    ///
-    /// Never fails while fewer than `count` items are active (the engine's completion stage
-    /// guarantees that). Should the bound ever be broken, it falls back to a work item
-    /// allocated now, and only if that fails too does the driver stop (bugcheck).
-    pub fn queue(&self, device: PDEVICE_OBJECT, body: Body) {
+    /// Runs the pool's routine on `payload` on a system worker thread (DelayedWorkQueue) at
+    /// PASSIVE_LEVEL. Allocates nothing. Hands `payload` back when every item is queued or
+    /// still handing its payload over (the caller broke its bound).
+    pub fn queue(&self, payload: T) -> Result<(), T> {
         let inner = self.inner();
         let taken = inner.state.with(|s| {
+            if s.closed {
+                return None;
+            }
             let index = s.free.pop()?;
             s.in_flight += 1;
             Some(index)
         });
-        let Some(index) = taken else {
-            queue_allocated(device, body);
-            return;
+        let Some(slot) = taken.and_then(|index| inner.slots.get(index)) else {
+            return Err(payload);
         };
-        let slot: &Slot = &inner.slots[index];
-        // SAFETY: the index came off the free list, so nobody else touches this slot's body
-        // until its routine puts the slot back.
+        // SAFETY: the index came off the free list, so nobody else touches this slot's payload
+        // until its routine takes it.
         unsafe {
-            *slot.body.get() = Some(body);
+            *slot.payload.get() = Some(payload);
         }
-        let context: *const Slot = slot;
-        // SAFETY: the slot's item is idle (off the free list, its last routine finished with
-        // it); the slot's storage lives until its routine has left the pool (it counts in
-        // `in_flight`), even if this handle is dropped meanwhile.
+        let context: *const Slot<T> = slot;
+        // SAFETY: the slot's item is not queued (off the free list: its last routine, if any,
+        // has been called and gave the slot back; the I/O manager reads nothing of an item
+        // once it called its routine); the slot's storage lives until its routine has given it
+        // back (it counts in `in_flight`), even if this handle is dropped meanwhile.
         unsafe {
             IoQueueWorkItem(
                 slot.item,
-                Some(run_slot),
+                Some(run_slot::<T>),
                 DelayedWorkQueue,
                 context.cast_mut().cast(),
             )
         };
+        Ok(())
     }
 }
 
-impl Drop for WorkItemPool {
+impl<T: Send + 'static> crate::platform::WorkItems<T> for Arc<WorkItemPool<T>> {
+    fn queue(&self, item: T) -> Result<(), T> {
+        WorkItemPool::queue(self, item)
+    }
+}
+
+impl<T: Send + 'static> Drop for WorkItemPool<T> {
     fn drop(&mut self) {
         let inner = self.inner();
         let (idle, empty) = inner.state.with(|s| {
@@ -169,38 +195,38 @@ impl Drop for WorkItemPool {
         });
         for index in idle {
             if let Some(slot) = inner.slots.get(index) {
-                // SAFETY: an idle slot's item is not queued, and its routine (if one ran)
-                // returned the slot as its last touch of the pool: freed once, here.
+                // SAFETY: an idle slot's item is not queued, and its routine (if one ran) gave
+                // the slot back as its last touch of the pool: freed once, here.
                 unsafe { IoFreeWorkItem(slot.item) };
             }
         }
         if empty {
-            // SAFETY: closed with nothing in flight: no routine will touch the storage again,
-            // and this was the last handle; the Box leaked in `new`, reclaimed once.
+            // SAFETY: closed with nothing in flight: no routine touches the storage again, and
+            // this was the last handle; the Box leaked in `new`, reclaimed once.
             drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
         }
     }
 }
 
-unsafe extern "C" fn run_slot(_device: PDEVICE_OBJECT, context: PVOID) {
+unsafe extern "C" fn run_slot<T: Send + 'static>(_device: PDEVICE_OBJECT, context: PVOID) {
     // SAFETY: `context` is a slot queued by `queue`; its storage lives until this routine
-    // leaves the pool below (it counts in `in_flight`).
-    let slot = unsafe { &*context.cast::<Slot>() };
-    // SAFETY: the slot is ours until we put it back below.
-    let body = unsafe { (*slot.body.get()).take() };
-    if let Some(body) = body {
-        body();
-    }
+    // gives the slot back below (it counts in `in_flight`).
+    let slot = unsafe { &*context.cast::<Slot<T>>() };
+    // SAFETY: the slot is ours until we give it back below.
+    let payload = unsafe { (*slot.payload.get()).take() };
     let (item, home, index) = (slot.item, slot.home, slot.index);
     // SAFETY: set in `new` to the slots' owner, alive while this routine is in flight.
     let inner = unsafe { &*home };
-    // The routine's last touch of the pool: give the slot back, or, once the pool is closed,
-    // leave it (and free the storage when this was the last routine in flight).
+    let run = inner.run;
+    // The routine's last touch of the pool, before it runs the payload (so whoever may queue
+    // next finds an idle slot): give the slot back, or, once the pool is closed, keep it
+    // (freeing the storage when this was the last routine in flight).
     let (free_own_item, free_storage) = inner.state.with(|s| {
         s.in_flight = s.in_flight.saturating_sub(1);
         if s.closed {
             (true, s.in_flight == 0)
         } else {
+            // Never grows: capacity for every slot was reserved in `new`.
             s.free.push(index);
             (false, false)
         }
@@ -216,6 +242,9 @@ unsafe extern "C" fn run_slot(_device: PDEVICE_OBJECT, context: PVOID) {
         // (it was not idle).
         unsafe { IoFreeWorkItem(item) };
     }
+    if let Some(payload) = payload {
+        run(payload);
+    }
 }
 
 struct Queued {
@@ -223,8 +252,9 @@ struct Queued {
     body: Body,
 }
 
-/// The fallback: a work item allocated for this one call.
-fn queue_allocated(device: PDEVICE_OBJECT, body: Body) {
+/// The fallback of `Platform::queue_work_item` (never the I/O path, whose completion stage
+/// keeps its bound): a work item allocated for this one call.
+pub fn queue_allocated(device: PDEVICE_OBJECT, body: Body) {
     // SAFETY: `device` is a live device object of this driver (contract of `queue`).
     let item = unsafe { IoAllocateWorkItem(device) };
     assert!(!item.is_null(), "vcdirect: IoAllocateWorkItem failed");

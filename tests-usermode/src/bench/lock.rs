@@ -8,7 +8,7 @@ use vcdirect::barrier::{Access, RangeLock};
 
 /// Nanoseconds per register+release pair with `in_flight` disjoint entries held.
 pub fn ns_per_pair(in_flight: usize, time: Duration) -> f64 {
-    let mut lock = RangeLock::with_capacity(in_flight + 1);
+    let mut lock = RangeLock::with_capacity(in_flight + 1).expect("range lock tables");
     let mut held = Vec::with_capacity(in_flight);
     // Unrelated requests spread over a 1 GiB volume.
     for i in 0..in_flight as u64 {

@@ -3,7 +3,7 @@
 
 use shuttle::sync::{Condvar, Mutex, MutexGuard};
 
-use vcdirect::platform::{Platform, ThreadRole};
+use vcdirect::platform::{Platform, ThreadRole, WorkItems};
 use vcdirect::Status;
 
 use super::host::SimHost;
@@ -18,6 +18,22 @@ crate::condvar_sync::condvar_primitives!(
     shuttle::thread::JoinHandle<()>
 );
 
+/// The simulator's work items: each queued payload gets its own simulated system thread.
+pub struct SimWorkItems<T> {
+    run: fn(T),
+}
+
+impl<T: Send + 'static> WorkItems<T> for SimWorkItems<T> {
+    fn queue(&self, item: T) -> Result<(), T> {
+        let run = self.run;
+        shuttle::thread::Builder::new()
+            .name("system-worker".into())
+            .spawn(move || run(item))
+            .expect("spawn a simulated system worker");
+        Ok(())
+    }
+}
+
 /// The simulator's platform. Work items each get their own simulated system thread, so a
 /// blocked upper completion never holds up another (the bound is the completion stage's).
 #[derive(Clone, Default)]
@@ -30,6 +46,7 @@ impl Platform for SimPlatform {
     type Thread = SimThread;
     type Request = TestRequest;
     type Host = SimHost;
+    type WorkItems<T: Send + 'static> = SimWorkItems<T>;
 
     fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<SimThread, Status> {
         shuttle::thread::Builder::new()
@@ -44,6 +61,14 @@ impl Platform for SimPlatform {
             .name("system-worker".into())
             .spawn(item)
             .expect("spawn a simulated system worker");
+    }
+
+    fn work_items<T: Send + 'static>(
+        &self,
+        _count: usize,
+        run: fn(T),
+    ) -> Result<SimWorkItems<T>, Status> {
+        Ok(SimWorkItems { run })
     }
 
     fn cpu_count(&self) -> usize {

@@ -14,6 +14,7 @@ use vcdirect::registry::{Gates, Tunables};
 use vcdirect::volume::{MountParams, Volume};
 use vcdirect::Status;
 
+use super::check::allocation::check_failed_mount;
 use super::check::bounds::check_bounds;
 use super::check::completion_thread::check_completion_thread;
 use super::check::dismount::{
@@ -53,6 +54,8 @@ pub struct FaultMix {
     pub short_transfers: bool,
     /// Some requests' buffers cannot be mapped (docs/review.md W7: system-PTE pressure).
     pub map_failures: bool,
+    /// A mount before the real one has a seeded one of its fallible allocations fail (W6).
+    pub allocation_failure: bool,
 }
 
 impl FaultMix {
@@ -67,6 +70,7 @@ impl FaultMix {
         long_delays: true,
         short_transfers: true,
         map_failures: true,
+        allocation_failure: true,
     };
     /// No fault.
     pub const NONE: FaultMix = FaultMix {
@@ -79,6 +83,7 @@ impl FaultMix {
         long_delays: false,
         short_transfers: false,
         map_failures: false,
+        allocation_failure: false,
     };
 }
 
@@ -258,20 +263,26 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     // Drawn from its own generator too: seeds without it keep their schedules.
     let mut map_rng = StdRng::seed_from_u64(seed ^ 0x3a9f_0c11);
     let map_failures = f.map_failures && map_rng.gen_bool(0.2);
+    // W6: a failed allocation at this (1-based) fallible allocation of an earlier mount.
+    let mut alloc_rng = StdRng::seed_from_u64(seed ^ 0x0a11_0c0f);
+    let fail_alloc = (f.allocation_failure && alloc_rng.gen_bool(0.25))
+        .then(|| alloc_rng.gen_range(1..=MOUNT_ALLOCATIONS_DRAWN));
     let drawn = format!(
-        "limits={}/{}/{} host_errors={host_errors} erase={erase} dismount={dismount_early} long_delays={long_delays} short={short:?} map_failures={map_failures}",
+        "limits={}/{}/{} host_errors={host_errors} erase={erase} dismount={dismount_early} long_delays={long_delays} short={short:?} map_failures={map_failures} fail_alloc={fail_alloc:?}",
         limits.max_transfer, limits.max_physical_pages, limits.alignment_mask
     );
-    let host = SimHost::new(
-        content,
-        limits,
-        if cfg.raw {
-            HostKind::RawDevice
-        } else {
-            HostKind::FileContainer
-        },
-        if long_delays { 40 } else { 4 },
-    );
+    let kind = if cfg.raw {
+        HostKind::RawDevice
+    } else {
+        HostKind::FileContainer
+    };
+    let delay = if long_delays { 40 } else { 4 };
+    let mut mount_violations = Vec::new();
+    if let Some(n) = fail_alloc {
+        let attempt = SimHost::new(content.clone(), limits, kind, delay);
+        mount_violations.extend(check_failed_mount(cfg, attempt, &key, n));
+    }
+    let host = SimHost::new(content, limits, kind, delay);
     if host_errors {
         let s = rng.gen_range(0..DATA_SECTORS - 8);
         let start = DATA_OFFSET + s * SECTOR;
@@ -332,7 +343,7 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
                 .unwrap(),
         );
     }
-    let mut violations = Vec::new();
+    let mut violations = mount_violations;
     let chaos_yields = rng.gen_range(0..4000);
     if erase || dismount_early {
         let ctx = Arc::clone(&ctx);
@@ -400,6 +411,10 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
         drawn,
     }
 }
+
+/// How many fallible allocations of a mount the allocation-failure draw picks from: more than
+/// a mount makes, so some draws fail none (the mount then must simply work).
+const MOUNT_ALLOCATIONS_DRAWN: u64 = 24;
 
 fn allowed_failures(
     cfg: &SimConfig,

@@ -42,7 +42,7 @@ fn tracked_request(t: &Arc<Tracker>, i: usize) -> Finished<TestRequest> {
 
 fn completion_model(max_work_items: u32) {
     let env = Lp::new(WorkItems::Thread);
-    let completer = Arc::new(Completer::new(env.clone(), max_work_items));
+    let completer = Arc::new(Completer::new(&env, max_work_items).expect("work items"));
     let tracker = Arc::new(Tracker {
         completed: [AtomicUsize::new(0), AtomicUsize::new(0)],
         active: AtomicUsize::new(0),

@@ -67,7 +67,7 @@ impl RangeModel {
         RangeModel {
             reqs,
             table: <Lp as Platform>::Lock::new(Table {
-                lock: RangeLock::with_capacity(8),
+                lock: RangeLock::with_capacity(8).expect("range lock tables"),
                 waiting: (0..8).map(|_| None).collect(),
                 live: Vec::new(),
                 next_seq: 0,

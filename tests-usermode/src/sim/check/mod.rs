@@ -21,9 +21,12 @@
 //! - [`short_transfers`]: docs/review.md W12, a short host transfer fails its request with no
 //!   bytes reported, and no host write of a request starts after one of its writes failed.
 //!
+//! - [`allocation`]: docs/review.md W6, a failed allocation fails the mount cleanly.
+//!
 //! Each violation names its invariant first (`R13: ...`), so a fault switch can be matched to
 //! the violation it must cause.
 
+pub(crate) mod allocation;
 pub(crate) mod bounds;
 pub(crate) mod completion_thread;
 pub(crate) mod dismount;

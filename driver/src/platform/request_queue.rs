@@ -1,0 +1,98 @@
+//! A blocking FIFO of waiting upper requests, linked through the requests themselves.
+//!
+//! Owns: the order in which waiting requests are taken, the stops that end its consumers, and
+//! taking a request out of the middle (a cancel routine). Allocates nothing per request and is
+//! never full: the requests are linked in the platform's [`RequestList`] (W6), and what the
+//! engine keeps with each is its [`super::RequestNote`].
+//! Never: looks inside a request beyond the pick its caller gives.
+
+use super::{Lock, Platform, RequestList, Semaphore, UpperRequest};
+
+struct Fifo<R: UpperRequest> {
+    list: R::List,
+    /// Stops queued (taken once the list is empty: they are queued after every request).
+    stops: usize,
+}
+
+/// What a consumer takes next.
+pub enum Taken<R> {
+    /// The oldest waiting request.
+    Request(R),
+    /// A stop: the consumer ends.
+    Stop,
+}
+
+/// Producers `push` (never block, never allocate); consumers `pop` (block until a request or
+/// a stop is there).
+pub struct RequestQueue<P: Platform> {
+    fifo: P::Lock<Fifo<P::Request>>,
+    /// One permit per push or stop (a request taken out by `take_first` leaves its permit,
+    /// which a consumer then skips).
+    ready: P::Semaphore,
+}
+
+impl<P: Platform> Default for RequestQueue<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform> RequestQueue<P> {
+    /// An empty queue (allocates nothing).
+    pub fn new() -> Self {
+        RequestQueue {
+            fifo: P::Lock::new(Fifo {
+                list: <P::Request as UpperRequest>::List::new(),
+                stops: 0,
+            }),
+            ready: P::Semaphore::new(0),
+        }
+    }
+
+    /// Appends `request` and wakes one consumer.
+    pub fn push(&self, request: P::Request) {
+        self.fifo.with(|f| f.list.push_back(request));
+        self.ready.release();
+    }
+
+    /// Queues one stop, taken after every request queued before.
+    pub fn stop(&self) {
+        self.fifo.with(|f| f.stops += 1);
+        self.ready.release();
+    }
+
+    /// Takes the oldest request, or a stop once no request waits; blocks until one is there.
+    pub fn pop(&self) -> Taken<P::Request> {
+        loop {
+            self.ready.acquire();
+            let taken = self.fifo.with(|f| match f.list.pop_front() {
+                Some(request) => Some(Taken::Request(request)),
+                None if f.stops > 0 => {
+                    f.stops -= 1;
+                    Some(Taken::Stop)
+                }
+                // The permit of a request `take_first` took out.
+                None => None,
+            });
+            if let Some(taken) = taken {
+                return taken;
+            }
+        }
+    }
+
+    /// Takes out the oldest waiting request `pick` selects (for the cancel routine of a
+    /// queued request).
+    pub fn take_first(&self, mut pick: impl FnMut(&P::Request) -> bool) -> Option<P::Request> {
+        self.fifo.with(|f| f.list.remove_first(&mut pick))
+    }
+
+    /// Requests waiting.
+    pub fn len(&self) -> usize {
+        self.fifo.with(|f| f.list.len())
+    }
+
+    /// True when no request waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
