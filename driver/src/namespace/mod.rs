@@ -297,7 +297,7 @@ impl Links {
         }
     }
 
-    fn points_here(&self, ns: &dyn Namespace, path: &[u16]) -> Result<bool, Status> {
+    fn points_here<N: Namespace + ?Sized>(&self, ns: &N, path: &[u16]) -> Result<bool, Status> {
         Ok(ns.query(path)?.as_deref() == Some(&self.device[..]))
     }
 
@@ -367,7 +367,14 @@ impl Links {
     /// through its delete-points request first, then the link itself if it is still there,
     /// as VeraCrypt does). Idempotent: afterwards nothing is recorded. Works from any thread
     /// context: every recorded path is global.
-    pub fn remove_all(&mut self, ns: &dyn Namespace, mount_manager: Option<&dyn MountManager>) {
+    ///
+    /// Generic (no `dyn`), so the kernel's image check sees the namespace calls directly on the
+    /// dismount thread's path.
+    pub fn remove_all<N: Namespace + ?Sized, M: MountManager + ?Sized>(
+        &mut self,
+        ns: &N,
+        mount_manager: Option<&M>,
+    ) {
         while let Some(c) = self.created.pop() {
             if let (Some(dos), Some(mm)) = (&c.mount_point, mount_manager) {
                 let _ = mm.delete_point(dos);

@@ -233,10 +233,7 @@ impl VolumeDevice {
         let mm = (links.kind() == LinkKind::MountManager)
             .then(|| unsafe { links::mount_manager(self.device) })
             .flatten();
-        links.remove_all(
-            &KernelNamespace,
-            mm.as_ref().map(|m| m as &dyn MountManager),
-        );
+        links.remove_all(&KernelNamespace, mm.as_ref());
     }
 
     fn delete_device(&self) {
