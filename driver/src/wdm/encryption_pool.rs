@@ -2,7 +2,10 @@
 //! EncryptionThreadPool).
 //!
 //! Owns: one pool per driver, started in DriverEntry with (CPUs - `VeraCryptEncryptionFreeCpuCount`)
-//! system threads, as VeraCrypt starts its pool at load, and stopped and joined in Unload after
+//! system threads, sized as VeraCrypt sizes its pool (`crypto::encryption_threads`: none below 2,
+//! at most 64, or 256 with more than one processor group, each thread then bound to its group
+//! with KeSetSystemGroupAffinityThread), as VeraCrypt starts its pool at load, and stopped and
+//! joined in Unload after
 //! every volume was dismounted. A caller of `run` hands its pieces to the pool and waits until
 //! every piece is done; the batch that describes them (pieces, work, countdown, completion
 //! event) lives on the caller's stack and is linked into the pool's list of batches, so
@@ -19,7 +22,9 @@ use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-use wdk_sys::ntddk::{KeInitializeEvent, KeSetEvent, KeWaitForSingleObject};
+use wdk_sys::ntddk::{
+    KeInitializeEvent, KeQueryActiveProcessorCountEx, KeSetEvent, KeWaitForSingleObject,
+};
 use wdk_sys::{
     _EVENT_TYPE::NotificationEvent, _KWAIT_REASON::Executive, _MODE::KernelMode, KEVENT,
 };
@@ -84,8 +89,11 @@ static POOL: AtomicPtr<EncryptionPool> = AtomicPtr::new(core::ptr::null_mut());
 
 impl EncryptionPool {
     /// Starts a pool of `threads` system threads (none when `threads` is 1 or less: every
-    /// caller then runs its pieces itself). A thread that fails to start leaves a smaller pool.
+    /// caller then runs its pieces itself); with more than one processor group, thread `i`
+    /// is bound to `crate::crypto::thread_group(i, ..)`. A thread that fails to start leaves a
+    /// smaller pool.
     pub fn start(threads: usize) -> Result<Arc<Self>, crate::Status> {
+        let groups = Groups::active();
         let mut handles = Vec::new();
         handles
             .try_reserve_exact(threads)
@@ -103,9 +111,16 @@ impl EncryptionPool {
             threads: SpinLock::new(handles),
         });
         if threads > 1 {
-            for _ in 0..threads {
+            for index in 0..threads {
                 let shared = Arc::clone(&pool.shared);
-                match SystemThread::spawn(alloc::boxed::Box::new(move || pool_thread(&shared))) {
+                let group = groups.of_thread(index);
+                match SystemThread::spawn(alloc::boxed::Box::new(move || {
+                    let previous = group.map(bind_to_group);
+                    pool_thread(&shared);
+                    if let Some(previous) = previous {
+                        revert_group(previous);
+                    }
+                })) {
                     Ok(thread) => pool.threads.with(|t| t.push(thread)),
                     Err(_) => break,
                 }
@@ -267,11 +282,87 @@ fn pool_thread(shared: &Shared) {
     }
 }
 
-/// Starts the driver's pool (DriverEntry): `cpus - free_cpus` threads, at least one.
+/// The active processor groups (product: KeQueryActiveGroupCount; wine-host: one, because
+/// Wine 8.0 exports neither KeSetSystemGroupAffinityThread nor KeRevertToUserGroupAffinityThread,
+/// and a missing import stops the image from loading).
+#[derive(Clone, Copy)]
+struct Groups {
+    count: u16,
+}
+
+impl Groups {
+    /// IRQL: any (the queries have no IRQL restriction).
+    fn active() -> Self {
+        #[cfg(not(feature = "wine-host"))]
+        // SAFETY: no preconditions.
+        let count = unsafe { wdk_sys::ntddk::KeQueryActiveGroupCount() }.max(1);
+        #[cfg(feature = "wine-host")]
+        let count = 1;
+        Groups { count }
+    }
+
+    /// The group pool thread `index` is bound to, or `None` with one group (no binding).
+    fn of_thread(self, index: usize) -> Option<u16> {
+        if self.count <= 1 {
+            return None;
+        }
+        let per_group = (0..self.count)
+            // SAFETY: no preconditions; `group` is below the active group count.
+            .map(|group| unsafe { KeQueryActiveProcessorCountEx(group) } as usize);
+        Some(crate::crypto::thread_group(index, per_group))
+    }
+}
+
+/// Binds the calling pool thread to the active processors of `group` (as VeraCrypt's
+/// SetThreadCpuGroupAffinity) and returns the affinity to restore before it ends.
+///
+/// IRQL: PASSIVE_LEVEL, on the pool thread itself.
+#[cfg(not(feature = "wine-host"))]
+fn bind_to_group(group: u16) -> wdk_sys::GROUP_AFFINITY {
+    use wdk_sys::ntddk::{KeQueryGroupAffinity, KeSetSystemGroupAffinityThread};
+    let mut affinity = wdk_sys::GROUP_AFFINITY {
+        // SAFETY: no preconditions; `group` is an active group (`Groups::of_thread`). Its
+        // active processors, never an empty or foreign mask.
+        Mask: unsafe { KeQueryGroupAffinity(group) },
+        Group: group,
+        Reserved: [0; 3],
+    };
+    // SAFETY: a plain C struct; all-zero is valid, and the call overwrites it.
+    let mut previous: wdk_sys::GROUP_AFFINITY = unsafe { core::mem::zeroed() };
+    // SAFETY: IRQL <= APC_LEVEL (PASSIVE_LEVEL on the pool's own system thread); both
+    // pointers are valid for the call; the mask is the group's active processors.
+    unsafe { KeSetSystemGroupAffinityThread(&mut affinity, &mut previous) };
+    previous
+}
+
+/// Restores the affinity `bind_to_group` replaced (KeRevertToUserGroupAffinityThread).
+#[cfg(not(feature = "wine-host"))]
+fn revert_group(mut previous: wdk_sys::GROUP_AFFINITY) {
+    // SAFETY: the value KeSetSystemGroupAffinityThread returned on this same thread;
+    // PASSIVE_LEVEL.
+    unsafe { wdk_sys::ntddk::KeRevertToUserGroupAffinityThread(&mut previous) };
+}
+
+/// wine-host: one group (`Groups::active`), so never called.
+#[cfg(feature = "wine-host")]
+fn bind_to_group(group: u16) -> u16 {
+    group
+}
+
+/// wine-host: never called (one group).
+#[cfg(feature = "wine-host")]
+fn revert_group(_previous: u16) {}
+
+/// Starts the driver's pool (DriverEntry): `crate::crypto::encryption_threads` threads over
+/// the active processors, or none (below 2: callers encrypt on their own threads).
 ///
 /// IRQL: PASSIVE_LEVEL.
 pub fn start_driver_pool(cpus: usize, free_cpus: usize) {
-    let threads = cpus.saturating_sub(free_cpus).max(1);
+    let groups = Groups::active();
+    let threads = crate::crypto::encryption_threads(cpus, free_cpus, usize::from(groups.count));
+    if threads == 0 {
+        return;
+    }
     if let Ok(pool) = EncryptionPool::start(threads) {
         let old = POOL.swap(Arc::into_raw(pool).cast_mut(), Ordering::AcqRel);
         if let Some(old) = NonNull::new(old) {
