@@ -74,15 +74,18 @@ impl Platform for KernelPlatform {
     type Request = Irp;
     type Host = KernelHost;
 
-    /// W8: every engine thread (the volume's completion thread, the legacy main, I/O and
-    /// completion threads, the direct workers) raises itself to LOW_REALTIME_PRIORITY first,
-    /// as VeraCrypt's queue threads do; the encryption pool's threads keep the default
-    /// priority, as VeraCrypt's do.
+    /// W8: an engine thread raises itself to LOW_REALTIME_PRIORITY first when
+    /// `ThreadRole::low_realtime` says so, as VeraCrypt's queue threads do: the legacy I/O
+    /// thread and the volume's completion thread always, the threads that do crypto (legacy
+    /// main and completion, direct workers) only while the driver's encryption pool runs. The
+    /// encryption pool's threads keep the default priority, as VeraCrypt's do.
     fn spawn(
         &self,
         role: ThreadRole,
         body: Box<dyn FnOnce() + Send>,
     ) -> Result<Self::Thread, Status> {
+        let pool_runs = self.encryption.as_ref().is_some_and(|p| p.threads() > 0);
+        let raise = role.low_realtime(pool_runs);
         match (&self.security, role.issues_host_io()) {
             (Some(security), true) => {
                 let security = Arc::clone(security);
@@ -92,7 +95,9 @@ impl Platform for KernelPlatform {
                 let started = Arc::new((KernelEvent::new(), AtomicU32::new(0)));
                 let report = Arc::clone(&started);
                 let thread = SystemThread::spawn(Box::new(move || {
-                    run_at_low_realtime_priority();
+                    if raise {
+                        run_at_low_realtime_priority();
+                    }
                     // R11: host I/O of this thread runs as the mounting user, like
                     // VeraCrypt's I/O thread.
                     let impersonated = security.impersonate();
@@ -115,7 +120,9 @@ impl Platform for KernelPlatform {
                 }
             }
             _ => SystemThread::spawn(Box::new(move || {
-                run_at_low_realtime_priority();
+                if raise {
+                    run_at_low_realtime_priority();
+                }
                 body();
             })),
         }
