@@ -14,6 +14,7 @@ use wdk_sys::DEVICE_OBJECT;
 use super::encryption_pool::{self, EncryptionPool};
 use super::host::KernelHost;
 use super::irp::Irp;
+use super::pool::try_box;
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
 use super::thread::{run_at_low_realtime_priority, SystemThread};
 use super::work_item::WorkItemPool;
@@ -31,7 +32,7 @@ pub struct KernelPlatform {
     work_items: Arc<WorkItemPool>,
     security: Option<Arc<ClientSecurity>>,
     /// The driver's encryption pool (started in DriverEntry), if it runs.
-    encryption: Option<Arc<EncryptionPool>>,
+    encryption: Option<EncryptionPool>,
 }
 
 // SAFETY: the device object lives until Unload, after every engine object using the platform
@@ -94,7 +95,7 @@ impl Platform for KernelPlatform {
                 // the mount) fails with SeImpersonateClientEx's status.
                 let started = Arc::new((KernelEvent::new(), AtomicU32::new(0)));
                 let report = Arc::clone(&started);
-                let thread = SystemThread::spawn(Box::new(move || {
+                let thread = SystemThread::spawn(try_box(move || {
                     if raise {
                         run_at_low_realtime_priority();
                     }
@@ -109,7 +110,7 @@ impl Platform for KernelPlatform {
                         body();
                         ClientSecurity::revert();
                     }
-                }))?;
+                })?)?;
                 started.0.wait();
                 match started.1.load(Ordering::Acquire) {
                     0 => Ok(thread),
@@ -119,12 +120,12 @@ impl Platform for KernelPlatform {
                     }
                 }
             }
-            _ => SystemThread::spawn(Box::new(move || {
+            _ => SystemThread::spawn(try_box(move || {
                 if raise {
                     run_at_low_realtime_priority();
                 }
                 body();
-            })),
+            })?),
         }
     }
 
