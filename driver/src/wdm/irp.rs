@@ -147,7 +147,17 @@ impl IoBuf for IrpBuf {
     }
     fn bytes(&mut self) -> &mut [u8] {
         let Some(start) = self.mapped else {
-            return &mut []; // not mapped yet: the engine maps before it touches a byte
+            // An engine bug (it maps before it touches a byte): said on the debugger, and the
+            // empty slice makes the engine's `IoBuf::mapped` fail the request with
+            // STATUS_INSUFFICIENT_RESOURCES; nothing is read or written.
+            // SAFETY: a NUL-terminated format without conversions; IRQL <= DIRQL.
+            unsafe {
+                wdk_sys::ntddk::DbgPrint(
+                    c"vcdirect: an unmapped caller buffer was touched (W7); request failed\n"
+                        .as_ptr(),
+                )
+            };
+            return &mut [];
         };
         // SAFETY: `start..start+len` lies inside the system mapping of the IRP's MDL (type
         // invariant) and no other piece overlaps it; the borrow of `self` keeps the piece from
