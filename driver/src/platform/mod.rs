@@ -116,27 +116,6 @@ impl ThreadRole {
     }
 }
 
-#[cfg(test)]
-mod thread_role_tests {
-    use super::ThreadRole;
-
-    #[test]
-    fn w8_crypto_threads_are_raised_only_while_the_encryption_pool_runs() {
-        for role in [
-            ThreadRole::LegacyMain,
-            ThreadRole::LegacyCompletion,
-            ThreadRole::DirectWorker,
-        ] {
-            assert!(role.low_realtime(true), "{}", role.name());
-            assert!(!role.low_realtime(false), "{}", role.name());
-        }
-        for role in [ThreadRole::LegacyIo, ThreadRole::Completion] {
-            assert!(role.low_realtime(true), "{}", role.name());
-            assert!(role.low_realtime(false), "{}", role.name());
-        }
-    }
-}
-
 /// The host OS as the engine sees it. Cheap to clone (a handle).
 pub trait Platform: Clone + Send + Sync + 'static {
     /// Lock type.
@@ -180,5 +159,26 @@ pub trait Platform: Clone + Send + Sync + 'static {
     /// AES backend needs (none for AES-NI, which uses XMM only; see `crypto`).
     fn crypto_scope<R>(&self, f: impl FnOnce() -> R) -> R {
         f()
+    }
+}
+
+#[cfg(test)]
+mod thread_role_tests {
+    use super::ThreadRole;
+
+    #[test]
+    fn w8_crypto_threads_are_raised_only_while_the_encryption_pool_runs() {
+        for role in [
+            ThreadRole::LegacyMain,
+            ThreadRole::LegacyCompletion,
+            ThreadRole::DirectWorker,
+        ] {
+            assert!(role.low_realtime(true), "{}", role.name());
+            assert!(!role.low_realtime(false), "{}", role.name());
+        }
+        for role in [ThreadRole::LegacyIo, ThreadRole::Completion] {
+            assert!(role.low_realtime(true), "{}", role.name());
+            assert!(role.low_realtime(false), "{}", role.name());
+        }
     }
 }
