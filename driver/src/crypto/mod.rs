@@ -17,10 +17,12 @@
 
 mod key;
 mod pool;
+mod threads;
 mod xts;
 
 pub use key::{KeyGuard, VolumeKey};
 pub use pool::{Cipher, CryptoPool};
+pub use threads::{encryption_threads, thread_group, MAX_THREADS_GROUPS, MAX_THREADS_ONE_GROUP};
 pub use xts::{XtsCipher, DATA_UNIT};
 
 /// Why a crypto operation did not run.

@@ -111,6 +111,22 @@ impl ThreadRole {
     pub const fn issues_host_io(self) -> bool {
         matches!(self, ThreadRole::LegacyIo | ThreadRole::DirectWorker)
     }
+
+    /// Whether the thread runs at LOW_REALTIME_PRIORITY (docs/review.md W8), as VeraCrypt
+    /// decides for its queue threads: the threads that do no crypto (the legacy I/O thread, the
+    /// volume's completion thread) always; the threads that encrypt or decrypt (the legacy
+    /// main and completion threads, the direct workers) only while the driver's encryption
+    /// pool runs (`pool_runs`). Without a pool (one CPU, or `VeraCryptEncryptionFreeCpuCount`
+    /// leaving fewer than 2) they would do all AES at real-time priority and starve every
+    /// thread of dynamic priority, including the work-queue threads that complete requests.
+    pub const fn low_realtime(self, pool_runs: bool) -> bool {
+        match self {
+            ThreadRole::LegacyIo | ThreadRole::Completion => true,
+            ThreadRole::LegacyMain | ThreadRole::LegacyCompletion | ThreadRole::DirectWorker => {
+                pool_runs
+            }
+        }
+    }
 }
 
 /// The host OS as the engine sees it. Cheap to clone (a handle).
@@ -167,5 +183,26 @@ pub trait Platform: Clone + Send + Sync + 'static {
     /// AES backend needs (none for AES-NI, which uses XMM only; see `crypto`).
     fn crypto_scope<R>(&self, f: impl FnOnce() -> R) -> R {
         f()
+    }
+}
+
+#[cfg(test)]
+mod thread_role_tests {
+    use super::ThreadRole;
+
+    #[test]
+    fn w8_crypto_threads_are_raised_only_while_the_encryption_pool_runs() {
+        for role in [
+            ThreadRole::LegacyMain,
+            ThreadRole::LegacyCompletion,
+            ThreadRole::DirectWorker,
+        ] {
+            assert!(role.low_realtime(true), "{}", role.name());
+            assert!(!role.low_realtime(false), "{}", role.name());
+        }
+        for role in [ThreadRole::LegacyIo, ThreadRole::Completion] {
+            assert!(role.low_realtime(true), "{}", role.name());
+            assert!(role.low_realtime(false), "{}", role.name());
+        }
     }
 }

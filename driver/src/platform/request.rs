@@ -30,8 +30,24 @@ pub trait IoBuf: Send + 'static {
     /// is split. A mapping failure (system-PTE pressure) is STATUS_INSUFFICIENT_RESOURCES,
     /// which Mm and Cc retry: the request fails with it and nothing of it is issued.
     fn map(&mut self) -> Result<&mut [u8], Status>;
-    /// The bytes, once [`map`](IoBuf::map)ped (pieces split off a mapped buffer are mapped).
+    /// The platform's view of the bytes, once [`map`](IoBuf::map)ped (pieces split off a
+    /// mapped buffer are mapped). Not mapped: an empty slice in the kernel (after a DbgPrint
+    /// line), a panic in the std host. The engine never calls it: it reads and writes an
+    /// upper buffer only through [`mapped`](IoBuf::mapped), which turns a forgotten `map` into
+    /// a failed request instead of a panicking index or a read completed with stale bytes.
     fn bytes(&mut self) -> &mut [u8];
+    /// The whole buffer's bytes, or STATUS_INSUFFICIENT_RESOURCES (nothing read or written)
+    /// when the platform gives fewer than [`len`](IoBuf::len) bytes: a buffer the engine did
+    /// not map first. The engine's only accessor of an upper buffer's bytes.
+    fn mapped(&mut self) -> Result<&mut [u8], Status> {
+        let len = self.len();
+        let bytes = self.bytes();
+        if bytes.len() == len {
+            Ok(bytes)
+        } else {
+            Err(Status::InsufficientResources)
+        }
+    }
     /// Number of bytes.
     fn len(&self) -> usize;
     /// True for an empty buffer.
@@ -479,5 +495,52 @@ impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
     }
     fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
         (**self).write(offset, buf)
+    }
+}
+
+#[cfg(test)]
+mod mapped_tests {
+    use super::IoBuf;
+    use crate::Status;
+
+    /// A buffer as the kernel's looks before `map`: `bytes` gives nothing.
+    struct Unmapped {
+        data: [u8; 8],
+        mapped: bool,
+    }
+
+    impl IoBuf for Unmapped {
+        fn map(&mut self) -> Result<&mut [u8], Status> {
+            self.mapped = true;
+            Ok(&mut self.data)
+        }
+        fn bytes(&mut self) -> &mut [u8] {
+            if self.mapped {
+                &mut self.data
+            } else {
+                &mut []
+            }
+        }
+        fn len(&self) -> usize {
+            self.data.len()
+        }
+        fn split_to(&mut self, _at: usize) -> Self {
+            unreachable!("not split here")
+        }
+        fn unsplit(&mut self, _next: Self) {}
+        fn address(&self) -> usize {
+            0
+        }
+    }
+
+    #[test]
+    fn w7_an_unmapped_buffer_fails_with_insufficient_resources_never_an_empty_success() {
+        let mut buf = Unmapped {
+            data: [7; 8],
+            mapped: false,
+        };
+        assert_eq!(buf.mapped().err(), Some(Status::InsufficientResources));
+        buf.map().expect("maps");
+        assert_eq!(buf.mapped().map(|b| b.len()), Ok(8));
     }
 }

@@ -263,10 +263,17 @@ fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F
             let data = if kind == JobKind::Read {
                 FragmentData::Read(buf.split_to(n))
             } else {
+                // Mapped above (W7); `mapped` fails the request rather than index past an
+                // unmapped buffer.
+                let source = match buf.mapped() {
+                    Ok(bytes) => &bytes[pos..pos + n],
+                    Err(status) => {
+                        failure = Some(status);
+                        break;
+                    }
+                };
                 let mut fragment_buffer = queue.fragment_buffers.pop();
-                fragment_buffer
-                    .window(n)
-                    .copy_from_slice(&buf.bytes()[pos..pos + n]);
+                fragment_buffer.window(n).copy_from_slice(source);
                 let unit = unit_of(context, offset + pos as u64);
                 if context
                     .crypto_pool
@@ -365,22 +372,27 @@ fn io_thread<P: Platform>(
             match &mut frag.data {
                 FragmentData::Read(piece) => {
                     let n = frag.length;
-                    if read_ahead.matches(&context.writes, frag.offset, n) {
-                        piece.bytes().copy_from_slice(read_ahead.buf.window(n));
-                    } else if let Some(bounce) = unaligned
-                        .as_mut()
-                        .filter(|_| piece.address() & alignment_mask != 0)
-                    {
-                        // For a caller buffer the host cannot take (unaligned): the legacy path
-                        // reads into its own buffer and copies, as the direct path's
-                        // eligibility rule promises (only a host with a mask has one).
-                        let window = bounce.window(n);
-                        frag.status = read_exact(&context.host, host_offset, window);
-                        if frag.status.is_success() {
-                            piece.bytes().copy_from_slice(window);
+                    let unaligned_piece = piece.address() & alignment_mask != 0;
+                    match piece.mapped() {
+                        // A piece of a buffer the main thread did not map: nothing is read
+                        // into it, the request fails.
+                        Err(status) => frag.status = status,
+                        Ok(bytes) if read_ahead.matches(&context.writes, frag.offset, n) => {
+                            bytes.copy_from_slice(read_ahead.buf.window(n));
                         }
-                    } else {
-                        frag.status = read_exact(&context.host, host_offset, piece.bytes());
+                        Ok(bytes) => match unaligned.as_mut().filter(|_| unaligned_piece) {
+                            // For a caller buffer the host cannot take (unaligned): the legacy
+                            // path reads into its own buffer and copies, as the direct path's
+                            // eligibility rule promises (only a host with a mask has one).
+                            Some(bounce) => {
+                                let window = bounce.window(n);
+                                frag.status = read_exact(&context.host, host_offset, window);
+                                if frag.status.is_success() {
+                                    bytes.copy_from_slice(window);
+                                }
+                            }
+                            None => frag.status = read_exact(&context.host, host_offset, bytes),
+                        },
                     }
                     read_ahead.valid = false;
                     let next = frag.offset + n as u64;
@@ -489,18 +501,23 @@ fn completion_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finish
                 let unit = unit_of(context, frag.offset);
                 // docs/review.md R3: a read whose host I/O finished after the key block is failed,
                 // never decrypted with erased keys.
-                if context
-                    .crypto_pool
-                    .run(
-                        &context.platform,
-                        &context.key,
-                        Cipher::Decrypt,
-                        piece.bytes(),
-                        unit,
-                    )
-                    .is_err()
-                {
-                    frag.status = Status::DeviceBusy;
+                match piece.mapped() {
+                    Err(status) => frag.status = status,
+                    Ok(bytes) => {
+                        if context
+                            .crypto_pool
+                            .run(
+                                &context.platform,
+                                &context.key,
+                                Cipher::Decrypt,
+                                bytes,
+                                unit,
+                            )
+                            .is_err()
+                        {
+                            frag.status = Status::DeviceBusy;
+                        }
+                    }
                 }
             }
         }

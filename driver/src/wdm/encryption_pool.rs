@@ -2,7 +2,10 @@
 //! EncryptionThreadPool).
 //!
 //! Owns: one pool per driver, started in DriverEntry with (CPUs - `VeraCryptEncryptionFreeCpuCount`)
-//! system threads, as VeraCrypt starts its pool at load, and stopped and joined in Unload after
+//! system threads, sized as VeraCrypt sizes its pool (`crypto::encryption_threads`: none below 2,
+//! at most 64, or 256 with more than one processor group, each thread then bound to its group
+//! with KeSetSystemGroupAffinityThread), as VeraCrypt starts its pool at load, and stopped and
+//! joined in Unload after
 //! every volume was dismounted. A caller of `run` hands its pieces to the pool and waits until
 //! every piece is done; the batch that describes them (pieces, work, countdown, completion
 //! event) lives on the caller's stack and is linked into the pool's list of batches, so
@@ -13,17 +16,20 @@
 //! The threads keep the default priority, as VeraCrypt's encryption threads do (W8 raises the
 //! engine's queue threads, not these).
 
-use alloc::sync::Arc;
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-use wdk_sys::ntddk::{KeInitializeEvent, KeSetEvent, KeWaitForSingleObject};
+use wdk_sys::ntddk::{
+    KeInitializeEvent, KeQueryActiveProcessorCountEx, KeSetEvent, KeWaitForSingleObject,
+};
 use wdk_sys::{
     _EVENT_TYPE::NotificationEvent, _KWAIT_REASON::Executive, _MODE::KernelMode, KEVENT,
 };
 
+use super::pool::try_box;
 use super::sync::{KernelSemaphore, SpinLock};
 use super::thread::SystemThread;
 use crate::platform::{Lock, Piece, Semaphore, Thread};
@@ -71,42 +77,110 @@ struct Shared {
     pieces_run: AtomicU64,
 }
 
-/// The driver's encryption pool.
-///
-/// IRQL: `start`, `run` and `stop` at PASSIVE_LEVEL.
-pub struct EncryptionPool {
-    shared: Arc<Shared>,
+/// The pool's one allocation: what its threads and callers share, and the threads.
+struct Inner {
+    /// Handles ([`EncryptionPool`]) alive, including one per running pool thread.
+    refs: AtomicUsize,
+    shared: Shared,
     threads: SpinLock<Vec<SystemThread>>,
 }
 
-/// The pool started by DriverEntry (an `Arc` leaked into the pointer), or null.
-static POOL: AtomicPtr<EncryptionPool> = AtomicPtr::new(core::ptr::null_mut());
+/// A handle of the driver's encryption pool: a counted reference (`Arc` without its infallible
+/// allocation: W6, the pool is made in DriverEntry, where a failed allocation must leave the
+/// driver without a pool, never bugcheck). Cloning and dropping allocate nothing.
+///
+/// IRQL: `start`, `run` and `stop` at PASSIVE_LEVEL.
+pub struct EncryptionPool {
+    inner: NonNull<Inner>,
+}
+
+// SAFETY: `Inner` is shared through atomics, spin locks and a kernel semaphore, all usable from
+// any thread; the count keeps it alive while any handle exists.
+unsafe impl Send for EncryptionPool {}
+// SAFETY: as above.
+unsafe impl Sync for EncryptionPool {}
+
+impl Clone for EncryptionPool {
+    fn clone(&self) -> Self {
+        self.inner().refs.fetch_add(1, Ordering::Relaxed);
+        EncryptionPool { inner: self.inner }
+    }
+}
+
+impl Drop for EncryptionPool {
+    fn drop(&mut self) {
+        if self.inner().refs.fetch_sub(1, Ordering::Release) == 1 {
+            fence(Ordering::Acquire);
+            // SAFETY: the last handle: `inner` came from `try_box` in `start` and nothing else
+            // refers to it any more.
+            drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+        }
+    }
+}
+
+/// The pool started by DriverEntry (one handle leaked into the pointer), or null.
+static POOL: AtomicPtr<Inner> = AtomicPtr::new(core::ptr::null_mut());
 
 impl EncryptionPool {
+    fn inner(&self) -> &Inner {
+        // SAFETY: this handle holds one count, so the block is alive.
+        unsafe { self.inner.as_ref() }
+    }
+
+    /// Gives up this handle's count into a raw pointer (for [`POOL`]).
+    fn into_raw(self) -> *mut Inner {
+        let raw = self.inner.as_ptr();
+        core::mem::forget(self);
+        raw
+    }
+
     /// Starts a pool of `threads` system threads (none when `threads` is 1 or less: every
-    /// caller then runs its pieces itself). A thread that fails to start leaves a smaller pool.
-    pub fn start(threads: usize) -> Result<Arc<Self>, crate::Status> {
+    /// caller then runs its pieces itself); with more than one processor group, thread `i`
+    /// is bound to `crate::crypto::thread_group(i, ..)`. A thread that fails to start leaves a
+    /// smaller pool.
+    ///
+    /// Every allocation is fallible (W6): the pool's block, the semaphore, the thread list and
+    /// each thread's start; a failure before the first thread is an error, a later one leaves
+    /// the threads started so far.
+    pub fn start(threads: usize) -> Result<Self, crate::Status> {
+        let groups = Groups::active();
         let mut handles = Vec::new();
         handles
             .try_reserve_exact(threads)
             .map_err(|_| crate::Status::InsufficientResources)?;
-        let pool = Arc::new(EncryptionPool {
-            shared: Arc::new(Shared {
+        let inner = try_box(Inner {
+            refs: AtomicUsize::new(1),
+            shared: Shared {
                 batches: SpinLock::new(Batches {
                     head: core::ptr::null(),
                     tail: core::ptr::null(),
                     stopping: false,
                 }),
-                ready: KernelSemaphore::new(0),
+                ready: KernelSemaphore::try_new(0)?,
                 pieces_run: AtomicU64::new(0),
-            }),
+            },
             threads: SpinLock::new(handles),
-        });
+        })?;
+        let pool = EncryptionPool {
+            // The block now belongs to the count (1, this handle).
+            inner: NonNull::from(Box::leak(inner)),
+        };
         if threads > 1 {
-            for _ in 0..threads {
-                let shared = Arc::clone(&pool.shared);
-                match SystemThread::spawn(alloc::boxed::Box::new(move || pool_thread(&shared))) {
-                    Ok(thread) => pool.threads.with(|t| t.push(thread)),
+            for index in 0..threads {
+                let group = groups.of_thread(index);
+                let handle = pool.clone();
+                let body = try_box(move || {
+                    let previous = group.map(bind_to_group);
+                    pool_thread(&handle.inner().shared);
+                    if let Some(previous) = previous {
+                        revert_group(previous);
+                    }
+                    drop(handle);
+                });
+                // A failed allocation drops the body (and its handle) here.
+                let Ok(body) = body else { break };
+                match SystemThread::spawn(body) {
+                    Ok(thread) => pool.inner().threads.with(|t| t.push(thread)),
                     Err(_) => break,
                 }
             }
@@ -117,12 +191,12 @@ impl EncryptionPool {
     /// Pieces run by the pool's threads so far (the wine-host self-test reads it).
     #[cfg(feature = "wine-host")]
     pub fn pieces_run(&self) -> u64 {
-        self.shared.pieces_run.load(Ordering::Acquire)
+        self.inner().shared.pieces_run.load(Ordering::Acquire)
     }
 
     /// Threads in the pool.
     pub fn threads(&self) -> usize {
-        self.threads.with(|t| t.len())
+        self.inner().threads.with(|t| t.len())
     }
 
     /// Runs `work` on every piece on the pool's threads and returns when all are done. With
@@ -152,7 +226,8 @@ impl EncryptionPool {
         // SAFETY: `batch` is a local that does not move until this function returns, which is
         // after every thread is done with it (the wait below).
         unsafe { KeInitializeEvent(batch.done.get(), NotificationEvent, 0) };
-        let posted = self.shared.batches.with(|list| {
+        let shared = &self.inner().shared;
+        let posted = shared.batches.with(|list| {
             if list.stopping {
                 return false;
             }
@@ -172,7 +247,7 @@ impl EncryptionPool {
             return run_inline(pieces, work);
         }
         for _ in 0..batch.count {
-            self.shared.ready.release();
+            shared.ready.release();
         }
         // SAFETY: the event initialized above, alive until we return; a kernel-mode,
         // non-alertable wait without timeout at PASSIVE_LEVEL (so this stack stays resident
@@ -194,10 +269,11 @@ impl EncryptionPool {
     ///
     /// IRQL: PASSIVE_LEVEL.
     pub fn stop(&self) {
-        self.shared.batches.with(|list| list.stopping = true);
-        let threads = self.threads.with(core::mem::take);
+        let inner = self.inner();
+        inner.shared.batches.with(|list| list.stopping = true);
+        let threads = inner.threads.with(core::mem::take);
         for _ in 0..threads.len() {
-            self.shared.ready.release();
+            inner.shared.ready.release();
         }
         for thread in threads {
             thread.join();
@@ -267,29 +343,108 @@ fn pool_thread(shared: &Shared) {
     }
 }
 
-/// Starts the driver's pool (DriverEntry): `cpus - free_cpus` threads, at least one.
+/// The active processor groups (product: KeQueryActiveGroupCount; wine-host: one, because
+/// Wine 8.0 exports neither KeSetSystemGroupAffinityThread nor KeRevertToUserGroupAffinityThread,
+/// and a missing import stops the image from loading).
+#[derive(Clone, Copy)]
+struct Groups {
+    count: u16,
+}
+
+impl Groups {
+    /// IRQL: any (the queries have no IRQL restriction).
+    fn active() -> Self {
+        #[cfg(not(feature = "wine-host"))]
+        // SAFETY: no preconditions.
+        let count = unsafe { wdk_sys::ntddk::KeQueryActiveGroupCount() }.max(1);
+        #[cfg(feature = "wine-host")]
+        let count = 1;
+        Groups { count }
+    }
+
+    /// The group pool thread `index` is bound to, or `None` with one group (no binding).
+    fn of_thread(self, index: usize) -> Option<u16> {
+        if self.count <= 1 {
+            return None;
+        }
+        let per_group = (0..self.count)
+            // SAFETY: no preconditions; `group` is below the active group count.
+            .map(|group| unsafe { KeQueryActiveProcessorCountEx(group) } as usize);
+        Some(crate::crypto::thread_group(index, per_group))
+    }
+}
+
+/// Binds the calling pool thread to the active processors of `group` (as VeraCrypt's
+/// SetThreadCpuGroupAffinity) and returns the affinity to restore before it ends.
+///
+/// IRQL: PASSIVE_LEVEL, on the pool thread itself.
+#[cfg(not(feature = "wine-host"))]
+fn bind_to_group(group: u16) -> wdk_sys::GROUP_AFFINITY {
+    use wdk_sys::ntddk::{KeQueryGroupAffinity, KeSetSystemGroupAffinityThread};
+    let mut affinity = wdk_sys::GROUP_AFFINITY {
+        // SAFETY: no preconditions; `group` is an active group (`Groups::of_thread`). Its
+        // active processors, never an empty or foreign mask.
+        Mask: unsafe { KeQueryGroupAffinity(group) },
+        Group: group,
+        Reserved: [0; 3],
+    };
+    // SAFETY: a plain C struct; all-zero is valid, and the call overwrites it.
+    let mut previous: wdk_sys::GROUP_AFFINITY = unsafe { core::mem::zeroed() };
+    // SAFETY: IRQL <= APC_LEVEL (PASSIVE_LEVEL on the pool's own system thread); both
+    // pointers are valid for the call; the mask is the group's active processors.
+    unsafe { KeSetSystemGroupAffinityThread(&mut affinity, &mut previous) };
+    previous
+}
+
+/// Restores the affinity `bind_to_group` replaced (KeRevertToUserGroupAffinityThread).
+#[cfg(not(feature = "wine-host"))]
+fn revert_group(mut previous: wdk_sys::GROUP_AFFINITY) {
+    // SAFETY: the value KeSetSystemGroupAffinityThread returned on this same thread;
+    // PASSIVE_LEVEL.
+    unsafe { wdk_sys::ntddk::KeRevertToUserGroupAffinityThread(&mut previous) };
+}
+
+/// wine-host: one group (`Groups::active`), so never called.
+#[cfg(feature = "wine-host")]
+fn bind_to_group(group: u16) -> u16 {
+    group
+}
+
+/// wine-host: never called (one group).
+#[cfg(feature = "wine-host")]
+fn revert_group(_previous: u16) {}
+
+/// Starts the driver's pool (DriverEntry): `crate::crypto::encryption_threads` threads over
+/// the active processors, or none (below 2: callers encrypt on their own threads).
 ///
 /// IRQL: PASSIVE_LEVEL.
 pub fn start_driver_pool(cpus: usize, free_cpus: usize) {
-    let threads = cpus.saturating_sub(free_cpus).max(1);
+    let groups = Groups::active();
+    let threads = crate::crypto::encryption_threads(cpus, free_cpus, usize::from(groups.count));
+    if threads == 0 {
+        return;
+    }
+    // W6: a failed allocation leaves the driver without a pool (callers encrypt inline).
     if let Ok(pool) = EncryptionPool::start(threads) {
-        let old = POOL.swap(Arc::into_raw(pool).cast_mut(), Ordering::AcqRel);
+        let old = POOL.swap(pool.into_raw(), Ordering::AcqRel);
         if let Some(old) = NonNull::new(old) {
-            // SAFETY: a pointer stored by this function from Arc::into_raw, taken back once.
-            let old = unsafe { Arc::from_raw(old.as_ptr()) };
+            // SAFETY: a pointer stored by this function from `into_raw`, whose count is
+            // taken back once, here.
+            let old = EncryptionPool { inner: old };
             old.stop();
         }
     }
 }
 
 /// The driver's pool, for a new platform (a mount).
-pub fn driver_pool() -> Option<Arc<EncryptionPool>> {
+pub fn driver_pool() -> Option<EncryptionPool> {
     let p = NonNull::new(POOL.load(Ordering::Acquire))?;
-    // SAFETY: a pointer from Arc::into_raw held by POOL until `stop_driver_pool`, which runs
-    // in Unload, after every mount returned (no dispatch routine runs during Unload).
-    unsafe { Arc::increment_strong_count(p.as_ptr()) };
-    // SAFETY: the count was just incremented for this new Arc.
-    Some(unsafe { Arc::from_raw(p.as_ptr()) })
+    // SAFETY: a pointer from `into_raw` whose count POOL holds until `stop_driver_pool`,
+    // which runs in Unload, after every mount returned (no dispatch routine runs during
+    // Unload): the block is alive.
+    unsafe { p.as_ref() }.refs.fetch_add(1, Ordering::Relaxed);
+    // The count just taken belongs to this new handle.
+    Some(EncryptionPool { inner: p })
 }
 
 /// Stops and joins the driver's pool (Unload, after every volume was dismounted).
@@ -298,8 +453,8 @@ pub fn driver_pool() -> Option<Arc<EncryptionPool>> {
 pub fn stop_driver_pool() {
     let p = POOL.swap(core::ptr::null_mut(), Ordering::AcqRel);
     if let Some(p) = NonNull::new(p) {
-        // SAFETY: the pointer stored by `start_driver_pool` from Arc::into_raw, taken once.
-        let pool = unsafe { Arc::from_raw(p.as_ptr()) };
+        // The pointer stored by `start_driver_pool` from `into_raw`: POOL's count, taken once.
+        let pool = EncryptionPool { inner: p };
         pool.stop();
     }
 }

@@ -24,8 +24,21 @@ use crate::platform::{
 };
 use crate::Status;
 
-/// MdlMappingNoExecute (Windows 8 and later): map data pages no-execute.
+/// MdlMappingNoExecute (wdm.h, Windows 8 and later): map data pages no-execute.
 const MDL_MAPPING_NO_EXECUTE: i32 = 0x4000_0000;
+/// MdlMappingNoWrite (wdm.h, Windows 8 and later): map the pages read-only. A write request's
+/// buffer is only read by this driver (copied into a fragment or bounce buffer before it is
+/// encrypted), so its mapping is read-only, as VeraCrypt's MapIrpDataBuffer asks; a stray
+/// write through it faults at once instead of changing the caller's data. Like
+/// MdlMappingNoExecute, a `#define` the bindings do not carry (wdk-sys 0.5 generates neither),
+/// so the value is wdm.h's, checked below against the priority it is or-ed with.
+const MDL_MAPPING_NO_WRITE: i32 = 0x8000_0000_u32 as i32;
+// The flags are distinct high bits, clear of every MM_PAGE_PRIORITY value (0..=32).
+const _: () = assert!(
+    MDL_MAPPING_NO_WRITE as u32 == 0x8000_0000
+        && MDL_MAPPING_NO_WRITE & MDL_MAPPING_NO_EXECUTE == 0
+        && (MDL_MAPPING_NO_WRITE | MDL_MAPPING_NO_EXECUTE) & HighPagePriority == 0
+);
 /// SL_PENDING_RETURNED (IO_STACK_LOCATION.Control).
 const SL_PENDING_RETURNED: u8 = 0x01;
 
@@ -264,7 +277,8 @@ pub type CancelRoutine = unsafe extern "C" fn(*mut wdk_sys::DEVICE_OBJECT, *mut 
 /// Taken at dispatch unmapped (docs/review.md W7): `address` is the MDL's virtual address
 /// (StartVa + ByteOffset, MmGetMdlVirtualAddress), which the path is chosen from; the path's
 /// thread that takes the request calls `map` (MmGetSystemAddressForMdlSafe with
-/// HighPagePriority | MdlMappingNoExecute) on the whole buffer before it splits it. It stays
+/// HighPagePriority | MdlMappingNoExecute, and MdlMappingNoWrite for a write request's buffer)
+/// on the whole buffer before it splits it. It stays
 /// valid while its IRP is not completed: the pages are locked by the I/O manager (direct I/O)
 /// and a system mapping lasts until completion (MmUnlockPages unmaps it), and the engine gives
 /// every piece back (`put_buffer`) before it completes the request (platform contract of
@@ -279,6 +293,8 @@ pub struct IrpBuf {
     offset: usize,
     len: usize,
     mapped: Option<NonNull<u8>>,
+    /// The buffer of a write request: mapped read-only (MdlMappingNoWrite).
+    read_only: bool,
 }
 
 // SAFETY: a piece is a disjoint range of locked memory of an owned IRP; whoever owns the piece
@@ -287,7 +303,8 @@ unsafe impl Send for IrpBuf {}
 
 impl IrpBuf {
     /// MmGetSystemAddressForMdlSafe (an inline function, written out), with HighPagePriority
-    /// (the paging path must not fail where a normal request may) and no-execute.
+    /// (the paging path must not fail where a normal request may), no-execute, and no-write
+    /// for a write request's buffer.
     ///
     /// IRQL: <= DISPATCH_LEVEL (called from the paths' system threads, at PASSIVE_LEVEL).
     fn system_address(&self) -> Option<NonNull<u8>> {
@@ -312,7 +329,13 @@ impl IrpBuf {
                     MmCached,
                     core::ptr::null_mut(),
                     0,
-                    HighPagePriority | MDL_MAPPING_NO_EXECUTE,
+                    HighPagePriority
+                        | MDL_MAPPING_NO_EXECUTE
+                        | if self.read_only {
+                            MDL_MAPPING_NO_WRITE
+                        } else {
+                            0
+                        },
                 )
             }
         };
@@ -333,7 +356,17 @@ impl IoBuf for IrpBuf {
     }
     fn bytes(&mut self) -> &mut [u8] {
         let Some(start) = self.mapped else {
-            return &mut []; // not mapped yet: the engine maps before it touches a byte
+            // An engine bug (it maps before it touches a byte): said on the debugger, and the
+            // empty slice makes the engine's `IoBuf::mapped` fail the request with
+            // STATUS_INSUFFICIENT_RESOURCES; nothing is read or written.
+            // SAFETY: a NUL-terminated format without conversions; IRQL <= DIRQL.
+            unsafe {
+                wdk_sys::ntddk::DbgPrint(
+                    c"vcdirect: an unmapped caller buffer was touched (W7); request failed\n"
+                        .as_ptr(),
+                )
+            };
+            return &mut [];
         };
         // SAFETY: `start..start+len` lies inside the system mapping of the IRP's MDL (type
         // invariant) and no other piece overlaps it; the borrow of `self` keeps the piece from
@@ -350,6 +383,7 @@ impl IoBuf for IrpBuf {
             offset: self.offset,
             len: at,
             mapped: self.mapped,
+            read_only: self.read_only,
         };
         self.offset += at;
         self.len -= at;
@@ -584,6 +618,7 @@ impl UpperRequest for Irp {
             offset: 0,
             len: length as usize,
             mapped: None,
+            read_only: self.kind() == RequestKind::Write,
         })
     }
 

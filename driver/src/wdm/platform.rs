@@ -14,6 +14,7 @@ use wdk_sys::DEVICE_OBJECT;
 use super::encryption_pool::{self, EncryptionPool};
 use super::host::KernelHost;
 use super::irp::Irp;
+use super::pool::try_box;
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
 use super::thread::{run_at_low_realtime_priority, SystemThread};
 use super::work_item::{call_body, queue_allocated, Body, WorkItemPool};
@@ -31,7 +32,7 @@ pub struct KernelPlatform {
     work_items: Arc<WorkItemPool<Body>>,
     security: Option<Arc<ClientSecurity>>,
     /// The driver's encryption pool (started in DriverEntry), if it runs.
-    encryption: Option<Arc<EncryptionPool>>,
+    encryption: Option<EncryptionPool>,
 }
 
 // SAFETY: the device object lives until Unload, after every engine object using the platform
@@ -75,15 +76,18 @@ impl Platform for KernelPlatform {
     type Host = KernelHost;
     type WorkItems<T: Send + 'static> = Arc<WorkItemPool<T>>;
 
-    /// W8: every engine thread (the volume's completion thread, the legacy main, I/O and
-    /// completion threads, the direct workers) raises itself to LOW_REALTIME_PRIORITY first,
-    /// as VeraCrypt's queue threads do; the encryption pool's threads keep the default
-    /// priority, as VeraCrypt's do.
+    /// W8: an engine thread raises itself to LOW_REALTIME_PRIORITY first when
+    /// `ThreadRole::low_realtime` says so, as VeraCrypt's queue threads do: the legacy I/O
+    /// thread and the volume's completion thread always, the threads that do crypto (legacy
+    /// main and completion, direct workers) only while the driver's encryption pool runs. The
+    /// encryption pool's threads keep the default priority, as VeraCrypt's do.
     fn spawn(
         &self,
         role: ThreadRole,
         body: Box<dyn FnOnce() + Send>,
     ) -> Result<Self::Thread, Status> {
+        let pool_runs = self.encryption.as_ref().is_some_and(|p| p.threads() > 0);
+        let raise = role.low_realtime(pool_runs);
         match (&self.security, role.issues_host_io()) {
             (Some(security), true) => {
                 let security = Arc::clone(security);
@@ -92,8 +96,10 @@ impl Platform for KernelPlatform {
                 // the mount) fails with SeImpersonateClientEx's status.
                 let started = Arc::new((KernelEvent::new(), AtomicU32::new(0)));
                 let report = Arc::clone(&started);
-                let thread = SystemThread::spawn(Box::new(move || {
-                    run_at_low_realtime_priority();
+                let thread = SystemThread::spawn(try_box(move || {
+                    if raise {
+                        run_at_low_realtime_priority();
+                    }
                     // R11: host I/O of this thread runs as the mounting user, like
                     // VeraCrypt's I/O thread.
                     let impersonated = security.impersonate();
@@ -105,7 +111,7 @@ impl Platform for KernelPlatform {
                         body();
                         ClientSecurity::revert();
                     }
-                }))?;
+                })?)?;
                 started.0.wait();
                 match started.1.load(Ordering::Acquire) {
                     0 => Ok(thread),
@@ -115,10 +121,12 @@ impl Platform for KernelPlatform {
                     }
                 }
             }
-            _ => SystemThread::spawn(Box::new(move || {
-                run_at_low_realtime_priority();
+            _ => SystemThread::spawn(try_box(move || {
+                if raise {
+                    run_at_low_realtime_priority();
+                }
                 body();
-            })),
+            })?),
         }
     }
 

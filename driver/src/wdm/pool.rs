@@ -7,6 +7,7 @@
 //! run time with `MmGetSystemRoutineAddress` (Microsoft's documented pattern) and the
 //! allocator falls back to `ExAllocatePoolWithTag(NonPagedPoolNx)` (Windows 8 and later).
 
+use alloc::boxed::Box;
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -109,4 +110,27 @@ unsafe impl GlobalAlloc for KernelAllocator {
         // SAFETY: `base` is a pool block allocated with DRIVER_TAG and not yet freed.
         unsafe { ExFreePoolWithTag(base.cast(), DRIVER_TAG) };
     }
+}
+
+/// `Box::new`, but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES instead of the
+/// allocation-error handler (W6: the caller fails or does without, the machine never
+/// bugchecks). Stable Rust has no `Box::try_new`.
+///
+/// IRQL: <= DISPATCH_LEVEL (nonpaged pool).
+pub fn try_box<T>(value: T) -> Result<Box<T>, crate::Status> {
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        // A zero-sized box allocates nothing.
+        return Ok(Box::new(value));
+    }
+    // SAFETY: a layout of non-zero size; the global allocator (this module's).
+    let raw = unsafe { alloc::alloc::alloc(layout) }.cast::<T>();
+    if raw.is_null() {
+        return Err(crate::Status::InsufficientResources);
+    }
+    // SAFETY: `raw` is a fresh, suitably aligned block of `T`'s size, ours alone.
+    unsafe { raw.write(value) };
+    // SAFETY: the block holds an initialized `T`, allocated by the global allocator with
+    // `T`'s layout, which the Box frees with the same layout.
+    Ok(unsafe { Box::from_raw(raw) })
 }

@@ -4,22 +4,23 @@
 //! join. Never: decides what runs there (the engine's I/O and encryption threads do).
 
 use alloc::boxed::Box;
+use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use wdk_sys::ntddk::{
-    KeWaitForSingleObject, ObReferenceObjectByHandle, ObfDereferenceObject, PsCreateSystemThread,
-    PsTerminateSystemThread, ZwClose,
+    KeInitializeEvent, KeSetEvent, KeWaitForSingleObject, ObReferenceObjectByHandle,
+    ObfDereferenceObject, PsCreateSystemThread, PsTerminateSystemThread, ZwClose,
 };
 use wdk_sys::{
-    _KWAIT_REASON::Executive, _MODE::KernelMode, HANDLE, OBJECT_ATTRIBUTES, OBJ_KERNEL_HANDLE,
-    PVOID, SYNCHRONIZE, THREAD_ALL_ACCESS,
+    _EVENT_TYPE::NotificationEvent, _KWAIT_REASON::Executive, _MODE::KernelMode, HANDLE, KEVENT,
+    OBJECT_ATTRIBUTES, OBJ_KERNEL_HANDLE, PVOID, SYNCHRONIZE, THREAD_ALL_ACCESS,
 };
 
 use wdk_sys::ntddk::KeSetPriorityThread;
 
 use super::nt;
-use super::sync::KernelEvent;
-use crate::platform::{Event, Thread};
+use super::pool::try_box;
+use crate::platform::Thread;
 use crate::Status;
 
 /// LOW_REALTIME_PRIORITY (wdm.h): the lowest real-time priority, above every dynamic one
@@ -53,8 +54,10 @@ pub(crate) fn run_at_low_realtime_priority() {
 
 /// What the new thread owns: its body, and a gate so that it runs the body only once the
 /// creator holds a reference to the thread object (otherwise the creator could not join it).
+/// One pool allocation (W6: fallible); the gate is a notification KEVENT inside it, which does
+/// not move once the block is allocated.
 struct Start {
-    gate: KernelEvent,
+    gate: UnsafeCell<KEVENT>,
     run: AtomicBool,
     body: Box<dyn FnOnce() + Send>,
 }
@@ -71,13 +74,19 @@ pub struct SystemThread {
 unsafe impl Send for SystemThread {}
 
 impl SystemThread {
-    /// Starts a system thread that runs `body` and then terminates.
+    /// Starts a system thread that runs `body` and then terminates. A failed allocation or
+    /// thread creation is an error (never the allocation-error handler, W6).
     pub fn spawn(body: Box<dyn FnOnce() + Send>) -> Result<Self, Status> {
-        let start = Box::into_raw(Box::new(Start {
-            gate: KernelEvent::new(),
+        let start = Box::into_raw(try_box(Start {
+            // SAFETY: KEVENT is a plain C struct; all-zero is valid before KeInitializeEvent.
+            gate: UnsafeCell::new(unsafe { core::mem::zeroed() }),
             run: AtomicBool::new(false),
             body,
-        }));
+        })?);
+        // SAFETY: `start` is our fresh pool block, valid and not shared yet.
+        let gate = unsafe { (*start).gate.get() };
+        // SAFETY: the gate lives in that block, which does not move until it is freed.
+        unsafe { KeInitializeEvent(gate, NotificationEvent, 0) };
         let mut attributes = OBJECT_ATTRIBUTES {
             Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
             RootDirectory: core::ptr::null_mut(),
@@ -120,7 +129,9 @@ impl SystemThread {
         // SAFETY: `start` is alive: the thread reclaims it only after the gate opens, below.
         let start_ref = unsafe { &*start };
         start_ref.run.store(status >= 0, Ordering::Release);
-        start_ref.gate.set();
+        // SAFETY: the gate initialized above; Wait = FALSE. After this call nothing of
+        // `start` is touched (the thread frees it).
+        unsafe { KeSetEvent(start_ref.gate.get(), 0, 0) };
         // SAFETY: we own `handle`; the thread keeps running without it.
         let _ = unsafe { ZwClose(handle) };
         if status < 0 {
@@ -134,7 +145,18 @@ impl SystemThread {
 unsafe extern "C" fn thread_start(context: PVOID) {
     // SAFETY: `context` is the `Start` leaked by `spawn`, handed to exactly this thread.
     let start = unsafe { Box::from_raw(context.cast::<Start>()) };
-    start.gate.wait();
+    // SAFETY: the gate in `start`, initialized by `spawn`, alive until this thread drops
+    // `start`; kernel-mode, non-alertable wait without timeout at PASSIVE_LEVEL (a system
+    // thread's start routine). The only result is STATUS_SUCCESS.
+    let _ = unsafe {
+        KeWaitForSingleObject(
+            start.gate.get().cast(),
+            Executive,
+            KernelMode as i8,
+            0,
+            core::ptr::null_mut(),
+        )
+    };
     let Start { run, body, .. } = *start;
     if run.load(Ordering::Acquire) {
         body();
