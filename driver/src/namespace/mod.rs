@@ -241,7 +241,11 @@ impl VolumeNames {
 /// Refuses `letter` (OBJECT_NAME_COLLISION) when a link or object of that name exists in the
 /// global directory or in the caller's view (its logon session's directory). Called before
 /// anything of a mount is created, in the caller's thread.
-pub fn letter_free(ns: &dyn Namespace, dirs: &Directories, letter: char) -> Result<(), Status> {
+pub fn letter_free<N: Namespace + ?Sized>(
+    ns: &N,
+    dirs: &Directories,
+    letter: char,
+) -> Result<(), Status> {
     let l = letter_name(letter);
     for path in [dirs.global(letter_str(&l)), dirs.caller(letter_str(&l))] {
         if ns.query(&path)?.is_some() {
@@ -277,9 +281,12 @@ impl Links {
     /// it has one (through `mount_manager` when given, else, or when the mount manager does
     /// not make it, as an explicit global link). On failure every link made so far is
     /// removed and nothing else is touched.
-    pub fn establish(
-        ns: &dyn Namespace,
-        mount_manager: Option<&dyn MountManager>,
+    ///
+    /// Generic (no `dyn`), as [`Links::remove_all`]: the kernel's image check then sees the
+    /// namespace calls directly on the control path.
+    pub fn establish<N: Namespace + ?Sized, M: MountManager + ?Sized>(
+        ns: &N,
+        mount_manager: Option<&M>,
         dirs: &Directories,
         names: &VolumeNames,
     ) -> Result<Links, Status> {
@@ -307,10 +314,10 @@ impl Links {
         self.created.push(Created { path, mount_point });
     }
 
-    fn make(
+    fn make<N: Namespace + ?Sized, M: MountManager + ?Sized>(
         &mut self,
-        ns: &dyn Namespace,
-        mount_manager: Option<&dyn MountManager>,
+        ns: &N,
+        mount_manager: Option<&M>,
         dirs: &Directories,
         names: &VolumeNames,
     ) -> Result<(), Status> {
