@@ -540,6 +540,14 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
             else
                 result FAIL w1-forced-dismount-open-files "exit $forced_rc; log order: $order"
             fi
+            # W3: a forced dismount whose lock failed latches "unload disabled" for the boot
+            # (the files' handles keep the deleted device referenced); vcctl says so.
+            vcctl w3-list-latched list
+            if grep -aq "vcdirect: unload disabled until reboot" "$BOTH_LOG" && grep -aq "stays loaded until reboot" "$LAST_LOG"; then
+                result PASS w3-unload-latched-after-forced-dismount "$(grep -a 'stays loaded' "$LAST_LOG" | tr -d '\r' | head -c 120)"
+            else
+                result FAIL w3-unload-latched-after-forced-dismount "see $LAST_LOG and $BOTH_LOG"
+            fi
         fi
         vcctl w1-unknown dismount Q:
         if [ $? -ne 0 ] && grep -aq "no mounted volume Q: (nothing changed)" "$LAST_LOG"; then
@@ -674,14 +682,15 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     if [ -n "$hidden_offset" ] && [ -n "$outer_offset" ]; then
         w hv-stop-vcdirect 60 wine sc stop vcdirect
         w hv-stop-disk 60 wine sc stop vctestdisk
-        # W3: with every volume dismounted, DriverUnload is back and the driver unloads. Wine
-        # 8.0 does not pass a second stop to a driver service whose first stop it ignored
-        # (w3-sc-stop-while-mounted), so the unload comes when its winedevice process stops,
-        # which unloads only drivers that have an Unload routine.
-        if await_log "$BOTH_LOG" "vcdirect: unloaded" 30; then
-            result PASS w3-unload-after-last-dismount "the driver unloaded once no volume was mounted"
+        # W3: every volume is dismounted, but the forced dismounts with open files before
+        # (r13, w1-forced) latched "unload disabled": DriverUnload stays cleared, so when the
+        # winedevice process stops (Wine 8.0 does not pass a second stop to a driver service
+        # whose first stop it ignored, w3-sc-stop-while-mounted) the driver is not unloaded.
+        # (Restoring DriverUnload after a last dismount that latched nothing: the engine tests.)
+        if ! await_log "$BOTH_LOG" "vcdirect: unloaded" 10; then
+            result PASS w3-no-unload-after-latch "no Unload ran: DriverUnload stayed cleared after the latch"
         else
-            result FAIL w3-unload-after-last-dismount "no unload line in $BOTH_LOG"
+            result FAIL w3-no-unload-after-latch "the driver unloaded although the latch was set ($BOTH_LOG)"
         fi
         reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\hidden.img'
         w hv-start-disk 60 wine sc start vctestdisk

@@ -35,6 +35,9 @@ pub const VOLUME_DISMOUNTED: Status = Status::Host(0xC000_026E);
 /// method returns the status the request completed with. A failure to open the volume is a
 /// failed `lock` (VeraCrypt treats both as "files open").
 pub trait VolumeAbove {
+    /// Opens the volume (once) and sends FSCTL_GET_NTFS_VOLUME_DATA: true when it succeeded
+    /// (NTFS is mounted on the volume). Sent first, before the lock, as VeraCrypt does.
+    fn is_ntfs(&mut self) -> bool;
     /// Opens the volume (once) and sends FSCTL_LOCK_VOLUME.
     fn lock(&mut self) -> Result<(), Status>;
     /// Sends FSCTL_DISMOUNT_VOLUME on the handle `lock` opened (when it could open one).
@@ -45,6 +48,11 @@ pub trait VolumeAbove {
 
 /// The volume's own side of a dismount, in the order the sequence calls it.
 pub trait Teardown {
+    /// The volume was mounted writable.
+    fn writable(&self) -> bool;
+    /// Latches "unload disabled" for the rest of the boot ([`keeps_driver`] said so): called
+    /// before the device is deleted, so the last dismount never restores DriverUnload.
+    fn keep_driver_loaded(&self);
     /// Closes admission and drains: every admitted request served, every child operation
     /// completed, threads joined, keys erased (docs/review.md R13).
     fn drain(&self);
@@ -63,11 +71,17 @@ pub struct Report {
     pub dismount: Option<Result<(), Status>>,
     /// The request was forced.
     pub forced: bool,
+    /// The filesystem above was NTFS (FSCTL_GET_NTFS_VOLUME_DATA succeeded).
+    pub ntfs: bool,
+    /// The driver must stay loaded for the rest of the boot ([`keeps_driver`]).
+    pub keeps_driver: bool,
 }
 
 /// One step of the sequence, in the order it ran (for the tests' recorders).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
+    /// FSCTL_GET_NTFS_VOLUME_DATA sent.
+    NtfsProbe,
     /// FSCTL_LOCK_VOLUME sent.
     Lock,
     /// FSCTL_DISMOUNT_VOLUME sent.
@@ -78,12 +92,17 @@ pub enum Step {
     Drain,
     /// Links removed.
     RemoveLinks,
+    /// Unload disabled for the rest of the boot.
+    KeepDriverLoaded,
     /// Device deleted.
     DeleteDevice,
 }
 
-/// The order a completed dismount runs its steps in (a refused one: `Lock`, `Release`).
-pub const ORDER: [Step; 6] = [
+/// The order a completed dismount runs its steps in when the driver may unload afterwards (a
+/// refused one: `NtfsProbe`, `Lock`, `Release`); one that [`keeps_driver`] adds
+/// `KeepDriverLoaded` before `DeleteDevice`.
+pub const ORDER: [Step; 7] = [
+    Step::NtfsProbe,
     Step::Lock,
     Step::Dismount,
     Step::Drain,
@@ -100,7 +119,17 @@ fn dismounted(status: Result<(), Status>) -> bool {
     }
 }
 
-/// Dismounts: lock; if the lock fails and `force` is not set, [`IN_USE`] and nothing changed
+/// W3 (VeraCrypt 1.26 does the same): after this dismount the driver must not unload again
+/// this boot. NTFS keeps the deleted volume device referenced after a dismount of a writable
+/// volume (Windows 7 and later), and a forced dismount whose lock failed leaves the files'
+/// handles (and their references) behind; with the device referenced, `sc stop` would only
+/// defer the unload and mark every device unload-pending, the control device included, so no
+/// later open of `\\.\vcdirect` would succeed until reboot.
+pub fn keeps_driver(ntfs: bool, writable: bool, forced: bool, lock: Result<(), Status>) -> bool {
+    (ntfs && writable) || (forced && lock.is_err())
+}
+
+/// Dismounts: asks whether NTFS is mounted, then lock; if the lock fails and `force` is not set, [`IN_USE`] and nothing changed
 /// (the volume keeps serving). Otherwise dismount the filesystem (a forced request sends it
 /// even when the lock failed, as VeraCrypt does), then drain, remove the links, close the
 /// handle and delete the device. A non-forced dismount the filesystem refuses is [`IN_USE`]
@@ -111,6 +140,7 @@ where
     A: VolumeAbove + ?Sized,
     T: Teardown + ?Sized,
 {
+    let ntfs = above.is_ntfs();
     let lock = above.lock();
     if lock.is_err() && !force {
         above.release();
@@ -121,14 +151,20 @@ where
         above.release();
         return Err(IN_USE);
     }
+    let keeps = keeps_driver(ntfs, volume.writable(), force, lock);
     volume.drain();
     volume.remove_links();
     above.release();
+    if keeps {
+        volume.keep_driver_loaded();
+    }
     volume.delete_device();
     Ok(Report {
         lock,
         dismount: Some(dismount),
         forced: force,
+        ntfs,
+        keeps_driver: keeps,
     })
 }
 
@@ -146,6 +182,8 @@ where
             lock: Err(IN_USE),
             dismount: None,
             forced: true,
+            ntfs: false,
+            keeps_driver: false,
         },
     }
 }
@@ -161,6 +199,8 @@ mod tests {
         steps: RefCell<Vec<Step>>,
         lock: Result<(), Status>,
         dismount: Result<(), Status>,
+        ntfs: bool,
+        writable: bool,
     }
 
     impl Recorder {
@@ -169,6 +209,8 @@ mod tests {
                 steps: RefCell::new(Vec::new()),
                 lock,
                 dismount,
+                ntfs: false,
+                writable: true,
             }
         }
         fn steps(&self) -> Vec<Step> {
@@ -179,6 +221,10 @@ mod tests {
     struct Above<'a>(&'a Recorder);
 
     impl VolumeAbove for Above<'_> {
+        fn is_ntfs(&mut self) -> bool {
+            self.0.steps.borrow_mut().push(Step::NtfsProbe);
+            self.0.ntfs
+        }
         fn lock(&mut self) -> Result<(), Status> {
             self.0.steps.borrow_mut().push(Step::Lock);
             self.0.lock
@@ -193,6 +239,12 @@ mod tests {
     }
 
     impl Teardown for Recorder {
+        fn writable(&self) -> bool {
+            self.writable
+        }
+        fn keep_driver_loaded(&self) {
+            self.steps.borrow_mut().push(Step::KeepDriverLoaded);
+        }
         fn drain(&self) {
             self.steps.borrow_mut().push(Step::Drain);
         }
@@ -205,6 +257,14 @@ mod tests {
     }
 
     const DENIED: Status = Status::Host(0xC000_0022);
+
+    /// [`ORDER`] with the unload latched before the device is deleted.
+    fn order_keeping_driver() -> Vec<Step> {
+        let mut order = ORDER.to_vec();
+        let at = order.iter().position(|s| *s == Step::DeleteDevice).unwrap();
+        order.insert(at, Step::KeepDriverLoaded);
+        order
+    }
 
     #[test]
     fn w1_clean_dismount_locks_and_dismounts_before_the_volume_goes() {
@@ -219,14 +279,15 @@ mod tests {
     fn w1_lock_refused_without_force_is_in_use_and_changes_nothing() {
         let r = Recorder::new(Err(DENIED), Ok(()));
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
-        assert_eq!(r.steps(), [Step::Lock, Step::Release]);
+        assert_eq!(r.steps(), [Step::NtfsProbe, Step::Lock, Step::Release]);
     }
 
     #[test]
     fn w1_forced_dismount_sends_the_dismount_even_when_the_lock_failed() {
         let r = Recorder::new(Err(DENIED), Ok(()));
         let report = run(&mut Above(&r), &r, true).unwrap();
-        assert_eq!(r.steps(), ORDER);
+        assert_eq!(r.steps(), order_keeping_driver());
+        assert!(report.keeps_driver);
         assert_eq!(report.lock, Err(DENIED));
         assert!(report.forced);
     }
@@ -235,7 +296,10 @@ mod tests {
     fn w1_dismount_refused_without_force_is_in_use() {
         let r = Recorder::new(Ok(()), Err(DENIED));
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
-        assert_eq!(r.steps(), [Step::Lock, Step::Dismount, Step::Release]);
+        assert_eq!(
+            r.steps(),
+            [Step::NtfsProbe, Step::Lock, Step::Dismount, Step::Release]
+        );
         // An already dismounted filesystem is a dismount that happened.
         let r = Recorder::new(Ok(()), Err(VOLUME_DISMOUNTED));
         assert!(run(&mut Above(&r), &r, false).is_ok());
@@ -246,7 +310,37 @@ mod tests {
     fn w1_unload_and_shutdown_path_is_forced() {
         let r = Recorder::new(Err(DENIED), Err(DENIED));
         let report = run_forced(&mut Above(&r), &r);
-        assert_eq!(r.steps(), ORDER);
+        assert_eq!(r.steps(), order_keeping_driver());
         assert!(report.forced);
+    }
+
+    #[test]
+    fn w1_writable_ntfs_dismount_keeps_the_driver_loaded() {
+        let mut r = Recorder::new(Ok(()), Ok(()));
+        r.ntfs = true;
+        let report = run(&mut Above(&r), &r, false).unwrap();
+        assert_eq!(r.steps(), order_keeping_driver());
+        assert!(report.ntfs && report.keeps_driver);
+    }
+
+    #[test]
+    fn w1_read_only_ntfs_or_other_filesystem_lets_the_driver_unload() {
+        let mut r = Recorder::new(Ok(()), Ok(()));
+        r.ntfs = true;
+        r.writable = false;
+        assert!(!run(&mut Above(&r), &r, false).unwrap().keeps_driver);
+        assert_eq!(r.steps(), ORDER);
+        // Not NTFS, writable, forced but the lock succeeded: nothing stays behind.
+        let r = Recorder::new(Ok(()), Ok(()));
+        assert!(!run(&mut Above(&r), &r, true).unwrap().keeps_driver);
+        assert_eq!(r.steps(), ORDER);
+    }
+
+    #[test]
+    fn w1_refused_dismount_latches_nothing() {
+        let mut r = Recorder::new(Err(DENIED), Ok(()));
+        r.ntfs = true;
+        assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
+        assert!(!r.steps().contains(&Step::KeepDriverLoaded));
     }
 }

@@ -16,7 +16,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 use wdk_sys::ntddk::{
     DbgPrint, IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink,
@@ -63,6 +63,10 @@ static LINK_NAME: [u16; 20] = utf16("\\DosDevices\\vcdirect");
 
 /// The control device, for Unload.
 static CONTROL_DEVICE: AtomicPtr<DEVICE_OBJECT> = AtomicPtr::new(core::ptr::null_mut());
+/// W3: a dismount left NTFS (or a forced dismount's open files) holding a reference to a deleted
+/// volume device (`crate::dismount::keeps_driver`): DriverUnload stays cleared for the rest
+/// of the boot (the image is never unloaded once this is set, so the static lives as long).
+static UNLOAD_DISABLED: AtomicBool = AtomicBool::new(false);
 /// The driver's state (from DriverEntry to Unload).
 static STATE: AtomicPtr<DriverState> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -407,11 +411,12 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
 
 /// W3: DriverUnload is cleared while any volume is mounted (a legacy driver cannot veto an
 /// unload, and the I/O manager does not unload a driver without one) and restored after the
-/// last dismount. Called inside the table's spin lock, with `mounted` = the table not empty,
-/// so a mount and the last dismount cannot interleave their decisions.
+/// last dismount, unless a dismount latched [`UNLOAD_DISABLED`]. Called inside the table's
+/// spin lock, with `mounted` = the table not empty, so a mount and the last dismount cannot
+/// interleave their decisions.
 fn allow_unload(state: &DriverState, mounted: bool) {
-    let routine: Option<unsafe extern "C" fn(*mut DRIVER_OBJECT)> =
-        (!mounted).then_some(driver_unload);
+    let unload = !mounted && !UNLOAD_DISABLED.load(Ordering::Acquire);
+    let routine: Option<unsafe extern "C" fn(*mut DRIVER_OBJECT)> = unload.then_some(driver_unload);
     // SAFETY: `state.driver` is our driver object, alive as long as the driver is loaded;
     // taking a field's address touches nothing.
     let field = unsafe { &raw mut (*state.driver).DriverUnload };
@@ -491,6 +496,24 @@ struct TableTeardown<'a> {
 }
 
 impl Teardown for TableTeardown<'_> {
+    fn writable(&self) -> bool {
+        self.device
+            .borrow()
+            .as_ref()
+            .is_some_and(|d| d.mounted().flags & MOUNT_READ_ONLY == 0)
+    }
+    fn keep_driver_loaded(&self) {
+        if !UNLOAD_DISABLED.swap(true, Ordering::AcqRel) {
+            // SAFETY: NUL-terminated format with one `%u` argument.
+            unsafe {
+                DbgPrint(
+                    c"vcdirect: unload disabled until reboot (NTFS or open files keep deleted VcVolume%u referenced)\n"
+                        .as_ptr(),
+                    self.id,
+                )
+            };
+        }
+    }
     fn drain(&self) {
         if let Some(d) = self.device.borrow().as_ref() {
             d.mounted().volume.dismount();
@@ -876,7 +899,12 @@ fn list(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -
             })
             .collect::<Vec<_>>()
     });
-    ListReply { entries }.build(output_len).map_err(abi_err)
+    ListReply {
+        entries,
+        unload_disabled: UNLOAD_DISABLED.load(Ordering::Acquire),
+    }
+    .build(output_len)
+    .map_err(abi_err)
 }
 
 fn status(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
