@@ -421,9 +421,95 @@ fn allow_unload(state: &DriverState, mounted: bool) {
     // taking a field's address touches nothing.
     let field = unsafe { &raw mut (*state.driver).DriverUnload };
     // SAFETY: a pointer-sized aligned store (atomic on every supported architecture) to our
-    // driver object's field, which the I/O manager reads only when an unload is requested.
-    // Any IRQL (a plain store).
+    // driver object's field. The I/O manager reads it when `sc stop` asks for an unload (a NULL
+    // routine refuses the stop) and again when a deferred unload completes (it calls the
+    // routine only when not NULL); a read racing this store sees the old or the new value,
+    // never a torn one. A stop that read the routine just before a mount cleared it is caught
+    // by the mount's probe (`hold_unload`). Any IRQL (a plain store).
     unsafe { core::ptr::write_volatile(field, routine) };
+}
+
+/// W3, a mount racing `sc stop`: clears DriverUnload (before the volume device is created), then
+/// opens `\Device\vcdirect` from the kernel. An unload that was accepted before the clear has
+/// marked the control device unload-pending, and every open of it then fails: the mount is
+/// refused (STATUS_DELETE_PENDING) and DriverUnload restored (unless volumes are mounted or the
+/// latch is set), so the deferred unload runs when the caller closes its handle, with nothing
+/// mounted. [`restore_unload`] undoes the hold when the mount fails later.
+///
+/// IRQL: PASSIVE_LEVEL, in the caller's thread (the mount IOCTL).
+fn hold_unload(state: &DriverState) -> Result<(), Status> {
+    state.volumes.with(|_| allow_unload(state, true));
+    match probe_control_device() {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            restore_unload(state);
+            log("vcdirect: mount refused: the driver is being unloaded");
+            Err(nts::DELETE_PENDING)
+        }
+    }
+}
+
+/// Gives DriverUnload back when no volume is mounted (and the latch is not set).
+fn restore_unload(state: &DriverState) {
+    state.volumes.with(|v| allow_unload(state, !v.is_empty()));
+}
+
+/// Opens and closes `\Device\vcdirect` with a kernel handle (FILE_READ_ATTRIBUTES): fails
+/// once the I/O manager marked the device unload-pending.
+///
+/// IRQL: PASSIVE_LEVEL.
+#[cfg(not(feature = "wine-host"))]
+fn probe_control_device() -> Result<(), Status> {
+    use wdk_sys::ntddk::{ZwClose, ZwCreateFile};
+    use wdk_sys::{
+        FILE_OPEN, FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE, HANDLE,
+        IO_STATUS_BLOCK, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE,
+    };
+    let mut name = unicode(&DEVICE_NAME);
+    let mut attributes = OBJECT_ATTRIBUTES {
+        Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+        RootDirectory: core::ptr::null_mut(),
+        ObjectName: &mut name,
+        Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
+        SecurityDescriptor: core::ptr::null_mut(),
+        SecurityQualityOfService: core::ptr::null_mut(),
+    };
+    let mut handle: HANDLE = core::ptr::null_mut();
+    let mut iosb = IO_STATUS_BLOCK::default();
+    // SAFETY: every pointer is valid for the call (`name` describes a static string); a kernel
+    // handle (OBJ_KERNEL_HANDLE: no user process can use it), closed below. PASSIVE_LEVEL. The
+    // IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
+    // without taking the control mutex this thread holds.
+    let status = unsafe {
+        ZwCreateFile(
+            &mut handle,
+            FILE_READ_ATTRIBUTES,
+            &mut attributes,
+            &mut iosb,
+            core::ptr::null_mut(),
+            0,
+            FILE_SHARE_READ | FILE_SHARE_WRITE,
+            FILE_OPEN,
+            0,
+            core::ptr::null_mut(),
+            0,
+        )
+    };
+    if status < 0 {
+        return Err(Status::from_ntstatus(status as u32));
+    }
+    // SAFETY: the kernel handle opened above, closed once.
+    let _ = unsafe { ZwClose(handle) };
+    Ok(())
+}
+
+/// The wine-host build skips the probe: Wine 8.0 keeps no unload-pending state (a stop of a
+/// driver service without DriverUnload is ignored, w3-sc-stop-while-mounted), and a kernel open
+/// of our own device from inside our own dispatch routine would wait for the winedevice
+/// dispatch loop that is running it.
+#[cfg(feature = "wine-host")]
+fn probe_control_device() -> Result<(), Status> {
+    Ok(())
 }
 
 /// Pends the dismount IOCTL and runs the dismount on a system thread (W1): the FSCTLs it
@@ -819,6 +905,12 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
         )
     }?;
     let volume = Volume::mount(platform, host, &request.key, params)?;
+    // W3: no unload may start from here on (DriverUnload cleared before the device exists), and
+    // none may be pending already (the probe).
+    if let Err(status) = hold_unload(state) {
+        volume.dismount();
+        return Err(status);
+    }
     let id = state.next_id.fetch_add(1, Ordering::AcqRel);
     // SAFETY: `state.driver` is our driver object.
     let device = unsafe {
@@ -836,6 +928,7 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
         Ok(d) => d,
         Err(status) => {
             volume.dismount();
+            restore_unload(state);
             return Err(status);
         }
     };
