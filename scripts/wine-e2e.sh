@@ -591,8 +591,8 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     # W2 (Wine build, mount-manager stand-in in vcdirect's process, sys/README.md): a letter
     # through the volume arrival notification then a create point for \DosDevices\V:, seen
     # through \\.\V:, listed as made by the mount manager, removed by a delete-points request
-    # at dismount; a letter already in use is refused in one line, its link untouched; a
-    # mount without a letter is never announced.
+    # then a volume removal notification at dismount; a letter already in use is refused in one
+    # line, its link untouched; a mount without a letter is never announced.
     w2_requests() { # the stand-in's requests so far, one per line, without the prefix
         grep -ao 'vcdirect: mount manager stand-in: .*' "$BOTH_LOG" | tr -d '\r' | sed 's/^vcdirect: mount manager stand-in: //'
     }
@@ -623,10 +623,12 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
             || result FAIL w2-wine-c-drive-untouched "C:\\vctest is gone"
         w2_mid=$(w2_requests | wc -l)
         vcctl w2-dismount dismount V:
-        await_log "$BOTH_LOG" "stand-in: delete points .DosDevices.V:" 10 || true
+        await_log "$BOTH_LOG" "stand-in: volume removal .Device.VcVolume$VOL" 10 || true
         got=$(w2_requests | tail -n +$((w2_mid + 1)) | tr '\n' '|')
-        [ "$got" = 'delete points \DosDevices\V:|' ] && result PASS w2-wine-dismount-deletes-the-point "$got" \
-            || result FAIL w2-wine-dismount-deletes-the-point "got '$got' ($BOTH_LOG)"
+        # Then the volume removal notification, so the mount manager forgets the device.
+        want="delete points \\DosDevices\\V:|volume removal \\Device\\VcVolume$VOL|"
+        [ "$got" = "$want" ] && result PASS w2-wine-dismount-deletes-the-point "$got" \
+            || result FAIL w2-wine-dismount-deletes-the-point "got '$got', want '$want' ($BOTH_LOG)"
         if w w2-letter-gone 60 wine "$WIN_DIR\\vc-e2e.exe" info --device '\\.\V:'; then
             result FAIL w2-wine-letter-gone-after-dismount "\\\\.\\V: still opens ($LAST_LOG)"
         else

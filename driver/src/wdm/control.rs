@@ -34,7 +34,7 @@ use super::dismount::KernelVolumeAbove;
 use super::host::{KernelHost, OpenParams};
 use super::identity::{self, DeviceAccess};
 use super::irp::Irp;
-use super::links::{fresh_unique_id, KernelNamespace, DIRS};
+use super::links::{fresh_unique_id, fresh_uuid, KernelNamespace, DIRS};
 use super::mutex::KernelMutex;
 use super::platform::{ClientSecurity, KernelPlatform};
 use super::registry::read_values;
@@ -216,7 +216,15 @@ pub unsafe fn driver_entry(
         registry_path,
         tunables,
         volumes: SpinLock::new(Vec::new()),
-        next_id: AtomicU32::new(1),
+        // W2: device names never repeat across driver loads (the mount manager would answer a
+        // known name from its record); without a fresh UUID, ids start at 1 as before.
+        next_id: AtomicU32::new(match fresh_uuid() {
+            Ok(seed) => crate::namespace::first_volume_id(seed),
+            Err(_) => {
+                log("vcdirect: ExUuidCreate failed: volume ids start at 1");
+                1
+            }
+        }),
         control_mutex: KernelMutex::new(),
         workers: SpinLock::new(Vec::new()),
     });

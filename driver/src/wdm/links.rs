@@ -142,6 +142,13 @@ impl Namespace for KernelNamespace {
 ///
 /// IRQL: PASSIVE_LEVEL.
 pub(crate) fn fresh_unique_id() -> Result<UniqueId, Status> {
+    fresh_uuid().map(UniqueId::new)
+}
+
+/// 16 fresh bytes from ExUuidCreate (a mount's unique id, the first volume id of a load).
+///
+/// IRQL: PASSIVE_LEVEL.
+pub(crate) fn fresh_uuid() -> Result<[u8; 16], Status> {
     let mut uuid = UUID::default();
     // SAFETY: `uuid` is a writable GUID for the call.
     ok(unsafe { ExUuidCreate(&mut uuid) })?;
@@ -150,7 +157,7 @@ pub(crate) fn fresh_unique_id() -> Result<UniqueId, Status> {
     nonce[4..6].copy_from_slice(&uuid.Data2.to_le_bytes());
     nonce[6..8].copy_from_slice(&uuid.Data3.to_le_bytes());
     nonce[8..].copy_from_slice(&uuid.Data4);
-    Ok(UniqueId::new(nonce))
+    Ok(nonce)
 }
 
 /// The mount manager for the volume device `volume`, or `None` when it cannot be reached
@@ -256,6 +263,10 @@ mod product {
                 log(&line);
             }
             r
+        }
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            let buf = mountmgr::target_name(device)?;
+            self.send(mountmgr::IOCTL_VOLUME_REMOVAL_NOTIFICATION, buf, 0)
         }
     }
 }
@@ -410,6 +421,14 @@ mod stand_in {
                 Some(t) if t.starts_with(&ours) => KernelNamespace.delete(&path),
                 _ => Err(crate::namespace::OBJECT_NAME_NOT_FOUND),
             }
+        }
+
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            // The bytes the product sends, read back as the mount manager would.
+            let buf = mountmgr::target_name(device)?;
+            let named = mountmgr::parse_target_name(&buf)?;
+            note("volume removal", &named, "");
+            Ok(())
         }
     }
 }
