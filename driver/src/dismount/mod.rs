@@ -5,7 +5,7 @@
 //! the volume (FSCTL_LOCK_VOLUME: it writes its dirty data and fails while files are open),
 //! then to dismount (FSCTL_DISMOUNT_VOLUME: it writes what is left and lets go of the device).
 //! Only then is the volume's admission closed and drained (docs/review.md R13, `Volume::dismount`),
-//! its links removed and its device deleted, so no write the filesystem still had to make is
+//! its links removed and its device deleted (the handle closed last), so no write the filesystem still had to make is
 //! lost and none reaches a deleted device.
 //! Never: talks to the kernel (the glue implements [`VolumeAbove`] with ZwCreateFile and
 //! ZwFsControlFile from a system thread, and [`Teardown`] with the volume device's code), or
@@ -42,7 +42,8 @@ pub trait VolumeAbove {
     fn lock(&mut self) -> Result<(), Status>;
     /// Sends FSCTL_DISMOUNT_VOLUME on the handle `lock` opened (when it could open one).
     fn dismount(&mut self) -> Result<(), Status>;
-    /// Closes the handle (and with it the lock). Called exactly once, on every path out.
+    /// Closes the handle (and with it the lock). Called exactly once, on every path out; after
+    /// a completed dismount, last (after the device was deleted).
     fn release(&mut self);
 }
 
@@ -107,8 +108,8 @@ pub const ORDER: [Step; 7] = [
     Step::Dismount,
     Step::Drain,
     Step::RemoveLinks,
-    Step::Release,
     Step::DeleteDevice,
+    Step::Release,
 ];
 
 /// True when `status` says the filesystem let go of the volume.
@@ -129,12 +130,14 @@ pub fn keeps_driver(ntfs: bool, writable: bool, forced: bool, lock: Result<(), S
     (ntfs && writable) || (forced && lock.is_err())
 }
 
-/// Dismounts: asks whether NTFS is mounted, then lock; if the lock fails and `force` is not set, [`IN_USE`] and nothing changed
-/// (the volume keeps serving). Otherwise dismount the filesystem (a forced request sends it
-/// even when the lock failed, as VeraCrypt does), then drain, remove the links, close the
-/// handle and delete the device. A non-forced dismount the filesystem refuses is [`IN_USE`]
-/// too. The handle stays open until the links are gone, so nothing can open the volume and
-/// mount a filesystem again in between.
+/// Dismounts: asks whether NTFS is mounted, then lock; if the lock fails and `force` is not
+/// set, [`IN_USE`] and nothing changed (the volume keeps serving). Otherwise dismount the
+/// filesystem (a forced request sends it even when the lock failed, as VeraCrypt does), then
+/// drain, remove the links, latch the driver when [`keeps_driver`] says so, delete the device
+/// and only then close the handle. A non-forced dismount the filesystem refuses is [`IN_USE`]
+/// too. The handle (and its lock) stays open until the device is deleted, so nothing (Explorer,
+/// an antivirus) can open the drained volume and mount RAW on it in between; after the
+/// deletion no new open reaches the device, and closing a handle to a deleted device is legal.
 pub fn run<A, T>(above: &mut A, volume: &T, force: bool) -> Result<Report, Status>
 where
     A: VolumeAbove + ?Sized,
@@ -154,11 +157,11 @@ where
     let keeps = keeps_driver(ntfs, volume.writable(), force, lock);
     volume.drain();
     volume.remove_links();
-    above.release();
     if keeps {
         volume.keep_driver_loaded();
     }
     volume.delete_device();
+    above.release();
     Ok(Report {
         lock,
         dismount: Some(dismount),

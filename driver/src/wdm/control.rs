@@ -640,8 +640,10 @@ impl Teardown for TableTeardown<'_> {
 }
 
 /// Runs the engine's dismount sequence (`crate::dismount::run`) for a claimed volume: lock,
-/// dismount (forced: even when the lock failed), drain, links, release, delete. Refused
-/// (STATUS_DEVICE_BUSY): the volume stays mounted and is unclaimed.
+/// dismount (forced: even when the lock failed), drain, links, delete, then the handle closed.
+/// Refused (STATUS_DEVICE_BUSY): the volume stays mounted and is unclaimed. `device` moves
+/// into the teardown, so its `delete_device` drops the last reference (the device is deleted
+/// there, before the handle is closed, not when this function returns).
 ///
 /// IRQL: PASSIVE_LEVEL, on a system thread (the shutdown IRP's or our own).
 fn dismount_volume(
@@ -651,11 +653,12 @@ fn dismount_volume(
 ) -> Result<(), Status> {
     let id = device.mounted().id;
     // SAFETY: the table's reference (and `teardown`'s) keeps the device undeleted until
-    // `delete_device`, which the sequence calls after `release`.
+    // `delete_device`; the sequence sends every request that uses it (NTFS probe, lock,
+    // dismount) before that, and `release` does not touch the device.
     let mut above = unsafe { KernelVolumeAbove::new(device.device_object(), device.device_name()) };
     let teardown = TableTeardown {
         state,
-        device: core::cell::RefCell::new(Some(Arc::clone(&device))),
+        device: core::cell::RefCell::new(Some(device)),
         id,
     };
     // The log lines use DbgPrint's own formatting, not core::fmt (W13's stack budget).
@@ -681,7 +684,10 @@ fn dismount_volume(
             Ok(())
         }
         Err(status) => {
-            unclaim(state, &device);
+            // A refused dismount never deleted the device: the teardown still holds it.
+            if let Some(device) = teardown.device.borrow().as_ref() {
+                unclaim(state, device);
+            }
             // SAFETY: NUL-terminated format with two u32 arguments.
             unsafe {
                 DbgPrint(

@@ -42,8 +42,9 @@ impl KernelVolumeAbove {
     /// opened yet (`lock` opens).
     ///
     /// # Safety
-    /// `device` is a volume device of this driver that stays undeleted while this value
-    /// lives (the dismount holds the table's reference to it until after `release`).
+    /// `device` is a volume device of this driver that stays undeleted until the sequence's
+    /// `Teardown::delete_device` (every request that uses it, `is_ntfs`, `lock` and
+    /// `dismount`, comes before that; `release` does not touch it).
     pub(crate) unsafe fn new(
         device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
         name: &[u16],
