@@ -694,9 +694,14 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         else
             result FAIL w3-no-unload-after-latch "the driver unloaded although the latch was set ($BOTH_LOG)"
         fi
+        # The latch holds until reboot (Wine then cannot start vcdirect again either): the
+        # prefix is restarted, both drivers start afresh.
         reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\hidden.img'
-        w hv-start-disk 60 wine sc start vctestdisk
+        restart_prefix
+        WINEDEBUG=warn+debugstr w hv-start-disk 60 wine sc start vctestdisk
+        hv_log="$LAST_LOG"
         w hv-start-vcdirect 60 wine sc start vcdirect
+        await_log "$hv_log" "vcdirect: loaded (wine-host build" 30 || true
         printf 'outer password\nhidden password\n' > "$C/vctest/password.txt"
         MOUNT_ARGS="${MOUNT_ARGS/volume.img/hidden.img}"
         if mount_volume hidden-volume-protection "--protect-hidden"; then
