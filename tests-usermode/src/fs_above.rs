@@ -309,6 +309,8 @@ impl<P: Platform<Request = TestRequest>> VolumeAbove for FsHandle<P> {
         })
     }
 
+    fn wait_before_retry(&mut self) {}
+
     fn release(&mut self) {
         let fs = &self.0;
         fs.device.step(Step::Release);
@@ -335,6 +337,7 @@ impl VolumeAbove for Unaware {
     fn dismount(&mut self) -> Result<(), Status> {
         Ok(())
     }
+    fn wait_before_retry(&mut self) {}
     fn release(&mut self) {}
 }
 

@@ -42,6 +42,8 @@ pub trait VolumeAbove {
     fn lock(&mut self) -> Result<(), Status>;
     /// Sends FSCTL_DISMOUNT_VOLUME on the handle `lock` opened (when it could open one).
     fn dismount(&mut self) -> Result<(), Status>;
+    /// Waits [`RETRY_INTERVAL_MS`] before a forced dismount sends FSCTL_DISMOUNT_VOLUME again.
+    fn wait_before_retry(&mut self);
     /// Closes the handle (and with it the lock). Called exactly once, on every path out; after
     /// a completed dismount, last (after the device was deleted).
     fn release(&mut self);
@@ -95,6 +97,8 @@ pub enum Step {
     RemoveLinks,
     /// Unload disabled for the rest of the boot.
     KeepDriverLoaded,
+    /// Waited before another forced FSCTL_DISMOUNT_VOLUME.
+    Wait,
     /// Device deleted.
     DeleteDevice,
 }
@@ -111,6 +115,12 @@ pub const ORDER: [Step; 7] = [
     Step::DeleteDevice,
     Step::Release,
 ];
+
+/// How often a forced dismount sends FSCTL_DISMOUNT_VOLUME at most before it goes on regardless
+/// (VeraCrypt 1.26 retries up to 200 times, 100 ms apart: at most about 20 s).
+pub const DISMOUNT_ATTEMPTS: u32 = 200;
+/// The wait between two forced FSCTL_DISMOUNT_VOLUME attempts.
+pub const RETRY_INTERVAL_MS: u32 = 100;
 
 /// True when `status` says the filesystem let go of the volume.
 fn dismounted(status: Result<(), Status>) -> bool {
@@ -149,10 +159,18 @@ where
         above.release();
         return Err(IN_USE);
     }
-    let dismount = above.dismount();
+    let mut dismount = above.dismount();
     if !dismounted(dismount) && !force {
         above.release();
         return Err(IN_USE);
+    }
+    // Forced: the filesystem may still be busy letting go; ask again, bounded, until it
+    // dismounted (or says it already is).
+    let mut attempts = 1;
+    while !dismounted(dismount) && attempts < DISMOUNT_ATTEMPTS {
+        above.wait_before_retry();
+        dismount = above.dismount();
+        attempts += 1;
     }
     let keeps = keeps_driver(ntfs, volume.writable(), force, lock);
     volume.drain();
@@ -204,6 +222,8 @@ mod tests {
         dismount: Result<(), Status>,
         ntfs: bool,
         writable: bool,
+        /// Dismount attempts refused before `dismount` answers.
+        busy_dismounts: core::cell::Cell<u32>,
     }
 
     impl Recorder {
@@ -214,6 +234,7 @@ mod tests {
                 dismount,
                 ntfs: false,
                 writable: true,
+                busy_dismounts: core::cell::Cell::new(0),
             }
         }
         fn steps(&self) -> Vec<Step> {
@@ -224,6 +245,9 @@ mod tests {
     struct Above<'a>(&'a Recorder);
 
     impl VolumeAbove for Above<'_> {
+        fn wait_before_retry(&mut self) {
+            self.0.steps.borrow_mut().push(Step::Wait);
+        }
         fn is_ntfs(&mut self) -> bool {
             self.0.steps.borrow_mut().push(Step::NtfsProbe);
             self.0.ntfs
@@ -234,6 +258,11 @@ mod tests {
         }
         fn dismount(&mut self) -> Result<(), Status> {
             self.0.steps.borrow_mut().push(Step::Dismount);
+            let busy = self.0.busy_dismounts.get();
+            if busy > 0 {
+                self.0.busy_dismounts.set(busy - 1);
+                return Err(DENIED);
+            }
             self.0.dismount
         }
         fn release(&mut self) {
@@ -311,7 +340,7 @@ mod tests {
 
     #[test]
     fn w1_unload_and_shutdown_path_is_forced() {
-        let r = Recorder::new(Err(DENIED), Err(DENIED));
+        let r = Recorder::new(Err(DENIED), Err(VOLUME_DISMOUNTED));
         let report = run_forced(&mut Above(&r), &r);
         assert_eq!(r.steps(), order_keeping_driver());
         assert!(report.forced);
@@ -345,5 +374,31 @@ mod tests {
         r.ntfs = true;
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
         assert!(!r.steps().contains(&Step::KeepDriverLoaded));
+    }
+
+    #[test]
+    fn w1_forced_dismount_retries_the_filesystem_dismount_bounded() {
+        // Busy twice, then dismounted: two waits, three attempts, then the sequence goes on.
+        let r = Recorder::new(Ok(()), Ok(()));
+        r.busy_dismounts.set(2);
+        let report = run(&mut Above(&r), &r, true).unwrap();
+        assert_eq!(report.dismount, Some(Ok(())));
+        let steps = r.steps();
+        assert_eq!(steps.iter().filter(|s| **s == Step::Dismount).count(), 3);
+        assert_eq!(steps.iter().filter(|s| **s == Step::Wait).count(), 2);
+        assert_eq!(steps.last(), Some(&Step::Release));
+        // Never lets go: exactly DISMOUNT_ATTEMPTS attempts, then the volume goes all the same.
+        let r = Recorder::new(Ok(()), Err(DENIED));
+        let report = run(&mut Above(&r), &r, true).unwrap();
+        assert_eq!(report.dismount, Some(Err(DENIED)));
+        let steps = r.steps();
+        let n = steps.iter().filter(|s| **s == Step::Dismount).count();
+        assert_eq!(n, DISMOUNT_ATTEMPTS as usize);
+        assert!(steps.contains(&Step::DeleteDevice));
+        // Not forced: one attempt, no wait.
+        let r = Recorder::new(Ok(()), Ok(()));
+        r.busy_dismounts.set(1);
+        assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
+        assert!(!r.steps().contains(&Step::Wait));
     }
 }

@@ -315,11 +315,12 @@ fn self_test(device: *mut DEVICE_OBJECT) {
 unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
     if let Some(state) = state() {
         // W3: Unload runs only with no volume mounted (it is cleared meanwhile); dismounting
-        // whatever is left is the defensive path (W1, forced).
-        dismount_all_forced(state);
+        // whatever is left is the defensive path (W1, forced), after the last dismount
+        // thread finished, as at shutdown.
         for worker in state.workers.with(core::mem::take) {
             worker.join();
         }
+        dismount_all_forced(state);
         // SAFETY: the control device registered in DriverEntry, not deleted yet.
         unsafe { IoUnregisterShutdownNotification(state.control.as_ptr()) };
     }
@@ -411,7 +412,15 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
     };
     if let Some(state) = state() {
         log("vcdirect: shutdown: dismounting every volume (forced)");
-        dismount_all_forced(state);
+        // No control IOCTL runs meanwhile (no mount can add a volume behind the loop), and a
+        // dismount IOCTL's thread finishes first (its volume is then gone, or unclaimed and
+        // dismounted here). The workers never take the control mutex: no deadlock.
+        state.control_mutex.with(|| {
+            for worker in state.workers.with(core::mem::take) {
+                worker.join();
+            }
+            dismount_all_forced(state);
+        });
     }
     irp.complete(Status::Success, 0);
     nt(Status::Success)
@@ -701,14 +710,19 @@ fn dismount_volume(
     }
 }
 
-/// Dismounts every volume no dismount runs for, forced (shutdown, Unload).
+/// Dismounts every volume no dismount runs for, forced (shutdown, Unload), the highest id first:
+/// a volume mounted from a file or partition of another of our volumes (nested) was mounted
+/// after its host, so it goes before it.
 fn dismount_all_forced(state: &DriverState) {
     loop {
         let next = state.volumes.with(|v| {
-            v.iter_mut().find(|e| !e.dismounting).map(|e| {
-                e.dismounting = true;
-                Arc::clone(&e.device)
-            })
+            v.iter_mut()
+                .filter(|e| !e.dismounting)
+                .max_by_key(|e| e.device.mounted().id)
+                .map(|e| {
+                    e.dismounting = true;
+                    Arc::clone(&e.device)
+                })
         });
         let Some(device) = next else { break };
         let _ = dismount_volume(state, device, true);

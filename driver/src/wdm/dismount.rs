@@ -25,6 +25,20 @@ const _: () = assert!(FSCTL_GET_NTFS_VOLUME_DATA == (9 << 16) | (25 << 2));
 #[cfg(not(feature = "wine-host"))]
 const NTFS_VOLUME_DATA_BYTES: usize = 128;
 
+/// Waits `crate::dismount::RETRY_INTERVAL_MS` on the calling thread (a forced dismount's
+/// retry). IRQL: PASSIVE_LEVEL, on a system thread (the dismount's).
+fn wait_retry_interval() {
+    use wdk_sys::ntddk::KeDelayExecutionThread;
+    use wdk_sys::{_MODE::KernelMode, LARGE_INTEGER};
+    // Relative time (negative), in 100 ns units.
+    let mut interval = LARGE_INTEGER {
+        QuadPart: -(i64::from(crate::dismount::RETRY_INTERVAL_MS) * 10_000),
+    };
+    // SAFETY: `interval` is valid for the call; a non-alertable kernel-mode wait at
+    // PASSIVE_LEVEL on the dismount's system thread (caller's contract).
+    let _ = unsafe { KeDelayExecutionThread(KernelMode as i8, 0, &mut interval) };
+}
+
 /// The volume above `\Device\VcVolume<N>`, reached by name (product) or device (wine-host).
 pub(crate) struct KernelVolumeAbove {
     #[cfg(not(feature = "wine-host"))]
@@ -171,6 +185,9 @@ mod product {
         fn dismount(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_DISMOUNT_VOLUME, &mut [])
         }
+        fn wait_before_retry(&mut self) {
+            super::wait_retry_interval();
+        }
         fn release(&mut self) {
             let handle = core::mem::replace(&mut self.handle, core::ptr::null_mut());
             if !handle.is_null() {
@@ -207,6 +224,9 @@ mod wine {
         }
         fn dismount(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_DISMOUNT_VOLUME)
+        }
+        fn wait_before_retry(&mut self) {
+            super::wait_retry_interval();
         }
         fn release(&mut self) {}
     }
