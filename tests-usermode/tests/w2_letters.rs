@@ -529,7 +529,7 @@ fn w2_falls_back_to_a_global_link_when_the_mount_manager_does_not_make_it() {
     // No mount manager at all: the same explicit link.
     let mut links = mount(&objects, None, &names(1, Some('R'), 12)).unwrap();
     assert_eq!(links.kind(), LinkKind::GlobalLink);
-    links.remove_all(&objects, None);
+    links.remove_all(&objects, None::<&dyn MountManager>);
     assert!(objects.snapshot().0.is_empty());
 }
 
@@ -583,7 +583,7 @@ fn w2_a_link_replaced_by_another_device_is_not_deleted() {
     // Someone deleted our V: and made theirs (possible only from outside the driver).
     objects.global.borrow_mut().remove("V:");
     objects.add_global("V:", "\\Device\\Theirs");
-    links.remove_all(&objects, None);
+    links.remove_all(&objects, None::<&dyn MountManager>);
     assert_eq!(
         objects.global_target("V:").as_deref(),
         Some("\\Device\\Theirs")

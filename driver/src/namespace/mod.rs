@@ -262,7 +262,11 @@ impl VolumeNames {
 /// Refuses `letter` (OBJECT_NAME_COLLISION) when a link or object of that name exists in the
 /// global directory or in the caller's view (its logon session's directory). Called before
 /// anything of a mount is created, in the caller's thread.
-pub fn letter_free(ns: &dyn Namespace, dirs: &Directories, letter: char) -> Result<(), Status> {
+pub fn letter_free<N: Namespace + ?Sized>(
+    ns: &N,
+    dirs: &Directories,
+    letter: char,
+) -> Result<(), Status> {
     let l = letter_name(letter);
     for path in [dirs.global(letter_str(&l)), dirs.caller(letter_str(&l))] {
         if ns.query(&path)?.is_some() {
@@ -300,9 +304,9 @@ impl Links {
     /// it has one (through `mount_manager` when given, else, or when the mount manager does
     /// not make it, as an explicit global link). On failure every link made so far is
     /// removed and nothing else is touched.
-    pub fn establish(
-        ns: &dyn Namespace,
-        mount_manager: Option<&dyn MountManager>,
+    pub fn establish<N: Namespace + ?Sized, M: MountManager + ?Sized>(
+        ns: &N,
+        mount_manager: Option<&M>,
         dirs: &Directories,
         names: &VolumeNames,
     ) -> Result<Links, Status> {
@@ -321,7 +325,7 @@ impl Links {
         }
     }
 
-    fn points_here(&self, ns: &dyn Namespace, path: &[u16]) -> Result<bool, Status> {
+    fn points_here<N: Namespace + ?Sized>(&self, ns: &N, path: &[u16]) -> Result<bool, Status> {
         Ok(ns.query(path)?.as_deref() == Some(&self.device[..]))
     }
 
@@ -331,10 +335,10 @@ impl Links {
         self.created.push(Created { path, mount_point });
     }
 
-    fn make(
+    fn make<N: Namespace + ?Sized, M: MountManager + ?Sized>(
         &mut self,
-        ns: &dyn Namespace,
-        mount_manager: Option<&dyn MountManager>,
+        ns: &N,
+        mount_manager: Option<&M>,
         dirs: &Directories,
         names: &VolumeNames,
     ) -> Result<(), Status> {
@@ -393,6 +397,10 @@ impl Links {
         self.created.iter().map(|c| &c.path[..])
     }
 
+    /// Generic over the namespace and the mount manager (not `dyn`), so the kernel build calls
+    /// them directly: the W13 stack check follows every indirect call into each vtable entry at
+    /// that offset, which reached unrelated code from here.
+    ///
     /// Removes every link this mount created, newest first, each by its full path and only
     /// while it still points at this volume's device (a letter the mount manager made goes
     /// through its delete-points request first, then the link itself if it is still there,
@@ -400,7 +408,11 @@ impl Links {
     /// the letter was made), its volume removal notification, so it forgets the device before
     /// the device is deleted. Idempotent: afterwards nothing is recorded. Works from any thread
     /// context: every recorded path is global.
-    pub fn remove_all(&mut self, ns: &dyn Namespace, mount_manager: Option<&dyn MountManager>) {
+    pub fn remove_all<N: Namespace + ?Sized, M: MountManager + ?Sized>(
+        &mut self,
+        ns: &N,
+        mount_manager: Option<&M>,
+    ) {
         while let Some(c) = self.created.pop() {
             if let (Some(dos), Some(mm)) = (&c.mount_point, mount_manager) {
                 let _ = mm.delete_point(dos);

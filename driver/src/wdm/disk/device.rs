@@ -21,7 +21,7 @@ use super::super::platform::KernelPlatform;
 use super::super::remove_lock::RemoveLockCell;
 use super::super::strings::OwnedUnicode;
 use super::super::sync::SpinLock;
-use crate::namespace::{LinkKind, Links, MountManager, VolumeNames};
+use crate::namespace::{LinkKind, Links, VolumeNames};
 use crate::platform::Lock;
 use crate::volume::Volume;
 use crate::Status;
@@ -183,12 +183,7 @@ impl VolumeDevice {
         let made = {
             // SAFETY: `device` is our live volume device until `this` drops, after `mm`.
             let mm = drive_letter.and_then(|_| unsafe { links::mount_manager(device) });
-            Links::establish(
-                &KernelNamespace,
-                mm.as_ref().map(|m| m as &dyn MountManager),
-                &DIRS,
-                &this.mounted.names,
-            )
+            Links::establish(&KernelNamespace, mm.as_ref(), &DIRS, &this.mounted.names)
         };
         match made {
             Ok(made) => this.links.with(|l| *l = made),
@@ -235,10 +230,7 @@ impl VolumeDevice {
             .announced()
             .then(|| unsafe { links::mount_manager(self.device) })
             .flatten();
-        links.remove_all(
-            &KernelNamespace,
-            mm.as_ref().map(|m| m as &dyn MountManager),
-        );
+        links.remove_all(&KernelNamespace, mm.as_ref());
     }
 
     fn delete_device(&self) {
