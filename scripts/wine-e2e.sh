@@ -540,6 +540,14 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
             else
                 result FAIL w1-forced-dismount-open-files "exit $forced_rc; log order: $order"
             fi
+            # W3: a forced dismount whose lock failed latches "unload disabled" for the boot
+            # (the files' handles keep the deleted device referenced); vcctl says so.
+            vcctl w3-list-latched list
+            if grep -aq "vcdirect: unload disabled until reboot" "$BOTH_LOG" && grep -aq "stays loaded until reboot" "$LAST_LOG"; then
+                result PASS w3-unload-latched-after-forced-dismount "$(grep -a 'stays loaded' "$LAST_LOG" | tr -d '\r' | head -c 120)"
+            else
+                result FAIL w3-unload-latched-after-forced-dismount "see $LAST_LOG and $BOTH_LOG"
+            fi
         fi
         vcctl w1-unknown dismount Q:
         if [ $? -ne 0 ] && grep -aq "no mounted volume Q: (nothing changed)" "$LAST_LOG"; then
@@ -594,8 +602,8 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     # W2 (Wine build, mount-manager stand-in in vcdirect's process, sys/README.md): a letter
     # through the volume arrival notification then a create point for \DosDevices\V:, seen
     # through \\.\V:, listed as made by the mount manager, removed by a delete-points request
-    # at dismount; a letter already in use is refused in one line, its link untouched; a
-    # mount without a letter is never announced.
+    # then a volume removal notification at dismount; a letter already in use is refused in one
+    # line, its link untouched; a mount without a letter is never announced.
     w2_requests() { # the stand-in's requests so far, one per line, without the prefix
         grep -ao 'vcdirect: mount manager stand-in: .*' "$BOTH_LOG" | tr -d '\r' | sed 's/^vcdirect: mount manager stand-in: //'
     }
@@ -626,10 +634,12 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
             || result FAIL w2-wine-c-drive-untouched "C:\\vctest is gone"
         w2_mid=$(w2_requests | wc -l)
         vcctl w2-dismount dismount V:
-        await_log "$BOTH_LOG" "stand-in: delete points .DosDevices.V:" 10 || true
+        await_log "$BOTH_LOG" "stand-in: volume removal .Device.VcVolume$VOL" 10 || true
         got=$(w2_requests | tail -n +$((w2_mid + 1)) | tr '\n' '|')
-        [ "$got" = 'delete points \DosDevices\V:|' ] && result PASS w2-wine-dismount-deletes-the-point "$got" \
-            || result FAIL w2-wine-dismount-deletes-the-point "got '$got' ($BOTH_LOG)"
+        # Then the volume removal notification, so the mount manager forgets the device.
+        want="delete points \\DosDevices\\V:|volume removal \\Device\\VcVolume$VOL|"
+        [ "$got" = "$want" ] && result PASS w2-wine-dismount-deletes-the-point "$got" \
+            || result FAIL w2-wine-dismount-deletes-the-point "got '$got', want '$want' ($BOTH_LOG)"
         if w w2-letter-gone 60 wine "$WIN_DIR\\vc-e2e.exe" info --device '\\.\V:'; then
             result FAIL w2-wine-letter-gone-after-dismount "\\\\.\\V: still opens ($LAST_LOG)"
         else
@@ -685,18 +695,24 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     if [ -n "$hidden_offset" ] && [ -n "$outer_offset" ]; then
         w hv-stop-vcdirect 60 wine sc stop vcdirect
         w hv-stop-disk 60 wine sc stop vctestdisk
-        # W3: with every volume dismounted, DriverUnload is back and the driver unloads. Wine
-        # 8.0 does not pass a second stop to a driver service whose first stop it ignored
-        # (w3-sc-stop-while-mounted), so the unload comes when its winedevice process stops,
-        # which unloads only drivers that have an Unload routine.
-        if await_log "$BOTH_LOG" "vcdirect: unloaded" 30; then
-            result PASS w3-unload-after-last-dismount "the driver unloaded once no volume was mounted"
+        # W3: every volume is dismounted, but the forced dismounts with open files before
+        # (r13, w1-forced) latched "unload disabled": DriverUnload stays cleared, so when the
+        # winedevice process stops (Wine 8.0 does not pass a second stop to a driver service
+        # whose first stop it ignored, w3-sc-stop-while-mounted) the driver is not unloaded.
+        # (Restoring DriverUnload after a last dismount that latched nothing: the engine tests.)
+        if ! await_log "$BOTH_LOG" "vcdirect: unloaded" 10; then
+            result PASS w3-no-unload-after-latch "no Unload ran: DriverUnload stayed cleared after the latch"
         else
-            result FAIL w3-unload-after-last-dismount "no unload line in $BOTH_LOG"
+            result FAIL w3-no-unload-after-latch "the driver unloaded although the latch was set ($BOTH_LOG)"
         fi
+        # The latch holds until reboot (Wine then cannot start vcdirect again either): the
+        # prefix is restarted, both drivers start afresh.
         reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\hidden.img'
-        w hv-start-disk 60 wine sc start vctestdisk
+        restart_prefix
+        WINEDEBUG=warn+debugstr w hv-start-disk 60 wine sc start vctestdisk
+        hv_log="$LAST_LOG"
         w hv-start-vcdirect 60 wine sc start vcdirect
+        await_log "$hv_log" "vcdirect: loaded (wine-host build" 30 || true
         printf 'outer password\nhidden password\n' > "$C/vctest/password.txt"
         MOUNT_ARGS="${MOUNT_ARGS/volume.img/hidden.img}"
         if mount_volume hidden-volume-protection "--protect-hidden"; then

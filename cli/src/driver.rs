@@ -408,6 +408,7 @@ mod tests {
                     letter_kind: abi::LinkKind::None,
                 },
             ],
+            unload_disabled: false,
         };
         let j = list_json(&l);
         assert_eq!(j[0]["letter"], "V:");

@@ -51,6 +51,8 @@ pub struct ModelDevice<P: Platform<Request = TestRequest>> {
     links: AtomicBool,
     late_writes: AtomicU32,
     steps: StdMutex<Vec<Step>>,
+    /// The sequence latched "unload disabled" (W3), kept apart from `steps`.
+    kept_driver: AtomicBool,
 }
 
 impl<P: Platform<Request = TestRequest>> ModelDevice<P> {
@@ -62,6 +64,7 @@ impl<P: Platform<Request = TestRequest>> ModelDevice<P> {
             links: AtomicBool::new(true),
             late_writes: AtomicU32::new(0),
             steps: StdMutex::new(Vec::new()),
+            kept_driver: AtomicBool::new(false),
         })
     }
 
@@ -83,6 +86,12 @@ impl<P: Platform<Request = TestRequest>> ModelDevice<P> {
     /// Writes that reached the device after it was deleted.
     pub fn late_writes(&self) -> u32 {
         self.late_writes.load(Ordering::Acquire)
+    }
+
+    /// True once the sequence latched "unload disabled" (W3: a forced dismount whose lock
+    /// failed; the model filesystem is not NTFS).
+    pub fn kept_driver(&self) -> bool {
+        self.kept_driver.load(Ordering::Acquire)
     }
 
     /// The steps of the sequence as the device and the filesystem saw them, in order.
@@ -116,6 +125,12 @@ impl<P: Platform<Request = TestRequest>> ModelDevice<P> {
 }
 
 impl<P: Platform<Request = TestRequest>> Teardown for ModelDevice<P> {
+    fn writable(&self) -> bool {
+        true
+    }
+    fn keep_driver_loaded(&self) {
+        self.kept_driver.store(true, Ordering::Release);
+    }
     fn drain(&self) {
         self.step(Step::Drain);
         self.volume.dismount();
@@ -263,6 +278,11 @@ impl<P: Platform<Request = TestRequest>> FsAbove<P> {
 pub struct FsHandle<P: Platform<Request = TestRequest>>(Arc<FsAbove<P>>);
 
 impl<P: Platform<Request = TestRequest>> VolumeAbove for FsHandle<P> {
+    /// The model filesystem is not NTFS (FSCTL_GET_NTFS_VOLUME_DATA fails on it).
+    fn is_ntfs(&mut self) -> bool {
+        self.0.device.step(Step::NtfsProbe);
+        false
+    }
     fn lock(&mut self) -> Result<(), Status> {
         let fs = &self.0;
         fs.device.step(Step::Lock);
@@ -289,6 +309,8 @@ impl<P: Platform<Request = TestRequest>> VolumeAbove for FsHandle<P> {
         })
     }
 
+    fn wait_before_retry(&mut self) {}
+
     fn release(&mut self) {
         let fs = &self.0;
         fs.device.step(Step::Release);
@@ -306,12 +328,16 @@ impl<P: Platform<Request = TestRequest>> VolumeAbove for FsHandle<P> {
 pub struct Unaware;
 
 impl VolumeAbove for Unaware {
+    fn is_ntfs(&mut self) -> bool {
+        false
+    }
     fn lock(&mut self) -> Result<(), Status> {
         Ok(())
     }
     fn dismount(&mut self) -> Result<(), Status> {
         Ok(())
     }
+    fn wait_before_retry(&mut self) {}
     fn release(&mut self) {}
 }
 

@@ -75,7 +75,7 @@ fn scenario(seed: u64, case: Case) {
         Case::RefusedThenClean => {
             let refused = dismount::run(&mut fs.handle(), &*device, false);
             assert_eq!(refused, Err(IN_USE), "seed {seed}: files open, not forced");
-            assert_eq!(device.steps(), [Step::Lock, Step::Release]);
+            assert_eq!(device.steps(), [Step::NtfsProbe, Step::Lock, Step::Release]);
             assert!(!vol.is_dismounted() && !device.is_deleted() && device.has_links());
             assert_eq!(fs.phase(), Phase::Mounted);
             // The volume keeps serving the filesystem.
@@ -85,13 +85,16 @@ fn scenario(seed: u64, case: Case) {
             });
             fs.set_open_files(false);
             let report = dismount::run(&mut fs.handle(), &*device, false).expect("clean");
-            assert_eq!(device.steps()[2..], ORDER, "seed {seed}");
+            assert_eq!(device.steps()[3..], ORDER, "seed {seed}");
+            assert!(!device.kept_driver(), "seed {seed}: nothing stays behind");
             report
         }
         Case::Forced => {
             let report = dismount::run(&mut fs.handle(), &*device, true).expect("forced");
             assert_eq!(report.lock, Err(FILES_OPEN), "seed {seed}: files were open");
             assert_eq!(device.steps(), ORDER, "seed {seed}");
+            // W3: the files' handles keep the deleted device referenced.
+            assert!(report.keeps_driver && device.kept_driver(), "seed {seed}");
             report
         }
         Case::Clean => {

@@ -9,8 +9,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use vcdirect::namespace::{
-    dos_letter, letter_free, utf16, Directories, LinkKind, Links, MountManager, Namespace,
-    UniqueId, VolumeNames, OBJECT_NAME_COLLISION, OBJECT_NAME_NOT_FOUND,
+    dos_letter, first_volume_id, letter_free, utf16, Directories, LinkKind, Links, MountManager,
+    Namespace, UniqueId, VolumeNames, OBJECT_NAME_COLLISION, OBJECT_NAME_NOT_FOUND, VOLUME_ID_SPAN,
 };
 use vcdirect::Status;
 
@@ -148,6 +148,10 @@ struct MountMgr<'a> {
     log: RefCell<Vec<String>>,
     fail_arrival: Cell<bool>,
     fail_create_point: Cell<bool>,
+    /// The volumes it holds in memory: device name -> the unique id it queried at arrival. An
+    /// arrival of a device it holds is answered without asking the device again (as Windows'
+    /// does); only a volume removal notification (or a reboot) makes it forget.
+    held: RefCell<BTreeMap<String, Vec<u8>>>,
 }
 
 impl<'a> MountMgr<'a> {
@@ -159,7 +163,16 @@ impl<'a> MountMgr<'a> {
             log: RefCell::default(),
             fail_arrival: Cell::new(false),
             fail_create_point: Cell::new(false),
+            held: RefCell::default(),
         }
+    }
+    /// The unique id it holds for `device`.
+    fn held_id(&self, device: &str) -> Option<Vec<u8>> {
+        self.held.borrow().get(device).cloned()
+    }
+    /// A reboot: the in-memory records are gone, the database (the registry) stays.
+    fn reboot(&self) {
+        self.held.borrow_mut().clear();
     }
     fn attach(&self, names: &VolumeNames) {
         self.devices
@@ -183,6 +196,10 @@ impl MountManager for MountMgr<'_> {
         if self.fail_arrival.get() {
             return Err(Status::IoDeviceError);
         }
+        if self.held.borrow().contains_key(&device) {
+            // Known already: success, nothing asked, nothing changed.
+            return Ok(());
+        }
         let names = self
             .devices
             .borrow()
@@ -191,6 +208,9 @@ impl MountManager for MountMgr<'_> {
             .expect("a device");
         // The answers must agree: the device names itself as the notification did.
         assert_eq!(s(names.device_name()), device);
+        self.held
+            .borrow_mut()
+            .insert(device.clone(), names.unique_id().to_vec());
         let remembered = self.database.borrow().get(names.unique_id()).cloned();
         let wanted = remembered.or_else(|| names.suggested_link_name().map(|l| s(&l)));
         if let Some(dos) = wanted {
@@ -248,6 +268,15 @@ impl MountManager for MountMgr<'_> {
             .borrow_mut()
             .remove(&Self::letter_of(&link));
         Ok(())
+    }
+    fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+        let device = s(device);
+        self.log.borrow_mut().push(format!("removal {device}"));
+        self.held
+            .borrow_mut()
+            .remove(&device)
+            .map(|_| ())
+            .ok_or(OBJECT_NAME_NOT_FOUND)
     }
 }
 
@@ -313,7 +342,13 @@ fn w2_mount_manager_requests_arrive_in_order_and_answers_agree() {
         "the suggested name made the letter on arrival: no create point needed"
     );
     links.remove_all(&objects, Some(&mm as &dyn MountManager));
-    assert_eq!(mm.take_log(), ["delete-points \\DosDevices\\V:"]);
+    assert_eq!(
+        mm.take_log(),
+        [
+            "delete-points \\DosDevices\\V:",
+            "removal \\Device\\VcVolume3"
+        ]
+    );
     assert_eq!(objects.global_target("V:"), None);
     assert_eq!(objects.global_target("VcVolume3"), None);
 
@@ -356,6 +391,9 @@ fn w2_create_point_follows_arrival_when_the_arrival_makes_no_letter() {
         fn delete_point(&self, link: &[u16]) -> Result<(), Status> {
             self.0.delete_point(link)
         }
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            self.0.volume_removal(device)
+        }
     }
     mm.attach(&x);
     let nm = NoSuggest(&mm);
@@ -370,7 +408,13 @@ fn w2_create_point_follows_arrival_when_the_arrival_makes_no_letter() {
         ]
     );
     links.remove_all(&objects, Some(&nm as &dyn MountManager));
-    assert_eq!(mm.take_log(), ["delete-points \\DosDevices\\X:"]);
+    assert_eq!(
+        mm.take_log(),
+        [
+            "delete-points \\DosDevices\\X:",
+            "removal \\Device\\VcVolume5"
+        ]
+    );
     assert_eq!(objects.global_target("X:"), None);
 }
 
@@ -555,6 +599,7 @@ fn w2_reused_slot_does_not_inherit_a_remembered_letter() {
     let a = names(1, Some('V'), 16);
     let _crashed = mount(&objects, Some(&mm), &a).unwrap();
     objects.global.borrow_mut().clear();
+    mm.reboot();
     assert_eq!(mm.database.borrow().len(), 1);
 
     // After the reboot another volume B mounts in slot 1 (same device name), with no letter.
@@ -576,10 +621,11 @@ fn w2_reused_slot_does_not_inherit_a_remembered_letter() {
     );
     drop(links);
 
-    // The model bites: a unique id derived from the slot (the same id for A and B) makes the
+    // The model bites (after another reboot: nothing of B held): a unique id derived from the slot (the same id for A and B) makes the
     // mount manager hand B the letter it remembers for A. (An id-less, letter-less mount is
     // never announced, so this needs B to be announced: give it a letter that differs.)
     objects.global.borrow_mut().clear();
+    mm.reboot();
     let slot_id = VolumeNames::new(1, Some('W'), UniqueId::new([16; 16]));
     mm.attach(&slot_id);
     mm.volume_arrival(slot_id.device_name()).unwrap();
@@ -602,4 +648,124 @@ fn w2_deleting_through_the_callers_view_would_hit_another_link() {
         .delete(&utf16("\\??\\V:"))
         .expect("deleted");
     assert_eq!(objects.global_target("V:"), None);
+}
+
+#[test]
+fn w2_removal_notification_lets_a_reused_device_name_get_its_new_unique_id() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    // Volume A as VcVolume1 with V:, dismounted: delete points, then the removal.
+    let a = names(1, Some('V'), 20);
+    let mut links = mount(&objects, Some(&mm), &a).unwrap();
+    assert_eq!(
+        mm.held_id("\\Device\\VcVolume1").as_deref(),
+        Some(a.unique_id())
+    );
+    mm.take_log();
+    links.remove_all(&objects, Some(&mm as &dyn MountManager));
+    assert_eq!(
+        mm.take_log(),
+        [
+            "delete-points \\DosDevices\\V:",
+            "removal \\Device\\VcVolume1"
+        ]
+    );
+    assert_eq!(mm.held_id("\\Device\\VcVolume1"), None, "forgotten");
+    // Another volume B with the same device name (ids restarting at a driver reload) gets its
+    // own unique id queried.
+    let b = names(1, Some('W'), 21);
+    let mut links = mount(&objects, Some(&mm), &b).unwrap();
+    assert_eq!(
+        mm.held_id("\\Device\\VcVolume1").as_deref(),
+        Some(b.unique_id())
+    );
+    links.remove_all(&objects, Some(&mm as &dyn MountManager));
+
+    // The model bites: without the removal, the name keeps A's unique id.
+    let c = names(2, Some('X'), 22);
+    let _kept = mount(&objects, Some(&mm), &c).unwrap();
+    let d = names(2, Some('Y'), 23);
+    mm.attach(&d);
+    mm.volume_arrival(d.device_name()).unwrap();
+    assert_eq!(
+        mm.held_id("\\Device\\VcVolume2").as_deref(),
+        Some(c.unique_id())
+    );
+}
+
+#[test]
+fn w2_removal_follows_every_accepted_arrival_and_only_those() {
+    // The arrival succeeded but the mount manager made no letter and refused the create
+    // point: the letter fell back to a global link, and the removal is sent all the same.
+    struct ArrivalOnly<'a>(&'a MountMgr<'a>);
+    impl MountManager for ArrivalOnly<'_> {
+        fn volume_arrival(&self, device: &[u16]) -> Result<(), Status> {
+            self.0
+                .log
+                .borrow_mut()
+                .push(format!("arrival {}", s(device)));
+            Ok(())
+        }
+        fn create_point(&self, _link: &[u16], _device: &[u16]) -> Result<(), Status> {
+            Err(Status::IoDeviceError)
+        }
+        fn delete_point(&self, link: &[u16]) -> Result<(), Status> {
+            self.0.delete_point(link)
+        }
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            self.0
+                .log
+                .borrow_mut()
+                .push(format!("removal {}", s(device)));
+            Ok(())
+        }
+    }
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let am = ArrivalOnly(&mm);
+    letter_free(&objects, &DIRS, 'S').unwrap();
+    let mut links = Links::establish(&objects, Some(&am), &DIRS, &names(3, Some('S'), 24)).unwrap();
+    assert_eq!(links.kind(), LinkKind::GlobalLink);
+    assert!(links.announced());
+    mm.take_log();
+    links.remove_all(&objects, Some(&am as &dyn MountManager));
+    assert_eq!(mm.take_log(), ["removal \\Device\\VcVolume3"]);
+    assert!(objects.snapshot().0.is_empty());
+    // A second removal sends nothing more.
+    links.remove_all(&objects, Some(&am as &dyn MountManager));
+    assert!(mm.take_log().is_empty());
+    // A refused arrival: no removal.
+    mm.fail_arrival.set(true);
+    let mut links = mount(&objects, Some(&mm), &names(4, Some('T'), 25)).unwrap();
+    assert!(!links.announced());
+    mm.take_log();
+    links.remove_all(&objects, Some(&mm as &dyn MountManager));
+    assert!(mm.take_log().is_empty(), "nothing to remove");
+}
+
+#[test]
+fn w2_volume_ids_do_not_restart_at_one_on_every_load() {
+    // Time-based UUIDs as ExUuidCreate makes them: the low time word moves, the node stays.
+    let node = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56, 0x80, 0x01];
+    let mut firsts = std::collections::BTreeSet::new();
+    for load in 0u32..2000 {
+        let mut seed = [0u8; 16];
+        seed[..4].copy_from_slice(
+            &0x1234_0000u32
+                .wrapping_add(load.wrapping_mul(10_000_019))
+                .to_le_bytes(),
+        );
+        seed[4..8].copy_from_slice(&0x11f1_0abcu32.to_le_bytes());
+        seed[8..].copy_from_slice(&node);
+        let first = first_volume_id(seed);
+        assert!(
+            (1..=VOLUME_ID_SPAN).contains(&first),
+            "load {load}: {first}"
+        );
+        firsts.insert(first);
+    }
+    assert_eq!(firsts.len(), 2000, "every load starts somewhere else");
+    // The device name follows the id.
+    let n = VolumeNames::new(first_volume_id([7; 16]), None, UniqueId::new([1; 16]));
+    assert_ne!(s(n.device_name()), "\\Device\\VcVolume1");
 }

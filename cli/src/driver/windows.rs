@@ -143,6 +143,18 @@ fn dismount_target(file: &File, target: Target, force: bool) -> Result<(), Drive
     if let Some(c) = letter {
         super::broadcast::removed(c);
     }
+    // W3: say so when this dismount (or an earlier one) latched "unload disabled".
+    let out = ioctl(
+        file,
+        abi::IOCTL_LIST,
+        &EmptyRequest::build(),
+        ListReply::MAX_SIZE,
+    );
+    if let Some(list) = out.ok().and_then(|o| ListReply::parse(&o).ok()) {
+        if list.unload_disabled {
+            eprintln!("{}", abi::UNLOAD_DISABLED_NOTE);
+        }
+    }
     Ok(())
 }
 
@@ -179,7 +191,11 @@ pub fn list() -> Result<Value, DriverError> {
         &EmptyRequest::build(),
         ListReply::MAX_SIZE,
     )?;
-    Ok(list_json(&ListReply::parse(&out)?))
+    let reply = ListReply::parse(&out)?;
+    if reply.unload_disabled {
+        eprintln!("{}", abi::UNLOAD_DISABLED_NOTE);
+    }
+    Ok(list_json(&reply))
 }
 
 /// Status of one volume.

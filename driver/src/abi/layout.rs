@@ -550,14 +550,25 @@ pub struct ListEntry {
     pub letter_kind: LinkKind,
 }
 
-/// `IOCTL_LIST` output: version u32, size u32 (= 16 + 16 x count), count u32, reserved u32,
+/// `IOCTL_LIST` output: version u32, size u32 (= 16 + 16 x count), count u32, driver flags
+/// u32 (bit 0 [`LIST_UNLOAD_DISABLED`]; was reserved, so a driver without it sends 0),
 /// then `count` [`ListEntry`] records. The caller passes a buffer of
 /// [`ListReply::MAX_SIZE`] bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ListReply {
     /// Mounted volumes.
     pub entries: Vec<ListEntry>,
+    /// W3: a dismount latched "unload disabled" for this boot (the driver stays loaded).
+    pub unload_disabled: bool,
 }
+
+/// List reply driver flag: unload disabled until reboot (W3).
+pub const LIST_UNLOAD_DISABLED: u32 = 1;
+
+/// What vcctl prints when the list reply carries [`LIST_UNLOAD_DISABLED`].
+pub const UNLOAD_DISABLED_NOTE: &str = "note: vcdirect stays loaded until reboot: a dismount left \
+    NTFS (writable volume) or open files holding a deleted volume device, so `sc stop` would \
+    lock vcctl out";
 
 impl ListReply {
     /// Largest reply.
@@ -574,6 +585,7 @@ impl ListReply {
         }
         let mut w = Writer::new(size);
         w.u32(8, self.entries.len() as u32);
+        w.u32(12, u32::from(self.unload_disabled) * LIST_UNLOAD_DISABLED);
         for (i, e) in self.entries.iter().enumerate() {
             let at = 16 + 16 * i;
             w.u32(at, e.volume_id);
@@ -598,7 +610,8 @@ impl ListReply {
         if count as usize > MAX_LIST_ENTRIES || buf.len() != 16 + 16 * count as usize {
             return Err(AbiError::BadCount(count));
         }
-        if r.u32(12) != 0 {
+        let flags = r.u32(12);
+        if flags & !LIST_UNLOAD_DISABLED != 0 {
             return Err(AbiError::ReservedNotZero);
         }
         let mut entries = Vec::with_capacity(count as usize);
@@ -615,6 +628,9 @@ impl ListReply {
                 letter_kind: LinkKind::from_raw(kind).ok_or(AbiError::BadLinkKind(kind))?,
             });
         }
-        Ok(ListReply { entries })
+        Ok(ListReply {
+            entries,
+            unload_disabled: flags & LIST_UNLOAD_DISABLED != 0,
+        })
     }
 }

@@ -351,6 +351,7 @@ fn small_messages_reject_malformed_buffers() {
             drive_letter: Some('V'),
             letter_kind: LinkKind::MountManager,
         }],
+        unload_disabled: false,
     };
     assert_eq!(list.build(16), Err(AbiError::OutputTooSmall { needed: 32 }));
     let mut l = list.build(ListReply::MAX_SIZE).unwrap();
@@ -363,6 +364,12 @@ fn small_messages_reject_malformed_buffers() {
     l[16 + 12] = 1;
     assert_eq!(ListReply::parse(&l), Err(AbiError::ReservedNotZero));
     l[16 + 12] = 0;
+    // W3: the driver flags word (was reserved) says "unload disabled"; other bits are refused.
+    l[12] = 1;
+    assert!(ListReply::parse(&l).unwrap().unload_disabled);
+    l[12] = 2;
+    assert_eq!(ListReply::parse(&l), Err(AbiError::ReservedNotZero));
+    l[12] = 0;
     l[8] = 2;
     assert_eq!(ListReply::parse(&l), Err(AbiError::BadCount(2)));
     let mut s = StatusReply {
@@ -448,6 +455,7 @@ proptest! {
                 volume_id: i as u32 + 1, flags, drive_letter: letter,
                 letter_kind: LinkKind::from_raw(kind).unwrap(),
             }).collect(),
+            unload_disabled: w,
         };
         prop_assert_eq!(ListReply::parse(&l.build(ListReply::MAX_SIZE).unwrap()).unwrap(), l);
         let g = GatesMessage { read: r, write: w };

@@ -5,7 +5,7 @@
 //! the volume (FSCTL_LOCK_VOLUME: it writes its dirty data and fails while files are open),
 //! then to dismount (FSCTL_DISMOUNT_VOLUME: it writes what is left and lets go of the device).
 //! Only then is the volume's admission closed and drained (docs/review.md R13, `Volume::dismount`),
-//! its links removed and its device deleted, so no write the filesystem still had to make is
+//! its links removed and its device deleted (the handle closed last), so no write the filesystem still had to make is
 //! lost and none reaches a deleted device.
 //! Never: talks to the kernel (the glue implements [`VolumeAbove`] with ZwCreateFile and
 //! ZwFsControlFile from a system thread, and [`Teardown`] with the volume device's code), or
@@ -35,16 +35,27 @@ pub const VOLUME_DISMOUNTED: Status = Status::Host(0xC000_026E);
 /// method returns the status the request completed with. A failure to open the volume is a
 /// failed `lock` (VeraCrypt treats both as "files open").
 pub trait VolumeAbove {
+    /// Opens the volume (once) and sends FSCTL_GET_NTFS_VOLUME_DATA: true when it succeeded
+    /// (NTFS is mounted on the volume). Sent first, before the lock, as VeraCrypt does.
+    fn is_ntfs(&mut self) -> bool;
     /// Opens the volume (once) and sends FSCTL_LOCK_VOLUME.
     fn lock(&mut self) -> Result<(), Status>;
     /// Sends FSCTL_DISMOUNT_VOLUME on the handle `lock` opened (when it could open one).
     fn dismount(&mut self) -> Result<(), Status>;
-    /// Closes the handle (and with it the lock). Called exactly once, on every path out.
+    /// Waits [`RETRY_INTERVAL_MS`] before a forced dismount sends FSCTL_DISMOUNT_VOLUME again.
+    fn wait_before_retry(&mut self);
+    /// Closes the handle (and with it the lock). Called exactly once, on every path out; after
+    /// a completed dismount, last (after the device was deleted).
     fn release(&mut self);
 }
 
 /// The volume's own side of a dismount, in the order the sequence calls it.
 pub trait Teardown {
+    /// The volume was mounted writable.
+    fn writable(&self) -> bool;
+    /// Latches "unload disabled" for the rest of the boot ([`keeps_driver`] said so): called
+    /// before the device is deleted, so the last dismount never restores DriverUnload.
+    fn keep_driver_loaded(&self);
     /// Closes admission and drains: every admitted request served, every child operation
     /// completed, threads joined, keys erased (docs/review.md R13).
     fn drain(&self);
@@ -63,11 +74,17 @@ pub struct Report {
     pub dismount: Option<Result<(), Status>>,
     /// The request was forced.
     pub forced: bool,
+    /// The filesystem above was NTFS (FSCTL_GET_NTFS_VOLUME_DATA succeeded).
+    pub ntfs: bool,
+    /// The driver must stay loaded for the rest of the boot ([`keeps_driver`]).
+    pub keeps_driver: bool,
 }
 
 /// One step of the sequence, in the order it ran (for the tests' recorders).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
+    /// FSCTL_GET_NTFS_VOLUME_DATA sent.
+    NtfsProbe,
     /// FSCTL_LOCK_VOLUME sent.
     Lock,
     /// FSCTL_DISMOUNT_VOLUME sent.
@@ -78,19 +95,32 @@ pub enum Step {
     Drain,
     /// Links removed.
     RemoveLinks,
+    /// Unload disabled for the rest of the boot.
+    KeepDriverLoaded,
+    /// Waited before another forced FSCTL_DISMOUNT_VOLUME.
+    Wait,
     /// Device deleted.
     DeleteDevice,
 }
 
-/// The order a completed dismount runs its steps in (a refused one: `Lock`, `Release`).
-pub const ORDER: [Step; 6] = [
+/// The order a completed dismount runs its steps in when the driver may unload afterwards (a
+/// refused one: `NtfsProbe`, `Lock`, `Release`); one that [`keeps_driver`] adds
+/// `KeepDriverLoaded` before `DeleteDevice`.
+pub const ORDER: [Step; 7] = [
+    Step::NtfsProbe,
     Step::Lock,
     Step::Dismount,
     Step::Drain,
     Step::RemoveLinks,
-    Step::Release,
     Step::DeleteDevice,
+    Step::Release,
 ];
+
+/// How often a forced dismount sends FSCTL_DISMOUNT_VOLUME at most before it goes on regardless
+/// (VeraCrypt 1.26 retries up to 200 times, 100 ms apart: at most about 20 s).
+pub const DISMOUNT_ATTEMPTS: u32 = 200;
+/// The wait between two forced FSCTL_DISMOUNT_VOLUME attempts.
+pub const RETRY_INTERVAL_MS: u32 = 100;
 
 /// True when `status` says the filesystem let go of the volume.
 fn dismounted(status: Result<(), Status>) -> bool {
@@ -100,35 +130,62 @@ fn dismounted(status: Result<(), Status>) -> bool {
     }
 }
 
-/// Dismounts: lock; if the lock fails and `force` is not set, [`IN_USE`] and nothing changed
-/// (the volume keeps serving). Otherwise dismount the filesystem (a forced request sends it
-/// even when the lock failed, as VeraCrypt does), then drain, remove the links, close the
-/// handle and delete the device. A non-forced dismount the filesystem refuses is [`IN_USE`]
-/// too. The handle stays open until the links are gone, so nothing can open the volume and
-/// mount a filesystem again in between.
+/// W3 (VeraCrypt 1.26 does the same): after this dismount the driver must not unload again
+/// this boot. NTFS keeps the deleted volume device referenced after a dismount of a writable
+/// volume (Windows 7 and later), and a forced dismount whose lock failed leaves the files'
+/// handles (and their references) behind; with the device referenced, `sc stop` would only
+/// defer the unload and mark every device unload-pending, the control device included, so no
+/// later open of `\\.\vcdirect` would succeed until reboot.
+pub fn keeps_driver(ntfs: bool, writable: bool, forced: bool, lock: Result<(), Status>) -> bool {
+    (ntfs && writable) || (forced && lock.is_err())
+}
+
+/// Dismounts: asks whether NTFS is mounted, then lock; if the lock fails and `force` is not
+/// set, [`IN_USE`] and nothing changed (the volume keeps serving). Otherwise dismount the
+/// filesystem (a forced request sends it even when the lock failed, as VeraCrypt does), then
+/// drain, remove the links, latch the driver when [`keeps_driver`] says so, delete the device
+/// and only then close the handle. A non-forced dismount the filesystem refuses is [`IN_USE`]
+/// too. The handle (and its lock) stays open until the device is deleted, so nothing (Explorer,
+/// an antivirus) can open the drained volume and mount RAW on it in between; after the
+/// deletion no new open reaches the device, and closing a handle to a deleted device is legal.
 pub fn run<A, T>(above: &mut A, volume: &T, force: bool) -> Result<Report, Status>
 where
     A: VolumeAbove + ?Sized,
     T: Teardown + ?Sized,
 {
+    let ntfs = above.is_ntfs();
     let lock = above.lock();
     if lock.is_err() && !force {
         above.release();
         return Err(IN_USE);
     }
-    let dismount = above.dismount();
+    let mut dismount = above.dismount();
     if !dismounted(dismount) && !force {
         above.release();
         return Err(IN_USE);
     }
+    // Forced: the filesystem may still be busy letting go; ask again, bounded, until it
+    // dismounted (or says it already is).
+    let mut attempts = 1;
+    while !dismounted(dismount) && attempts < DISMOUNT_ATTEMPTS {
+        above.wait_before_retry();
+        dismount = above.dismount();
+        attempts += 1;
+    }
+    let keeps = keeps_driver(ntfs, volume.writable(), force, lock);
     volume.drain();
     volume.remove_links();
-    above.release();
+    if keeps {
+        volume.keep_driver_loaded();
+    }
     volume.delete_device();
+    above.release();
     Ok(Report {
         lock,
         dismount: Some(dismount),
         forced: force,
+        ntfs,
+        keeps_driver: keeps,
     })
 }
 
@@ -146,6 +203,8 @@ where
             lock: Err(IN_USE),
             dismount: None,
             forced: true,
+            ntfs: false,
+            keeps_driver: false,
         },
     }
 }
@@ -161,6 +220,10 @@ mod tests {
         steps: RefCell<Vec<Step>>,
         lock: Result<(), Status>,
         dismount: Result<(), Status>,
+        ntfs: bool,
+        writable: bool,
+        /// Dismount attempts refused before `dismount` answers.
+        busy_dismounts: core::cell::Cell<u32>,
     }
 
     impl Recorder {
@@ -169,6 +232,9 @@ mod tests {
                 steps: RefCell::new(Vec::new()),
                 lock,
                 dismount,
+                ntfs: false,
+                writable: true,
+                busy_dismounts: core::cell::Cell::new(0),
             }
         }
         fn steps(&self) -> Vec<Step> {
@@ -179,12 +245,24 @@ mod tests {
     struct Above<'a>(&'a Recorder);
 
     impl VolumeAbove for Above<'_> {
+        fn wait_before_retry(&mut self) {
+            self.0.steps.borrow_mut().push(Step::Wait);
+        }
+        fn is_ntfs(&mut self) -> bool {
+            self.0.steps.borrow_mut().push(Step::NtfsProbe);
+            self.0.ntfs
+        }
         fn lock(&mut self) -> Result<(), Status> {
             self.0.steps.borrow_mut().push(Step::Lock);
             self.0.lock
         }
         fn dismount(&mut self) -> Result<(), Status> {
             self.0.steps.borrow_mut().push(Step::Dismount);
+            let busy = self.0.busy_dismounts.get();
+            if busy > 0 {
+                self.0.busy_dismounts.set(busy - 1);
+                return Err(DENIED);
+            }
             self.0.dismount
         }
         fn release(&mut self) {
@@ -193,6 +271,12 @@ mod tests {
     }
 
     impl Teardown for Recorder {
+        fn writable(&self) -> bool {
+            self.writable
+        }
+        fn keep_driver_loaded(&self) {
+            self.steps.borrow_mut().push(Step::KeepDriverLoaded);
+        }
         fn drain(&self) {
             self.steps.borrow_mut().push(Step::Drain);
         }
@@ -205,6 +289,14 @@ mod tests {
     }
 
     const DENIED: Status = Status::Host(0xC000_0022);
+
+    /// [`ORDER`] with the unload latched before the device is deleted.
+    fn order_keeping_driver() -> Vec<Step> {
+        let mut order = ORDER.to_vec();
+        let at = order.iter().position(|s| *s == Step::DeleteDevice).unwrap();
+        order.insert(at, Step::KeepDriverLoaded);
+        order
+    }
 
     #[test]
     fn w1_clean_dismount_locks_and_dismounts_before_the_volume_goes() {
@@ -219,14 +311,15 @@ mod tests {
     fn w1_lock_refused_without_force_is_in_use_and_changes_nothing() {
         let r = Recorder::new(Err(DENIED), Ok(()));
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
-        assert_eq!(r.steps(), [Step::Lock, Step::Release]);
+        assert_eq!(r.steps(), [Step::NtfsProbe, Step::Lock, Step::Release]);
     }
 
     #[test]
     fn w1_forced_dismount_sends_the_dismount_even_when_the_lock_failed() {
         let r = Recorder::new(Err(DENIED), Ok(()));
         let report = run(&mut Above(&r), &r, true).unwrap();
-        assert_eq!(r.steps(), ORDER);
+        assert_eq!(r.steps(), order_keeping_driver());
+        assert!(report.keeps_driver);
         assert_eq!(report.lock, Err(DENIED));
         assert!(report.forced);
     }
@@ -235,7 +328,10 @@ mod tests {
     fn w1_dismount_refused_without_force_is_in_use() {
         let r = Recorder::new(Ok(()), Err(DENIED));
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
-        assert_eq!(r.steps(), [Step::Lock, Step::Dismount, Step::Release]);
+        assert_eq!(
+            r.steps(),
+            [Step::NtfsProbe, Step::Lock, Step::Dismount, Step::Release]
+        );
         // An already dismounted filesystem is a dismount that happened.
         let r = Recorder::new(Ok(()), Err(VOLUME_DISMOUNTED));
         assert!(run(&mut Above(&r), &r, false).is_ok());
@@ -244,9 +340,65 @@ mod tests {
 
     #[test]
     fn w1_unload_and_shutdown_path_is_forced() {
-        let r = Recorder::new(Err(DENIED), Err(DENIED));
+        let r = Recorder::new(Err(DENIED), Err(VOLUME_DISMOUNTED));
         let report = run_forced(&mut Above(&r), &r);
-        assert_eq!(r.steps(), ORDER);
+        assert_eq!(r.steps(), order_keeping_driver());
         assert!(report.forced);
+    }
+
+    #[test]
+    fn w1_writable_ntfs_dismount_keeps_the_driver_loaded() {
+        let mut r = Recorder::new(Ok(()), Ok(()));
+        r.ntfs = true;
+        let report = run(&mut Above(&r), &r, false).unwrap();
+        assert_eq!(r.steps(), order_keeping_driver());
+        assert!(report.ntfs && report.keeps_driver);
+    }
+
+    #[test]
+    fn w1_read_only_ntfs_or_other_filesystem_lets_the_driver_unload() {
+        let mut r = Recorder::new(Ok(()), Ok(()));
+        r.ntfs = true;
+        r.writable = false;
+        assert!(!run(&mut Above(&r), &r, false).unwrap().keeps_driver);
+        assert_eq!(r.steps(), ORDER);
+        // Not NTFS, writable, forced but the lock succeeded: nothing stays behind.
+        let r = Recorder::new(Ok(()), Ok(()));
+        assert!(!run(&mut Above(&r), &r, true).unwrap().keeps_driver);
+        assert_eq!(r.steps(), ORDER);
+    }
+
+    #[test]
+    fn w1_refused_dismount_latches_nothing() {
+        let mut r = Recorder::new(Err(DENIED), Ok(()));
+        r.ntfs = true;
+        assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
+        assert!(!r.steps().contains(&Step::KeepDriverLoaded));
+    }
+
+    #[test]
+    fn w1_forced_dismount_retries_the_filesystem_dismount_bounded() {
+        // Busy twice, then dismounted: two waits, three attempts, then the sequence goes on.
+        let r = Recorder::new(Ok(()), Ok(()));
+        r.busy_dismounts.set(2);
+        let report = run(&mut Above(&r), &r, true).unwrap();
+        assert_eq!(report.dismount, Some(Ok(())));
+        let steps = r.steps();
+        assert_eq!(steps.iter().filter(|s| **s == Step::Dismount).count(), 3);
+        assert_eq!(steps.iter().filter(|s| **s == Step::Wait).count(), 2);
+        assert_eq!(steps.last(), Some(&Step::Release));
+        // Never lets go: exactly DISMOUNT_ATTEMPTS attempts, then the volume goes all the same.
+        let r = Recorder::new(Ok(()), Err(DENIED));
+        let report = run(&mut Above(&r), &r, true).unwrap();
+        assert_eq!(report.dismount, Some(Err(DENIED)));
+        let steps = r.steps();
+        let n = steps.iter().filter(|s| **s == Step::Dismount).count();
+        assert_eq!(n, DISMOUNT_ATTEMPTS as usize);
+        assert!(steps.contains(&Step::DeleteDevice));
+        // Not forced: one attempt, no wait.
+        let r = Recorder::new(Ok(()), Ok(()));
+        r.busy_dismounts.set(1);
+        assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
+        assert!(!r.steps().contains(&Step::Wait));
     }
 }

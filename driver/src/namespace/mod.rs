@@ -50,6 +50,11 @@ pub trait MountManager {
     /// as VeraCrypt does (naming the device or unique id would make the mount manager ignore
     /// later arrivals of that id).
     fn delete_point(&self, link: &[u16]) -> Result<(), Status>;
+    /// IOCTL_MOUNTMGR_VOLUME_REMOVAL_NOTIFICATION for `device`: the mount manager forgets the
+    /// volume (its record and `\GLOBAL??\Volume{GUID}` link). A volume announced by IOCTL
+    /// gets no PnP removal, so without it the record outlives the device and a later device of
+    /// the same name is taken for the old volume (its arrival is answered from the record).
+    fn volume_removal(&self, device: &[u16]) -> Result<(), Status>;
 }
 
 /// Where global links live and how the caller's own directory is named.
@@ -173,6 +178,22 @@ impl UniqueId {
     }
 }
 
+/// How many first volume ids [`first_volume_id`] picks from: ids stay below 2^31, with 2^30
+/// mounts per driver load before they could wrap.
+pub const VOLUME_ID_SPAN: u32 = 1 << 30;
+
+/// W2: the first volume id of a driver load, from 16 bytes drawn fresh at DriverEntry (the
+/// glue takes them from ExUuidCreate), in `1..=VOLUME_ID_SPAN`. Ids that restarted at 1 on
+/// every load would reuse `\Device\VcVolume<N>` names across loads, and the mount manager
+/// (which answers a known name's arrival from its record) could take a new volume for an old
+/// one; a load starting at a fresh point does not meet the previous load's names.
+pub fn first_volume_id(seed: [u8; 16]) -> u32 {
+    let folded = seed.chunks_exact(4).fold(0u32, |acc, c| {
+        acc.rotate_left(7) ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+    });
+    folded % VOLUME_ID_SPAN + 1
+}
+
 /// The names of one mounted volume and the MOUNTDEV answers built from them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VolumeNames {
@@ -274,6 +295,8 @@ pub struct Links {
     device: Vec<u16>,
     created: Vec<Created>,
     kind: LinkKind,
+    /// The mount manager accepted the arrival notification: `remove_all` sends the removal.
+    arrived: bool,
 }
 
 impl Links {
@@ -281,9 +304,6 @@ impl Links {
     /// it has one (through `mount_manager` when given, else, or when the mount manager does
     /// not make it, as an explicit global link). On failure every link made so far is
     /// removed and nothing else is touched.
-    ///
-    /// Generic (no `dyn`), as [`Links::remove_all`]: the kernel's image check then sees the
-    /// namespace calls directly on the control path.
     pub fn establish<N: Namespace + ?Sized, M: MountManager + ?Sized>(
         ns: &N,
         mount_manager: Option<&M>,
@@ -294,6 +314,7 @@ impl Links {
             device: names.device_name().to_vec(),
             created: Vec::new(),
             kind: LinkKind::None,
+            arrived: false,
         };
         match links.make(ns, mount_manager, dirs, names) {
             Ok(()) => Ok(links),
@@ -339,7 +360,8 @@ impl Links {
         if let Some(mm) = mount_manager {
             // The mount manager may make the letter on arrival (the suggested name); else the
             // create point does. Either way it is ours only if it points at our device.
-            let made = mm.volume_arrival(&self.device).is_ok()
+            self.arrived = mm.volume_arrival(&self.device).is_ok();
+            let made = self.arrived
                 && (self.points_here(ns, &global)?
                     || (mm.create_point(&dos, &self.device).is_ok()
                         && self.points_here(ns, &global)?));
@@ -364,19 +386,28 @@ impl Links {
         self.kind
     }
 
+    /// The mount manager accepted this volume's arrival ([`Links::remove_all`] needs it then,
+    /// also when the letter fell back to a global link).
+    pub fn announced(&self) -> bool {
+        self.arrived
+    }
+
     /// The full paths of the links this mount created, in creation order.
     pub fn paths(&self) -> impl Iterator<Item = &[u16]> {
         self.created.iter().map(|c| &c.path[..])
     }
 
+    /// Generic over the namespace and the mount manager (not `dyn`), so the kernel build calls
+    /// them directly: the W13 stack check follows every indirect call into each vtable entry at
+    /// that offset, which reached unrelated code from here.
+    ///
     /// Removes every link this mount created, newest first, each by its full path and only
     /// while it still points at this volume's device (a letter the mount manager made goes
     /// through its delete-points request first, then the link itself if it is still there,
-    /// as VeraCrypt does). Idempotent: afterwards nothing is recorded. Works from any thread
+    /// as VeraCrypt does). Then, when the mount manager accepted the arrival (whichever way
+    /// the letter was made), its volume removal notification, so it forgets the device before
+    /// the device is deleted. Idempotent: afterwards nothing is recorded. Works from any thread
     /// context: every recorded path is global.
-    ///
-    /// Generic (no `dyn`), so the kernel's image check sees the namespace calls directly on the
-    /// dismount thread's path.
     pub fn remove_all<N: Namespace + ?Sized, M: MountManager + ?Sized>(
         &mut self,
         ns: &N,
@@ -388,6 +419,11 @@ impl Links {
             }
             if self.points_here(ns, &c.path).unwrap_or(false) {
                 let _ = ns.delete(&c.path);
+            }
+        }
+        if core::mem::take(&mut self.arrived) {
+            if let Some(mm) = mount_manager {
+                let _ = mm.volume_removal(&self.device);
             }
         }
         self.kind = LinkKind::None;

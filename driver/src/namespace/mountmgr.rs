@@ -30,6 +30,10 @@ pub const IOCTL_DELETE_POINTS: u32 = ctl(1, READ | WRITE);
 /// IOCTL_MOUNTMGR_VOLUME_ARRIVAL_NOTIFICATION (in: MOUNTMGR_TARGET_NAME).
 pub const IOCTL_VOLUME_ARRIVAL_NOTIFICATION: u32 = ctl(11, READ);
 
+/// IOCTL_MOUNTMGR_VOLUME_REMOVAL_NOTIFICATION (in: MOUNTMGR_TARGET_NAME).
+pub const IOCTL_VOLUME_REMOVAL_NOTIFICATION: u32 = ctl(22, READ);
+
+const _: () = assert!(IOCTL_VOLUME_REMOVAL_NOTIFICATION == 0x006D_4058);
 const _: () = assert!(IOCTL_CREATE_POINT == 0x006D_C000);
 const _: () = assert!(IOCTL_DELETE_POINTS == 0x006D_C004);
 const _: () = assert!(IOCTL_VOLUME_ARRIVAL_NOTIFICATION == 0x006D_402C);
@@ -109,7 +113,7 @@ fn bytes16(name: &[u16]) -> Result<u16, Status> {
     u16::try_from(name.len() * 2).map_err(|_| Status::InvalidParameter)
 }
 
-/// The arrival notification's input: MOUNTMGR_TARGET_NAME naming `device`.
+/// The arrival and removal notifications' input: MOUNTMGR_TARGET_NAME naming `device`.
 pub fn target_name(device: &[u16]) -> Result<Vec<u8>, Status> {
     let at = offset_of!(MOUNTMGR_TARGET_NAME, DeviceName);
     let mut buf = alloc::vec![0u8; at + 2 * device.len()];

@@ -16,7 +16,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 use wdk_sys::ntddk::{
     DbgPrint, IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink,
@@ -34,7 +34,7 @@ use super::dismount::KernelVolumeAbove;
 use super::host::{KernelHost, OpenParams};
 use super::identity::{self, DeviceAccess};
 use super::irp::Irp;
-use super::links::{fresh_unique_id, KernelNamespace, DIRS};
+use super::links::{fresh_unique_id, fresh_uuid, KernelNamespace, DIRS};
 use super::mutex::KernelMutex;
 use super::platform::{ClientSecurity, KernelPlatform};
 use super::registry::read_values;
@@ -63,6 +63,10 @@ static LINK_NAME: [u16; 20] = utf16("\\DosDevices\\vcdirect");
 
 /// The control device, for Unload.
 static CONTROL_DEVICE: AtomicPtr<DEVICE_OBJECT> = AtomicPtr::new(core::ptr::null_mut());
+/// W3: a dismount left NTFS (or a forced dismount's open files) holding a reference to a deleted
+/// volume device (`crate::dismount::keeps_driver`): DriverUnload stays cleared for the rest
+/// of the boot (the image is never unloaded once this is set, so the static lives as long).
+static UNLOAD_DISABLED: AtomicBool = AtomicBool::new(false);
 /// The driver's state (from DriverEntry to Unload).
 static STATE: AtomicPtr<DriverState> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -212,7 +216,15 @@ pub unsafe fn driver_entry(
         registry_path,
         tunables,
         volumes: SpinLock::new(Vec::new()),
-        next_id: AtomicU32::new(1),
+        // W2: device names never repeat across driver loads (the mount manager would answer a
+        // known name from its record); without a fresh UUID, ids start at 1 as before.
+        next_id: AtomicU32::new(match fresh_uuid() {
+            Ok(seed) => crate::namespace::first_volume_id(seed),
+            Err(_) => {
+                log("vcdirect: ExUuidCreate failed: volume ids start at 1");
+                1
+            }
+        }),
         control_mutex: KernelMutex::new(),
         workers: SpinLock::new(Vec::new()),
     });
@@ -305,11 +317,12 @@ fn self_test(device: *mut DEVICE_OBJECT) {
 unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
     if let Some(state) = state() {
         // W3: Unload runs only with no volume mounted (it is cleared meanwhile); dismounting
-        // whatever is left is the defensive path (W1, forced).
-        dismount_all_forced(state);
+        // whatever is left is the defensive path (W1, forced), after the last dismount
+        // thread finished, as at shutdown.
         for worker in state.workers.with(core::mem::take) {
             worker.join();
         }
+        dismount_all_forced(state);
         // SAFETY: the control device registered in DriverEntry, not deleted yet.
         unsafe { IoUnregisterShutdownNotification(state.control.as_ptr()) };
     }
@@ -401,7 +414,15 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
     };
     if let Some(state) = state() {
         log("vcdirect: shutdown: dismounting every volume (forced)");
-        dismount_all_forced(state);
+        // No control IOCTL runs meanwhile (no mount can add a volume behind the loop), and a
+        // dismount IOCTL's thread finishes first (its volume is then gone, or unclaimed and
+        // dismounted here). The workers never take the control mutex: no deadlock.
+        state.control_mutex.with(|| {
+            for worker in state.workers.with(core::mem::take) {
+                worker.join();
+            }
+            dismount_all_forced(state);
+        });
     }
     irp.complete(Status::Success, 0);
     nt(Status::Success)
@@ -409,18 +430,105 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
 
 /// W3: DriverUnload is cleared while any volume is mounted (a legacy driver cannot veto an
 /// unload, and the I/O manager does not unload a driver without one) and restored after the
-/// last dismount. Called inside the table's spin lock, with `mounted` = the table not empty,
-/// so a mount and the last dismount cannot interleave their decisions.
+/// last dismount, unless a dismount latched [`UNLOAD_DISABLED`]. Called inside the table's
+/// spin lock, with `mounted` = the table not empty, so a mount and the last dismount cannot
+/// interleave their decisions.
 fn allow_unload(state: &DriverState, mounted: bool) {
-    let routine: Option<unsafe extern "C" fn(*mut DRIVER_OBJECT)> =
-        (!mounted).then_some(driver_unload);
+    let unload = !mounted && !UNLOAD_DISABLED.load(Ordering::Acquire);
+    let routine: Option<unsafe extern "C" fn(*mut DRIVER_OBJECT)> = unload.then_some(driver_unload);
     // SAFETY: `state.driver` is our driver object, alive as long as the driver is loaded;
     // taking a field's address touches nothing.
     let field = unsafe { &raw mut (*state.driver).DriverUnload };
     // SAFETY: a pointer-sized aligned store (atomic on every supported architecture) to our
-    // driver object's field, which the I/O manager reads only when an unload is requested.
-    // Any IRQL (a plain store).
+    // driver object's field. The I/O manager reads it when `sc stop` asks for an unload (a NULL
+    // routine refuses the stop) and again when a deferred unload completes (it calls the
+    // routine only when not NULL); a read racing this store sees the old or the new value,
+    // never a torn one. A stop that read the routine just before a mount cleared it is caught
+    // by the mount's probe (`hold_unload`). Any IRQL (a plain store).
     unsafe { core::ptr::write_volatile(field, routine) };
+}
+
+/// W3, a mount racing `sc stop`: clears DriverUnload (before the volume device is created), then
+/// opens `\Device\vcdirect` from the kernel. An unload that was accepted before the clear has
+/// marked the control device unload-pending, and every open of it then fails: the mount is
+/// refused (STATUS_DELETE_PENDING) and DriverUnload restored (unless volumes are mounted or the
+/// latch is set), so the deferred unload runs when the caller closes its handle, with nothing
+/// mounted. [`restore_unload`] undoes the hold when the mount fails later.
+///
+/// IRQL: PASSIVE_LEVEL, in the caller's thread (the mount IOCTL).
+fn hold_unload(state: &DriverState) -> Result<(), Status> {
+    state.volumes.with(|_| allow_unload(state, true));
+    match probe_control_device() {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            restore_unload(state);
+            log("vcdirect: mount refused: the driver is being unloaded");
+            Err(nts::DELETE_PENDING)
+        }
+    }
+}
+
+/// Gives DriverUnload back when no volume is mounted (and the latch is not set).
+fn restore_unload(state: &DriverState) {
+    state.volumes.with(|v| allow_unload(state, !v.is_empty()));
+}
+
+/// Opens and closes `\Device\vcdirect` with a kernel handle (FILE_READ_ATTRIBUTES): fails
+/// once the I/O manager marked the device unload-pending.
+///
+/// IRQL: PASSIVE_LEVEL.
+#[cfg(not(feature = "wine-host"))]
+fn probe_control_device() -> Result<(), Status> {
+    use wdk_sys::ntddk::{ZwClose, ZwCreateFile};
+    use wdk_sys::{
+        FILE_OPEN, FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE, HANDLE,
+        IO_STATUS_BLOCK, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE,
+    };
+    let mut name = unicode(&DEVICE_NAME);
+    let mut attributes = OBJECT_ATTRIBUTES {
+        Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+        RootDirectory: core::ptr::null_mut(),
+        ObjectName: &mut name,
+        Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
+        SecurityDescriptor: core::ptr::null_mut(),
+        SecurityQualityOfService: core::ptr::null_mut(),
+    };
+    let mut handle: HANDLE = core::ptr::null_mut();
+    let mut iosb = IO_STATUS_BLOCK::default();
+    // SAFETY: every pointer is valid for the call (`name` describes a static string); a kernel
+    // handle (OBJ_KERNEL_HANDLE: no user process can use it), closed below. PASSIVE_LEVEL. The
+    // IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
+    // without taking the control mutex this thread holds.
+    let status = unsafe {
+        ZwCreateFile(
+            &mut handle,
+            FILE_READ_ATTRIBUTES,
+            &mut attributes,
+            &mut iosb,
+            core::ptr::null_mut(),
+            0,
+            FILE_SHARE_READ | FILE_SHARE_WRITE,
+            FILE_OPEN,
+            0,
+            core::ptr::null_mut(),
+            0,
+        )
+    };
+    if status < 0 {
+        return Err(Status::from_ntstatus(status as u32));
+    }
+    // SAFETY: the kernel handle opened above, closed once.
+    let _ = unsafe { ZwClose(handle) };
+    Ok(())
+}
+
+/// The wine-host build skips the probe: Wine 8.0 keeps no unload-pending state (a stop of a
+/// driver service without DriverUnload is ignored, w3-sc-stop-while-mounted), and a kernel open
+/// of our own device from inside our own dispatch routine would wait for the winedevice
+/// dispatch loop that is running it.
+#[cfg(feature = "wine-host")]
+fn probe_control_device() -> Result<(), Status> {
+    Ok(())
 }
 
 /// Pends the dismount IOCTL and runs the dismount on a system thread (W1): the FSCTLs it
@@ -493,6 +601,24 @@ struct TableTeardown<'a> {
 }
 
 impl Teardown for TableTeardown<'_> {
+    fn writable(&self) -> bool {
+        self.device
+            .borrow()
+            .as_ref()
+            .is_some_and(|d| d.mounted().flags & MOUNT_READ_ONLY == 0)
+    }
+    fn keep_driver_loaded(&self) {
+        if !UNLOAD_DISABLED.swap(true, Ordering::AcqRel) {
+            // SAFETY: NUL-terminated format with one `%u` argument.
+            unsafe {
+                DbgPrint(
+                    c"vcdirect: unload disabled until reboot (NTFS or open files keep deleted VcVolume%u referenced)\n"
+                        .as_ptr(),
+                    self.id,
+                )
+            };
+        }
+    }
     fn drain(&self) {
         if let Some(d) = self.device.borrow().as_ref() {
             d.mounted().volume.dismount();
@@ -525,8 +651,10 @@ impl Teardown for TableTeardown<'_> {
 }
 
 /// Runs the engine's dismount sequence (`crate::dismount::run`) for a claimed volume: lock,
-/// dismount (forced: even when the lock failed), drain, links, release, delete. Refused
-/// (STATUS_DEVICE_BUSY): the volume stays mounted and is unclaimed.
+/// dismount (forced: even when the lock failed), drain, links, delete, then the handle closed.
+/// Refused (STATUS_DEVICE_BUSY): the volume stays mounted and is unclaimed. `device` moves
+/// into the teardown, so its `delete_device` drops the last reference (the device is deleted
+/// there, before the handle is closed, not when this function returns).
 ///
 /// IRQL: PASSIVE_LEVEL, on a system thread (the shutdown IRP's or our own).
 fn dismount_volume(
@@ -536,11 +664,12 @@ fn dismount_volume(
 ) -> Result<(), Status> {
     let id = device.mounted().id;
     // SAFETY: the table's reference (and `teardown`'s) keeps the device undeleted until
-    // `delete_device`, which the sequence calls after `release`.
+    // `delete_device`; the sequence sends every request that uses it (NTFS probe, lock,
+    // dismount) before that, and `release` does not touch the device.
     let mut above = unsafe { KernelVolumeAbove::new(device.device_object(), device.device_name()) };
     let teardown = TableTeardown {
         state,
-        device: core::cell::RefCell::new(Some(Arc::clone(&device))),
+        device: core::cell::RefCell::new(Some(device)),
         id,
     };
     // The log lines use DbgPrint's own formatting, not core::fmt (W13's stack budget).
@@ -566,7 +695,10 @@ fn dismount_volume(
             Ok(())
         }
         Err(status) => {
-            unclaim(state, &device);
+            // A refused dismount never deleted the device: the teardown still holds it.
+            if let Some(device) = teardown.device.borrow().as_ref() {
+                unclaim(state, device);
+            }
             // SAFETY: NUL-terminated format with two u32 arguments.
             unsafe {
                 DbgPrint(
@@ -580,14 +712,19 @@ fn dismount_volume(
     }
 }
 
-/// Dismounts every volume no dismount runs for, forced (shutdown, Unload).
+/// Dismounts every volume no dismount runs for, forced (shutdown, Unload), the highest id first:
+/// a volume mounted from a file or partition of another of our volumes (nested) was mounted
+/// after its host, so it goes before it.
 fn dismount_all_forced(state: &DriverState) {
     loop {
         let next = state.volumes.with(|v| {
-            v.iter_mut().find(|e| !e.dismounting).map(|e| {
-                e.dismounting = true;
-                Arc::clone(&e.device)
-            })
+            v.iter_mut()
+                .filter(|e| !e.dismounting)
+                .max_by_key(|e| e.device.mounted().id)
+                .map(|e| {
+                    e.dismounting = true;
+                    Arc::clone(&e.device)
+                })
         });
         let Some(device) = next else { break };
         let _ = dismount_volume(state, device, true);
@@ -798,6 +935,12 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
         )
     }?;
     let volume = Volume::mount(platform, host, &request.key, params)?;
+    // W3: no unload may start from here on (DriverUnload cleared before the device exists), and
+    // none may be pending already (the probe).
+    if let Err(status) = hold_unload(state) {
+        volume.dismount();
+        return Err(status);
+    }
     let id = state.next_id.fetch_add(1, Ordering::AcqRel);
     // SAFETY: `state.driver` is our driver object.
     let device = unsafe {
@@ -815,6 +958,7 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
         Ok(d) => d,
         Err(status) => {
             volume.dismount();
+            restore_unload(state);
             return Err(status);
         }
     };
@@ -878,7 +1022,12 @@ fn list(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -
             })
             .collect::<Vec<_>>()
     });
-    ListReply { entries }.build(output_len).map_err(abi_err)
+    ListReply {
+        entries,
+        unload_disabled: UNLOAD_DISABLED.load(Ordering::Acquire),
+    }
+    .build(output_len)
+    .map_err(abi_err)
 }
 
 fn status(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {

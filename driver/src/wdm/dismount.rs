@@ -18,6 +18,26 @@ use crate::Status;
 pub(crate) const FSCTL_LOCK_VOLUME: u32 = 0x0009_0018;
 /// FSCTL_DISMOUNT_VOLUME (function 8).
 pub(crate) const FSCTL_DISMOUNT_VOLUME: u32 = 0x0009_0020;
+/// FSCTL_GET_NTFS_VOLUME_DATA (function 25, METHOD_BUFFERED, FILE_ANY_ACCESS).
+pub(crate) const FSCTL_GET_NTFS_VOLUME_DATA: u32 = 0x0009_0064;
+const _: () = assert!(FSCTL_GET_NTFS_VOLUME_DATA == (9 << 16) | (25 << 2));
+/// Room for NTFS_VOLUME_DATA_BUFFER (96 bytes; NTFS fails the request with less).
+#[cfg(not(feature = "wine-host"))]
+const NTFS_VOLUME_DATA_BYTES: usize = 128;
+
+/// Waits `crate::dismount::RETRY_INTERVAL_MS` on the calling thread (a forced dismount's
+/// retry). IRQL: PASSIVE_LEVEL, on a system thread (the dismount's).
+fn wait_retry_interval() {
+    use wdk_sys::ntddk::KeDelayExecutionThread;
+    use wdk_sys::{_MODE::KernelMode, LARGE_INTEGER};
+    // Relative time (negative), in 100 ns units.
+    let mut interval = LARGE_INTEGER {
+        QuadPart: -(i64::from(crate::dismount::RETRY_INTERVAL_MS) * 10_000),
+    };
+    // SAFETY: `interval` is valid for the call; a non-alertable kernel-mode wait at
+    // PASSIVE_LEVEL on the dismount's system thread (caller's contract).
+    let _ = unsafe { KeDelayExecutionThread(KernelMode as i8, 0, &mut interval) };
+}
 
 /// The volume above `\Device\VcVolume<N>`, reached by name (product) or device (wine-host).
 pub(crate) struct KernelVolumeAbove {
@@ -36,8 +56,9 @@ impl KernelVolumeAbove {
     /// opened yet (`lock` opens).
     ///
     /// # Safety
-    /// `device` is a volume device of this driver that stays undeleted while this value
-    /// lives (the dismount holds the table's reference to it until after `release`).
+    /// `device` is a volume device of this driver that stays undeleted until the sequence's
+    /// `Teardown::delete_device` (every request that uses it, `is_ntfs`, `lock` and
+    /// `dismount`, comes before that; `release` does not touch it).
     pub(crate) unsafe fn new(
         device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
         name: &[u16],
@@ -67,7 +88,10 @@ mod product {
     };
 
     use super::super::strings::OwnedUnicode;
-    use super::{KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_LOCK_VOLUME};
+    use super::{
+        KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_GET_NTFS_VOLUME_DATA, FSCTL_LOCK_VOLUME,
+        NTFS_VOLUME_DATA_BYTES,
+    };
     use crate::dismount::VolumeAbove;
     use crate::Status;
 
@@ -119,11 +143,16 @@ mod product {
             Ok(handle)
         }
 
-        fn fsctl(&mut self, code: u32) -> Result<(), Status> {
+        fn fsctl(&mut self, code: u32, output: &mut [u8]) -> Result<(), Status> {
             let handle = self.open()?;
             let mut iosb = IO_STATUS_BLOCK::default();
+            let (out, out_len) = match output.is_empty() {
+                true => (core::ptr::null_mut(), 0),
+                false => (output.as_mut_ptr().cast(), output.len() as u32),
+            };
             // SAFETY: our kernel handle, opened for synchronous I/O: the call returns when the
-            // filesystem completed the request; no buffers.
+            // filesystem completed the request, so `output` (a kernel buffer of `out_len`
+            // bytes, or none) outlives it; no input buffer.
             let status = unsafe {
                 ZwFsControlFile(
                     handle,
@@ -134,8 +163,8 @@ mod product {
                     code,
                     core::ptr::null_mut(),
                     0,
-                    core::ptr::null_mut(),
-                    0,
+                    out,
+                    out_len,
                 )
             };
             if status < 0 {
@@ -146,11 +175,18 @@ mod product {
     }
 
     impl VolumeAbove for KernelVolumeAbove {
+        fn is_ntfs(&mut self) -> bool {
+            let mut data = [0u8; NTFS_VOLUME_DATA_BYTES];
+            self.fsctl(FSCTL_GET_NTFS_VOLUME_DATA, &mut data).is_ok()
+        }
         fn lock(&mut self) -> Result<(), Status> {
-            self.fsctl(FSCTL_LOCK_VOLUME)
+            self.fsctl(FSCTL_LOCK_VOLUME, &mut [])
         }
         fn dismount(&mut self) -> Result<(), Status> {
-            self.fsctl(FSCTL_DISMOUNT_VOLUME)
+            self.fsctl(FSCTL_DISMOUNT_VOLUME, &mut [])
+        }
+        fn wait_before_retry(&mut self) {
+            super::wait_retry_interval();
         }
         fn release(&mut self) {
             let handle = core::mem::replace(&mut self.handle, core::ptr::null_mut());
@@ -164,7 +200,9 @@ mod product {
 
 #[cfg(feature = "wine-host")]
 mod wine {
-    use super::{KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_LOCK_VOLUME};
+    use super::{
+        KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_GET_NTFS_VOLUME_DATA, FSCTL_LOCK_VOLUME,
+    };
     use crate::dismount::VolumeAbove;
     use crate::Status;
 
@@ -178,11 +216,17 @@ mod wine {
     }
 
     impl VolumeAbove for KernelVolumeAbove {
+        fn is_ntfs(&mut self) -> bool {
+            self.fsctl(FSCTL_GET_NTFS_VOLUME_DATA).is_ok()
+        }
         fn lock(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_LOCK_VOLUME)
         }
         fn dismount(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_DISMOUNT_VOLUME)
+        }
+        fn wait_before_retry(&mut self) {
+            super::wait_retry_interval();
         }
         fn release(&mut self) {}
     }
@@ -191,7 +235,8 @@ mod wine {
 /// The wine-host build's filesystem stand-in, in the volume device's dispatch: answers
 /// FSCTL_LOCK_VOLUME with STATUS_ACCESS_DENIED while any handle is open on the volume (what
 /// RAW and NTFS do with open files; a client holding the device open plays "files open"),
-/// otherwise success, and FSCTL_DISMOUNT_VOLUME with success; each answer goes to the
+/// otherwise success, FSCTL_DISMOUNT_VOLUME with success and FSCTL_GET_NTFS_VOLUME_DATA with
+/// STATUS_INVALID_DEVICE_REQUEST (not NTFS: what RAW answers); each answer goes to the
 /// debugger log, so the Wine test sees their order. `None`: not one of its codes.
 #[cfg(feature = "wine-host")]
 pub(crate) fn fs_stand_in(id: u32, open_handles: u32, code: u32) -> Option<Status> {
@@ -199,6 +244,7 @@ pub(crate) fn fs_stand_in(id: u32, open_handles: u32, code: u32) -> Option<Statu
         FSCTL_LOCK_VOLUME if open_handles > 0 => (c"lock", Status::Host(0xC000_0022)),
         FSCTL_LOCK_VOLUME => (c"lock", Status::Success),
         FSCTL_DISMOUNT_VOLUME => (c"dismount", Status::Success),
+        FSCTL_GET_NTFS_VOLUME_DATA => (c"ntfs-data", Status::InvalidDeviceRequest),
         _ => return None,
     };
     // SAFETY: NUL-terminated format; `%u`/`%x` get u32 arguments, `%s` a NUL-terminated static

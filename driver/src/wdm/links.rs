@@ -17,6 +17,7 @@
 //! creates `\??\X:` on a create point and deletes it on delete points. Unlike Windows' mount
 //! manager it never makes a letter on arrival, so the Wine run always shows the create point.
 
+#[cfg(feature = "wine-host")]
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
@@ -58,7 +59,8 @@ fn ok(status: i32) -> Result<(), Status> {
     }
 }
 
-/// DbgPrints `line` (no `%` interpretation).
+/// DbgPrints `line` (no `%` interpretation; the wine-host stand-in's log).
+#[cfg(feature = "wine-host")]
 fn log(line: &str) {
     // SAFETY: NUL-terminated format; `%.*s` gets an int length and a pointer to that many
     // bytes of `line`.
@@ -69,6 +71,7 @@ fn log(line: &str) {
 // `dyn Write` calls into every vtable slot they could reach, which includes these trait
 // methods, so formatting in them would read as recursion.
 
+#[cfg(feature = "wine-host")]
 fn text(name: &[u16]) -> String {
     char::decode_utf16(name.iter().copied())
         .map(|c| c.unwrap_or('?'))
@@ -103,7 +106,14 @@ impl Namespace for KernelNamespace {
             OBJECT_TYPE_MISMATCH => return Ok(Some(Vec::new())),
             s => ok(s)?,
         }
-        let mut target = alloc::vec![0u16; TARGET_CHARS];
+        let mut target = Vec::new();
+        if target.try_reserve_exact(TARGET_CHARS).is_err() {
+            // SAFETY: our kernel handle, closed once.
+            let _ = unsafe { ZwClose(handle) };
+            return Err(Status::InsufficientResources);
+        }
+        // W6: the room was reserved above, so this cannot allocate.
+        target.resize(TARGET_CHARS, 0);
         let mut header = UNICODE_STRING {
             Length: 0,
             MaximumLength: (TARGET_CHARS * 2) as u16,
@@ -142,6 +152,13 @@ impl Namespace for KernelNamespace {
 ///
 /// IRQL: PASSIVE_LEVEL.
 pub(crate) fn fresh_unique_id() -> Result<UniqueId, Status> {
+    fresh_uuid().map(UniqueId::new)
+}
+
+/// 16 fresh bytes from ExUuidCreate (a mount's unique id, the first volume id of a load).
+///
+/// IRQL: PASSIVE_LEVEL.
+pub(crate) fn fresh_uuid() -> Result<[u8; 16], Status> {
     let mut uuid = UUID::default();
     // SAFETY: `uuid` is a writable GUID for the call.
     ok(unsafe { ExUuidCreate(&mut uuid) })?;
@@ -150,7 +167,7 @@ pub(crate) fn fresh_unique_id() -> Result<UniqueId, Status> {
     nonce[4..6].copy_from_slice(&uuid.Data2.to_le_bytes());
     nonce[6..8].copy_from_slice(&uuid.Data3.to_le_bytes());
     nonce[8..].copy_from_slice(&uuid.Data4);
-    Ok(UniqueId::new(nonce))
+    Ok(nonce)
 }
 
 /// The mount manager for the volume device `volume`, or `None` when it cannot be reached
@@ -245,17 +262,24 @@ mod product {
             let out = mountmgr::DELETE_POINTS_OUTPUT;
             let r = self.send(mountmgr::IOCTL_DELETE_POINTS, buf, out);
             if let Err(status) = r {
-                let mut line = String::from("vcdirect: mount manager refused to delete ");
-                line.push_str(&text(link));
-                line.push_str(": 0x");
-                let raw = status.ntstatus();
-                for shift in (0..8).rev() {
-                    let digit = (raw >> (4 * shift)) & 0xF;
-                    line.push(char::from_digit(digit, 16).unwrap_or('?'));
-                }
-                log(&line);
+                // W6: no allocation on this path (DbgPrint formats the wide name itself).
+                // SAFETY: NUL-terminated format; `%.*ws` gets an int length in characters and
+                // a pointer to that many UTF-16 units of `link`, `%08x` a u32. PASSIVE_LEVEL
+                // (the dismount and mount paths), where %ws is allowed.
+                unsafe {
+                    DbgPrint(
+                        c"vcdirect: mount manager refused to delete %.*ws: 0x%08x\n".as_ptr(),
+                        link.len() as i32,
+                        link.as_ptr(),
+                        status.ntstatus(),
+                    )
+                };
             }
             r
+        }
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            let buf = mountmgr::target_name(device)?;
+            self.send(mountmgr::IOCTL_VOLUME_REMOVAL_NOTIFICATION, buf, 0)
         }
     }
 }
@@ -410,6 +434,14 @@ mod stand_in {
                 Some(t) if t.starts_with(&ours) => KernelNamespace.delete(&path),
                 _ => Err(crate::namespace::OBJECT_NAME_NOT_FOUND),
             }
+        }
+
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            // The bytes the product sends, read back as the mount manager would.
+            let buf = mountmgr::target_name(device)?;
+            let named = mountmgr::parse_target_name(&buf)?;
+            note("volume removal", &named, "");
+            Ok(())
         }
     }
 }

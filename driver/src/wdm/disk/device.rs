@@ -217,7 +217,8 @@ impl VolumeDevice {
 
     /// Removes every link this mount created, each by its full path and only while it still
     /// points at this device (the mount manager's delete-points request first for a letter it
-    /// made). Idempotent; runs in any thread context (every link is global), so a dismount
+    /// made), then sends the mount manager's volume removal notification when it accepted the
+    /// arrival (W2: it forgets the device before the device is deleted). Idempotent; runs in any thread context (every link is global), so a dismount
     /// sequence on a system thread may call it before the device goes; `drop` always calls it
     /// (after such a call, a no-op).
     ///
@@ -225,7 +226,8 @@ impl VolumeDevice {
     pub fn remove_links(&self) {
         let mut links = self.links.with(core::mem::take);
         // SAFETY: `device` is our live volume device (type invariant) for the whole call.
-        let mm = (links.kind() == LinkKind::MountManager)
+        let mm = links
+            .announced()
             .then(|| unsafe { links::mount_manager(self.device) })
             .flatten();
         links.remove_all(&KernelNamespace, mm.as_ref());

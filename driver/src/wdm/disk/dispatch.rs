@@ -50,11 +50,25 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
         request.complete(Status::InvalidDeviceRequest, 0);
         return nt(Status::InvalidDeviceRequest);
     };
+    let major = u32::from(request.major_function());
+    // A handle's cleanup never fails: it completes here, before the remove lock, touching
+    // nothing of the volume (after a forced dismount with handles open the lock is released
+    // for good, and a cleanup failed with STATUS_DELETE_PENDING would be a wrong answer).
+    if major == IRP_MJ_CLEANUP {
+        request.complete(Status::Success, 0);
+        return nt(Status::Success);
+    }
     // SAFETY: the live extension of our volume device: the device is not deleted while the
     // I/O manager dispatches to it, and its extension goes with it.
     let lock = unsafe { remove_lock(ext) };
     // The tag is the IRP; the guard releases with the same tag when this function returns.
     let Ok(_guard) = lock.acquire_tagged(irp.cast()) else {
+        // A close never fails either: once the volume is gone there is no handle count to
+        // keep, so it succeeds without touching the (released) volume.
+        if major == IRP_MJ_CLOSE {
+            request.complete(Status::Success, 0);
+            return nt(Status::Success);
+        }
         request.complete(nts::DELETE_PENDING, 0);
         return nt(nts::DELETE_PENDING);
     };
@@ -63,7 +77,7 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
     let mounted = unsafe { (*ext).volume };
     // SAFETY: as above: a live `MountedVolume` for as long as we hold the lock.
     let mounted = unsafe { &*mounted };
-    match u32::from(request.major_function()) {
+    match major {
         IRP_MJ_READ | IRP_MJ_WRITE | IRP_MJ_FLUSH_BUFFERS => {
             request.mark_pending();
             // While the engine queues it, IoCancelIrp reaches `cancel_queued`.
@@ -82,10 +96,6 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
             let _ = mounted
                 .open_handles
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-            request.complete(Status::Success, 0);
-            nt(Status::Success)
-        }
-        IRP_MJ_CLEANUP => {
             request.complete(Status::Success, 0);
             nt(Status::Success)
         }
