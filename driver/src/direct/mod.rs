@@ -134,12 +134,14 @@ impl<P: Platform> DirectPath<P> {
     }
 
     /// Admits a granted request: a free worker takes it, or it waits in FIFO order for one.
-    pub(crate) fn submit(&self, job: IoJob<P::Request>) {
+    /// Hands `job` back, not queued, when it was already cancelled (its hook is armed as it is
+    /// queued).
+    pub(crate) fn submit(&self, job: IoJob<P::Request>) -> Result<(), IoJob<P::Request>> {
         let queued = self.ready.len() as u64;
         if self.busy.load(Ordering::Acquire) + queued >= WORKERS as u64 {
             Counters::add(&self.context.counters.slot_waits, 1);
         }
-        self.ready.push(job);
+        self.ready.push(job)
     }
 
     /// Ends the workers after everything queued before.

@@ -31,8 +31,10 @@ impl<P: Platform> JobQueue<P> {
     }
 
     /// Queues a granted job.
-    pub(crate) fn push(&self, job: IoJob<P::Request>) {
-        self.requests.push(job.park());
+    pub(crate) fn push(&self, job: IoJob<P::Request>) -> Result<(), IoJob<P::Request>> {
+        // The cancel hook is armed here, under the FIFO's lock (docs/review.md W6: a cancel
+        // routine then finds the job in the FIFO, or the taker's claim sees the hook gone).
+        self.requests.push_armed(job.park()).map_err(IoJob::unpark)
     }
 
     /// Queues one stop, taken after everything queued before.

@@ -49,6 +49,23 @@ impl<P: Platform> RequestQueue<P> {
         }
     }
 
+    /// Arms `request`'s cancel hook and appends it, under the queue's lock, so its cancel
+    /// routine (which takes requests out under the same lock) finds it here or not at all;
+    /// wakes one consumer. Hands `request` back, not queued, when it was already cancelled.
+    pub fn push_armed(&self, mut request: P::Request) -> Result<(), P::Request> {
+        let queued = self.fifo.with(|f| {
+            if !request.arm_cancel() {
+                return Err(request);
+            }
+            f.list.push_back(request);
+            Ok(())
+        });
+        if queued.is_ok() {
+            self.ready.release();
+        }
+        queued
+    }
+
     /// Appends `request` and wakes one consumer.
     pub fn push(&self, request: P::Request) {
         self.fifo.with(|f| f.list.push_back(request));

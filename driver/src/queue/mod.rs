@@ -171,8 +171,9 @@ impl<P: Platform> LegacyQueue<P> {
     }
 
     /// Queues a granted request for the main thread.
-    pub(crate) fn submit(&self, job: IoJob<P::Request>) {
-        self.input.push(job);
+    /// Queues `job` (its cancel hook armed); hands it back when it was already cancelled.
+    pub(crate) fn submit(&self, job: IoJob<P::Request>) -> Result<(), IoJob<P::Request>> {
+        self.input.push(job)
     }
 
     /// Ends the three threads after everything queued before.

@@ -10,7 +10,8 @@
 //!
 //! The protocol, with `arm`/`disarm` the request's atomic exchange of its cancel hook (in the
 //! kernel: `IoSetCancelRoutine`):
-//! - dispatch arms the hook once the request is admitted;
+//! - the hook is armed as the job enters a path's FIFO, under the FIFO's lock (a job waiting
+//!   for its range is not armed: cancelled there, it completes as it reaches the FIFO);
 //! - the cancel routine runs only if it won the hook: it takes the job out of a path's FIFO
 //!   if it is there (leaving a tombstone), else looks for it among the jobs whose taker lost the
 //!   race (`parked`), else leaves its key in `fired` for the taker to find;
@@ -61,7 +62,8 @@ impl<P: Platform> Volume<P> {
     /// The issuer cancelled the request with `key` after its hook fired (in the kernel: the
     /// cancel routine of a queued IRP, at IRQL <= DISPATCH_LEVEL). A request still waiting in
     /// a path's FIFO completes now with STATUS_CANCELLED, nothing issued; one waiting for an
-    /// overlapping earlier request completes the same way as soon as its range is granted.
+    /// overlapping earlier request has no hook yet and completes the same way as soon as its
+    /// range is granted (`JobQueue::push` finds it cancelled).
     /// Never blocks.
     pub fn cancel(self: &Arc<Self>, key: usize) {
         if let Some(job) = self
@@ -125,7 +127,7 @@ impl<P: Platform> Volume<P> {
         None
     }
 
-    fn finish_cancelled(&self, job: IoJob<P::Request>) {
+    pub(super) fn finish_cancelled(&self, job: IoJob<P::Request>) {
         let IoJob {
             request,
             buf,

@@ -296,9 +296,12 @@ impl<P: Platform> Volume<P> {
             request.complete(Status::DeviceNotReady, 0);
             return;
         }
-        // Queued from here on: the issuer's cancel now reaches `cancel` (the IRP's cancel
-        // routine is set). Already cancelled: complete at once, nothing issued.
-        if !request.arm_cancel() {
+        // Already cancelled: complete at once, nothing issued. The cancel hook itself is armed
+        // only when the job enters a path's FIFO (`JobQueue::push`, under the FIFO's lock), so a
+        // cancel routine never has to look for a job waiting for its range (docs/review.md
+        // W6: the fired keys stay within their room); one cancelled while it waits completes as
+        // it reaches the FIFO.
+        if request.is_cancelled() {
             Counters::add(&self.counters.failed, 1);
             if let Some(buf) = buf {
                 request.put_buffer(buf);
@@ -440,9 +443,15 @@ impl<P: Platform> Volume<P> {
         if job.kind == JobKind::Write {
             self.context.writes.write_started();
         }
-        match job.path {
+        let queued = match job.path {
             Path::Legacy => self.legacy.submit(job),
             Path::Direct => self.direct.submit(job),
+        };
+        // Cancelled before it reached a path's FIFO (while it waited for its range, or at
+        // dispatch): completed now, nothing issued, its range released.
+        if let Err(job) = queued {
+            Counters::add(&self.counters.failed, 1);
+            self.finish_cancelled(job);
         }
     }
 

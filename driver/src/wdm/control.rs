@@ -16,7 +16,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 use wdk_sys::ntddk::{
     DbgPrint, IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink,
@@ -67,6 +67,11 @@ static CONTROL_DEVICE: AtomicPtr<DEVICE_OBJECT> = AtomicPtr::new(core::ptr::null
 /// volume device (`crate::dismount::keeps_driver`): DriverUnload stays cleared for the rest
 /// of the boot (the image is never unloaded once this is set, so the static lives as long).
 static UNLOAD_DISABLED: AtomicBool = AtomicBool::new(false);
+
+/// W3: mounts between their `hold_unload` and their entry in the table (or their failure):
+/// while one is, a dismount of the last volume must not give DriverUnload back. Changed only
+/// inside the table's spin lock.
+static MOUNTS_HOLDING: AtomicUsize = AtomicUsize::new(0);
 /// The driver's state (from DriverEntry to Unload).
 static STATE: AtomicPtr<DriverState> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -434,7 +439,9 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
 /// spin lock, with `mounted` = the table not empty, so a mount and the last dismount cannot
 /// interleave their decisions.
 fn allow_unload(state: &DriverState, mounted: bool) {
-    let unload = !mounted && !UNLOAD_DISABLED.load(Ordering::Acquire);
+    let unload = !mounted
+        && MOUNTS_HOLDING.load(Ordering::Acquire) == 0
+        && !UNLOAD_DISABLED.load(Ordering::Acquire);
     let routine: Option<unsafe extern "C" fn(*mut DRIVER_OBJECT)> = unload.then_some(driver_unload);
     // SAFETY: `state.driver` is our driver object, alive as long as the driver is loaded;
     // taking a field's address touches nothing.
@@ -457,7 +464,10 @@ fn allow_unload(state: &DriverState, mounted: bool) {
 ///
 /// IRQL: PASSIVE_LEVEL, in the caller's thread (the mount IOCTL).
 fn hold_unload(state: &DriverState) -> Result<(), Status> {
-    state.volumes.with(|_| allow_unload(state, true));
+    state.volumes.with(|_| {
+        MOUNTS_HOLDING.fetch_add(1, Ordering::AcqRel);
+        allow_unload(state, true);
+    });
     match probe_control_device() {
         Ok(()) => Ok(()),
         Err(_) => {
@@ -468,9 +478,13 @@ fn hold_unload(state: &DriverState) -> Result<(), Status> {
     }
 }
 
-/// Gives DriverUnload back when no volume is mounted (and the latch is not set).
+/// Ends a failed mount's hold: gives DriverUnload back when no volume is mounted, no other
+/// mount holds it and the latch is not set.
 fn restore_unload(state: &DriverState) {
-    state.volumes.with(|v| allow_unload(state, !v.is_empty()));
+    state.volumes.with(|v| {
+        MOUNTS_HOLDING.fetch_sub(1, Ordering::AcqRel);
+        allow_unload(state, !v.is_empty());
+    });
 }
 
 /// Opens and closes `\Device\vcdirect` with a kernel handle (FILE_READ_ATTRIBUTES): fails
@@ -969,6 +983,8 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
     };
     state.volumes.with(|v| {
         v.push(entry);
+        // The hold ends as the volume is in the table: it keeps DriverUnload cleared itself.
+        MOUNTS_HOLDING.fetch_sub(1, Ordering::AcqRel);
         allow_unload(state, true);
     });
     Ok(MountReply {

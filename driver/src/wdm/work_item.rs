@@ -189,17 +189,19 @@ impl<T: Send + 'static> crate::platform::WorkItems<T> for Arc<WorkItemPool<T>> {
 impl<T: Send + 'static> Drop for WorkItemPool<T> {
     fn drop(&mut self) {
         let inner = self.inner();
-        let (idle, empty) = inner.state.with(|s| {
+        // The idle items are freed under the lock (IoFreeWorkItem is allowed at DISPATCH_LEVEL):
+        // once it is released, the last routine in flight may free the storage.
+        let empty = inner.state.with(|s| {
             s.closed = true;
-            (core::mem::take(&mut s.free), s.in_flight == 0)
-        });
-        for index in idle {
-            if let Some(slot) = inner.slots.get(index) {
-                // SAFETY: an idle slot's item is not queued, and its routine (if one ran) gave
-                // the slot back as its last touch of the pool: freed once, here.
-                unsafe { IoFreeWorkItem(slot.item) };
+            for index in core::mem::take(&mut s.free) {
+                if let Some(slot) = inner.slots.get(index) {
+                    // SAFETY: an idle slot's item is not queued, and its routine (if one ran)
+                    // gave the slot back as its last touch of the pool: freed once, here.
+                    unsafe { IoFreeWorkItem(slot.item) };
+                }
             }
-        }
+            s.in_flight == 0
+        });
         if empty {
             // SAFETY: closed with nothing in flight: no routine touches the storage again, and
             // this was the last handle; the Box leaked in `new`, reclaimed once.
