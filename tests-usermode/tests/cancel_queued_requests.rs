@@ -139,9 +139,10 @@ fn queued_legacy_requests_cancel_at_once_and_issue_nothing() {
     queued_cancel(BOTH_OFF);
 }
 
-/// A request waiting for an earlier overlapping write is cancelled: its routine finds it in no
-/// queue, so it completes with STATUS_CANCELLED as soon as its range is granted, and nothing is
-/// issued for it.
+/// A request waiting for an earlier overlapping write is cancelled: its hook is not armed yet
+/// (it is armed as the job enters a path's FIFO, so no cancel routine ever looks for a job in
+/// the range ordering: docs/review.md W6), only its cancel flag is set; it completes with
+/// STATUS_CANCELLED as soon as its range is granted, and nothing is issued for it.
 #[test]
 fn request_waiting_for_an_overlap_completes_cancelled_when_granted() {
     for gates in [BOTH_ON, BOTH_OFF] {
@@ -158,7 +159,10 @@ fn request_waiting_for_an_overlap_completes_cancelled_when_granted() {
         });
         let cancel_it = cancel(&vol, &waiting);
         vol.dispatch(waiting);
-        assert!(cancel_it(), "armed while waiting in the range ordering");
+        assert!(
+            !cancel_it(),
+            "not armed while it waits in the range ordering: only its cancel flag is set"
+        );
         let ops_before = host.ops().len();
         host.release();
         assert_eq!(wait(&first).status, Status::Success);

@@ -338,7 +338,9 @@ impl<P: Platform> Volume<P> {
             Some(Self::register(admission, job))
         });
         if let Some(Some(job)) = granted {
-            self.start(job);
+            if let Err(job) = self.start(job) {
+                self.finish_cancelled(job);
+            }
         } else if let Some(None) = granted {
             Counters::add(&self.counters.range_waits, 1);
         }
@@ -438,20 +440,16 @@ impl<P: Platform> Volume<P> {
         Ok(())
     }
 
-    /// Hands a granted job to its path.
-    fn start(&self, job: IoJob<P::Request>) {
+    /// Hands a granted job to its path; hands it back when it was cancelled before it got
+    /// there (while it waited for its range, or at dispatch): the caller finishes it as
+    /// cancelled, nothing issued, its range released.
+    fn start(&self, job: IoJob<P::Request>) -> Result<(), IoJob<P::Request>> {
         if job.kind == JobKind::Write {
             self.context.writes.write_started();
         }
-        let queued = match job.path {
+        match job.path {
             Path::Legacy => self.legacy.submit(job),
             Path::Direct => self.direct.submit(job),
-        };
-        // Cancelled before it reached a path's FIFO (while it waited for its range, or at
-        // dispatch): completed now, nothing issued, its range released.
-        if let Err(job) = queued {
-            Counters::add(&self.counters.failed, 1);
-            self.finish_cancelled(job);
         }
     }
 
@@ -526,48 +524,70 @@ impl<P: Platform> Finisher<P> for Volume<P> {
 
     fn finish(
         &self,
-        mut request: P::Request,
+        request: P::Request,
         buf: Option<<P::Request as UpperRequest>::Buf>,
         ticket: Ticket,
         kind: JobKind,
         status: Status,
         information: usize,
     ) {
-        if let Some(buf) = buf {
-            request.put_buffer(buf);
-        }
-        if kind == JobKind::Write {
-            self.context.writes.write_finished();
-        }
-        if !status.is_success() {
-            Counters::add(&self.counters.failed, 1);
-        }
-        // Whoever the release unblocks is handed to its path right here: `start` only pushes
-        // onto a path's queue (its own short lock, never taken before this one), so nothing
-        // is collected or allocated per request.
-        self.order.with(|admission| {
-            admission.lock.release(ticket, &mut admission.granted);
-            for i in 0..admission.granted.len() {
-                let ticket = admission.granted[i];
-                if let Some(job) = admission.waiting[ticket.index()].take() {
-                    self.start(job);
-                }
+        // Jobs this release grants that were cancelled while they waited for their range: they
+        // are finished here, one after the other (a loop, not a recursion), linked through
+        // their own requests (nothing allocated).
+        let mut cancelled: <P::Request as UpperRequest>::List = RequestList::new();
+        let mut next = Some((request, buf, ticket, kind, status, information));
+        while let Some((mut request, buf, ticket, kind, status, information)) = next.take() {
+            if let Some(buf) = buf {
+                request.put_buffer(buf);
             }
-            admission.granted.clear();
-            while !admission.lock.is_full() {
-                let Some(request) = admission.backlog.pop_front() else {
-                    break;
-                };
-                if let Some(job) = Self::register(admission, IoJob::unpark(request)) {
-                    self.start(job);
-                }
+            if kind == JobKind::Write {
+                self.context.writes.write_finished();
             }
-        });
-        self.completer.push(Finished {
-            request,
-            status,
-            information,
-        });
-        self.admitted.exit();
+            if !status.is_success() {
+                Counters::add(&self.counters.failed, 1);
+            }
+            // Whoever the release unblocks is handed to its path right here: `start` only
+            // pushes onto a path's queue (its own short lock, never taken before this one), so
+            // nothing is collected or allocated per request.
+            self.order.with(|admission| {
+                admission.lock.release(ticket, &mut admission.granted);
+                for i in 0..admission.granted.len() {
+                    let ticket = admission.granted[i];
+                    if let Some(job) = admission.waiting[ticket.index()].take() {
+                        if let Err(job) = self.start(job) {
+                            cancelled.push_back(job.park());
+                        }
+                    }
+                }
+                admission.granted.clear();
+                while !admission.lock.is_full() {
+                    let Some(request) = admission.backlog.pop_front() else {
+                        break;
+                    };
+                    if let Some(job) = Self::register(admission, IoJob::unpark(request)) {
+                        if let Err(job) = self.start(job) {
+                            cancelled.push_back(job.park());
+                        }
+                    }
+                }
+            });
+            self.completer.push(Finished {
+                request,
+                status,
+                information,
+            });
+            self.admitted.exit();
+            if let Some(request) = cancelled.pop_front() {
+                let job = IoJob::unpark(request);
+                next = Some((
+                    job.request,
+                    job.buf,
+                    job.ticket,
+                    job.kind,
+                    Status::Cancelled,
+                    0,
+                ));
+            }
+        }
     }
 }
