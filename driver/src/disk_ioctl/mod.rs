@@ -47,6 +47,12 @@ const MEDIA_READ_WRITE: u32 = 0x0000_0008;
 const MEDIA_WRITE_PROTECTED: u32 = 0x0000_0100;
 /// VeraCrypt reads VERIFY's range in pieces of at most 16 pages.
 const VERIFY_PIECE: usize = 16 * 4096;
+/// The longest range one IOCTL_DISK_VERIFY reads (4 MiB, 64 pieces); a longer one is refused
+/// with STATUS_INVALID_PARAMETER before the host sees it. VeraCrypt 1.26 reads any length up
+/// to 4 GiB, in its volume thread; vcdirect reads in the sender's thread, and the IOCTL is
+/// FILE_ANY_ACCESS (any handle, even one opened for no access, may send it), so one call is
+/// bounded: at most 64 host reads. File systems verify cluster runs far shorter than this.
+pub const VERIFY_MAX: u32 = 4 << 20;
 /// The partition type VeraCrypt reports for a mounted volume (PARTITION_ENTRY_UNUSED).
 const PARTITION_TYPE: u8 = 0;
 
@@ -546,13 +552,18 @@ fn storage_property<H: HostDevice>(
 
 /// IOCTL_DISK_VERIFY: reads the range from the host (the volume's ciphertext, as VeraCrypt
 /// does) in pieces of at most 64 KiB; success only when every byte was read. Misaligned
-/// ranges are refused before the host sees them (the host would refuse them the same way).
+/// ranges and ranges longer than [`VERIFY_MAX`] are refused before the host sees them (the
+/// host would refuse misaligned ones the same way; the length cap is vcdirect's).
 fn verify<H: HostDevice>(facts: &DiskFacts<'_>, host: &H, input: Input<'_>) -> Reply {
     if input.len < at::VERIFY_SIZE {
         return Reply::status(BUFFER_TOO_SMALL);
     }
     let start = input.u64(at::VERIFY_STARTING_OFFSET);
-    let length = u64::from(input.u32(at::VERIFY_LENGTH));
+    let length = input.u32(at::VERIFY_LENGTH);
+    if length > VERIFY_MAX {
+        return Reply::status(Status::InvalidParameter);
+    }
+    let length = u64::from(length);
     let (Some(host_start), Some(end)) = (
         start.checked_add(facts.data_offset),
         start.checked_add(length),

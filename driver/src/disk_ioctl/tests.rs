@@ -328,6 +328,28 @@ fn w10_verify_reads_the_whole_range_from_the_host() {
 }
 
 #[test]
+fn w10_verify_refuses_a_range_longer_than_its_cap_and_reads_nothing() {
+    // A volume large enough that only the cap can refuse the range.
+    let big = 64 << 20;
+    with_facts(false, |f| {
+        let f = &DiskFacts { size: big, ..*f };
+        let h = TestHost {
+            size: OFFSET + big,
+            ..host()
+        };
+        let (r, _) = ask(f, &h, code::DISK_VERIFY, &verify_input(0, VERIFY_MAX), 0);
+        assert_eq!(r, Reply::new(Status::Success, 0));
+        assert_eq!(h.reads.lock().unwrap().len(), 64);
+        h.reads.lock().unwrap().clear();
+        for length in [VERIFY_MAX + 512, u32::MAX - 511] {
+            let (r, _) = ask(f, &h, code::DISK_VERIFY, &verify_input(0, length), 0);
+            assert_eq!(r, Reply::status(Status::InvalidParameter), "{length}");
+        }
+        assert!(h.reads.lock().unwrap().is_empty());
+    });
+}
+
+#[test]
 fn w10_paging_files_are_refused_and_other_pnp_requests_unsupported() {
     use pnp::{answer as pnp_answer, usage, UsageNotification, MN_DEVICE_USAGE_NOTIFICATION};
     let n = |kind, in_path| Some(UsageNotification { kind, in_path });
