@@ -232,11 +232,21 @@ fn w10_storage_properties_carry_the_host_limits() {
             (u32_at(&a, 8), u32_at(&a, 12), u32_at(&a, 16), a[24]),
             (128 * 1024, 33, 511, 0x0E)
         );
-        let (r, d) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 41);
-        assert_eq!(r, Reply::new(Status::Success, 41));
-        assert_eq!((u32_at(&d, 0), u32_at(&d, 4), d[8], d[10]), (40, 41, 0, 0));
-        assert_eq!((u32_at(&d, 12), u32_at(&d, 24), d[40]), (40, 40, 0));
+        // sizeof(STORAGE_DEVICE_DESCRIPTOR) holds the whole device descriptor: no strings.
+        let (r, d) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 40);
+        assert_eq!(r, Reply::new(Status::Success, 40));
+        assert_eq!((u32_at(&d, 0), u32_at(&d, 4), d[8], d[10]), (40, 40, 0, 0));
+        for string in [12, 16, 20, 24] {
+            assert_eq!(u32_at(&d, string), 0, "string offset at {string}");
+        }
         assert_eq!(u32_at(&d, 28), 0x0E);
+        // Any output from a header up: as much of the descriptor as it holds.
+        let (r, a20) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(1, 0), 20);
+        assert_eq!(r, Reply::new(Status::Success, 20));
+        assert_eq!(&a20[..], &a[..20]);
+        let (r, d64) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 64);
+        assert_eq!(r, Reply::new(Status::Success, 40));
+        assert_eq!(d64, d);
         let (_, al) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(6, 0), 28);
         assert_eq!((u32_at(&al, 16), u32_at(&al, 20)), (512, 4096));
         let (_, s) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(7, 0), 12);
@@ -245,7 +255,7 @@ fn w10_storage_properties_carry_the_host_limits() {
         assert_eq!(t[8], 0);
         let (r, hd) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 8);
         assert_eq!(r, Reply::new(Status::Success, 8));
-        assert_eq!((u32_at(&hd, 0), u32_at(&hd, 4)), (40, 41));
+        assert_eq!((u32_at(&hd, 0), u32_at(&hd, 4)), (40, 40));
     });
 }
 
