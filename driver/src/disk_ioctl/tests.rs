@@ -360,12 +360,14 @@ fn w10_verify_refuses_a_range_longer_than_its_cap_and_reads_nothing() {
 }
 
 #[test]
-fn w10_paging_files_are_refused_and_other_pnp_requests_unsupported() {
-    use pnp::{answer as pnp_answer, usage, UsageNotification, MN_DEVICE_USAGE_NOTIFICATION};
+fn w10_paging_files_are_refused_and_unhandled_pnp_requests_keep_their_status() {
+    use pnp::{
+        answer as pnp_answer, usage, Answer, UsageNotification, MN_DEVICE_USAGE_NOTIFICATION,
+    };
     let n = |kind, in_path| Some(UsageNotification { kind, in_path });
     assert_eq!(
         pnp_answer(MN_DEVICE_USAGE_NOTIFICATION, n(usage::PAGING, true)),
-        UNSUCCESSFUL
+        Answer::Complete(UNSUCCESSFUL)
     );
     for (kind, in_path) in [
         (usage::PAGING, false),
@@ -376,10 +378,22 @@ fn w10_paging_files_are_refused_and_other_pnp_requests_unsupported() {
     ] {
         assert_eq!(
             pnp_answer(MN_DEVICE_USAGE_NOTIFICATION, n(kind, in_path)),
-            Status::InvalidDeviceRequest
+            Answer::Complete(Status::InvalidDeviceRequest)
         );
     }
-    assert_eq!(pnp_answer(0x07, None), Status::InvalidDeviceRequest);
+    // Not handled (QUERY_DEVICE_RELATIONS, QUERY_CAPABILITIES, an unknown minor): the status
+    // the sender set stays, whatever it is.
+    for minor in [0x07, 0x09, 0xFF] {
+        let answer = pnp_answer(minor, None);
+        assert_eq!(answer, Answer::AsSent, "{minor:#x}");
+        assert_eq!(answer.status(NOT_SUPPORTED), NOT_SUPPORTED);
+        assert_eq!(answer.status(Status::Success), Status::Success);
+    }
+    // The notification's own status is not "as sent", whatever was sent.
+    assert_eq!(
+        pnp_answer(MN_DEVICE_USAGE_NOTIFICATION, n(usage::PAGING, true)).status(Status::Success),
+        UNSUCCESSFUL
+    );
 }
 
 proptest! {

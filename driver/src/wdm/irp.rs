@@ -513,6 +513,15 @@ impl Irp {
         Some((minor, Some((p.Type as u32, p.InPath != 0))))
     }
 
+    /// The IRP's IoStatus.Status as it is now: for an IRP_MJ_PNP request in dispatch, the
+    /// status its sender set before sending (STATUS_NOT_SUPPORTED, by the PnP rules).
+    pub fn current_status(&self) -> Status {
+        // SAFETY: the Status arm of the IoStatus union is the one senders and the I/O manager
+        // write (its Pointer arm is reserved); a plain integer, read by copy from an owned IRP.
+        let raw = unsafe { self.raw().IoStatus.__bindgen_anon_1.Status };
+        Status::from_ntstatus(raw as u32)
+    }
+
     /// The IRP's MDL and the bytes it describes, or `None` without an MDL.
     fn mdl(&self) -> Option<(NonNull<MDL>, u32)> {
         // SAFETY: owned IRP; MdlAddress is NULL or an MDL describing the caller's buffer.

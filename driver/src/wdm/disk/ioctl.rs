@@ -80,9 +80,11 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
 }
 
 /// The status an IRP_MJ_PNP request to a volume device completes with (information 0): a paging
-/// file placed on the volume is refused, as by VeraCrypt; everything else is not supported.
+/// file placed on the volume is refused, as by VeraCrypt, and every other usage notification
+/// with STATUS_INVALID_DEVICE_REQUEST; any other minor code is not handled and keeps the
+/// IoStatus.Status its sender set (`pnp::Answer::AsSent`).
 pub(super) fn pnp_request(request: &Irp) -> Status {
     let (minor, usage) = request.pnp_parameters().unwrap_or((u8::MAX, None));
     let usage = usage.map(|(kind, in_path)| pnp::UsageNotification { kind, in_path });
-    pnp::answer(minor, usage)
+    pnp::answer(minor, usage).status(request.current_status())
 }
