@@ -60,8 +60,10 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
         suggested_link: suggested.as_deref(),
     };
     let mut none = [0u8; 0];
-    // Not METHOD_BUFFERED or no system buffer: the answer sees no bytes (no code it answers
-    // with a reply is sent that way; unknown codes are refused whatever their buffers).
+    // Not METHOD_BUFFERED, no system buffer, or one without IRP_BUFFERED_IO (a filter's
+    // hand-built IRP; `Irp::system_buffer`): the answer sees no bytes and clips both lengths
+    // to them, so nothing is read or written (no code it answers with a reply is sent that
+    // way by the I/O manager; unknown codes are refused whatever their buffers).
     let buffer = request.system_buffer().unwrap_or(&mut none);
     let Reply {
         status,
