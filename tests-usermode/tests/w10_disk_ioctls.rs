@@ -215,7 +215,8 @@ fn pnp_status(row: &Row<'_>) -> Status {
         "IRP_MN_QUERY_DEVICE_RELATIONS" => (0x07, None),
         other => panic!("{at}: unknown PnP minor {other}"),
     };
-    pnp::answer(minor, usage)
+    // The sender sets STATUS_NOT_SUPPORTED before sending, as the PnP rules require.
+    pnp::answer(minor, usage).status(disk_ioctl::NOT_SUPPORTED)
 }
 
 #[test]

@@ -467,9 +467,6 @@ pub(crate) const DEVICE_DESCRIPTOR_REVISION: usize =
     offset_of!(STORAGE_DEVICE_DESCRIPTOR, ProductRevisionOffset);
 pub(crate) const DEVICE_DESCRIPTOR_SERIAL: usize =
     offset_of!(STORAGE_DEVICE_DESCRIPTOR, SerialNumberOffset);
-/// The device descriptor as VeraCrypt sizes it: the structure plus one NUL byte, at which
-/// the vendor, product, revision and serial offsets all point (four empty strings).
-pub(crate) const DEVICE_DESCRIPTOR_REPLY_SIZE: usize = DEVICE_DESCRIPTOR_SIZE + 1;
 
 // The figures measured with mingw-w64's winioctl.h (x86_64, LLP64: `sizeof`/`offsetof` of
 // each structure), asserted for every size a reply or request relies on and for the offsets

@@ -47,6 +47,12 @@ const MEDIA_READ_WRITE: u32 = 0x0000_0008;
 const MEDIA_WRITE_PROTECTED: u32 = 0x0000_0100;
 /// VeraCrypt reads VERIFY's range in pieces of at most 16 pages.
 const VERIFY_PIECE: usize = 16 * 4096;
+/// The longest range one IOCTL_DISK_VERIFY reads (4 MiB, 64 pieces); a longer one is refused
+/// with STATUS_INVALID_PARAMETER before the host sees it. VeraCrypt 1.26 reads any length up
+/// to 4 GiB, in its volume thread; vcdirect reads in the sender's thread, and the IOCTL is
+/// FILE_ANY_ACCESS (any handle, even one opened for no access, may send it), so one call is
+/// bounded: at most 64 host reads. File systems verify cluster runs far shorter than this.
+pub const VERIFY_MAX: u32 = 4 << 20;
 /// The partition type VeraCrypt reports for a mounted volume (PARTITION_ENTRY_UNUSED).
 const PARTITION_TYPE: u8 = 0;
 
@@ -467,10 +473,32 @@ const ADAPTER_PROPERTY: u32 = 1;
 const ALIGNMENT_PROPERTY: u32 = 6;
 const SEEK_PENALTY_PROPERTY: u32 = 7;
 const TRIM_PROPERTY: u32 = 8;
+/// The largest of the five descriptors.
+const DESCRIPTOR_MAX: usize = {
+    let mut max = at::DEVICE_DESCRIPTOR_SIZE;
+    let sizes = [
+        at::ADAPTER_DESCRIPTOR_SIZE,
+        at::ALIGNMENT_DESCRIPTOR_SIZE,
+        at::SEEK_PENALTY_SIZE,
+        at::TRIM_SIZE,
+    ];
+    let mut i = 0;
+    while i < sizes.len() {
+        if sizes[i] > max {
+            max = sizes[i];
+        }
+        i += 1;
+    }
+    max
+};
 
 /// IOCTL_STORAGE_QUERY_PROPERTY: the five descriptors VeraCrypt answers. A standard query
-/// gets the descriptor, or its header alone when the output is exactly a header; an exists
-/// query succeeds with nothing.
+/// with an output of at least a STORAGE_DESCRIPTOR_HEADER gets `min(descriptor, output)` bytes
+/// of the descriptor with success, as the storage class driver answers (the header's Size says
+/// how much there is); a shorter output is STATUS_BUFFER_TOO_SMALL; an exists query succeeds
+/// with nothing. The device descriptor is its 40-byte structure alone: no vendor, product,
+/// revision or serial string (offset 0, "none"), so sizeof(STORAGE_DEVICE_DESCRIPTOR) gets it
+/// whole.
 fn storage_property<H: HostDevice>(
     facts: &DiskFacts<'_>,
     host: &H,
@@ -482,13 +510,12 @@ fn storage_property<H: HostDevice>(
     }
     let property = input.u32(at::PROPERTY_QUERY_ID);
     let query = input.u32(at::PROPERTY_QUERY_TYPE);
-    let (version, size) = match property {
-        // VeraCrypt sizes the device descriptor one byte larger: the empty strings' NUL.
-        DEVICE_PROPERTY => (at::DEVICE_DESCRIPTOR_SIZE, at::DEVICE_DESCRIPTOR_REPLY_SIZE),
-        ADAPTER_PROPERTY => (at::ADAPTER_DESCRIPTOR_SIZE, at::ADAPTER_DESCRIPTOR_SIZE),
-        ALIGNMENT_PROPERTY => (at::ALIGNMENT_DESCRIPTOR_SIZE, at::ALIGNMENT_DESCRIPTOR_SIZE),
-        SEEK_PENALTY_PROPERTY => (at::SEEK_PENALTY_SIZE, at::SEEK_PENALTY_SIZE),
-        TRIM_PROPERTY => (at::TRIM_SIZE, at::TRIM_SIZE),
+    let size = match property {
+        DEVICE_PROPERTY => at::DEVICE_DESCRIPTOR_SIZE,
+        ADAPTER_PROPERTY => at::ADAPTER_DESCRIPTOR_SIZE,
+        ALIGNMENT_PROPERTY => at::ALIGNMENT_DESCRIPTOR_SIZE,
+        SEEK_PENALTY_PROPERTY => at::SEEK_PENALTY_SIZE,
+        TRIM_PROPERTY => at::TRIM_SIZE,
         _ => return Reply::status(Status::InvalidDeviceRequest),
     };
     match query {
@@ -496,63 +523,61 @@ fn storage_property<H: HostDevice>(
         1 => return Reply::status(Status::Success), // PropertyExistsQuery
         _ => return Reply::status(Status::InvalidDeviceRequest),
     }
-    if out.len() < size {
-        if out.len() != at::DESCRIPTOR_HEADER_SIZE {
-            return Reply::status(BUFFER_TOO_SMALL);
-        }
-        out.u32(at::DESCRIPTOR_VERSION, version as u32);
-        out.u32(at::DESCRIPTOR_SIZE, size as u32);
-        return Reply::new(Status::Success, at::DESCRIPTOR_HEADER_SIZE);
+    if out.len() < at::DESCRIPTOR_HEADER_SIZE {
+        return Reply::status(BUFFER_TOO_SMALL);
     }
-    out.buf.fill(0);
-    out.u32(at::DESCRIPTOR_VERSION, version as u32);
-    out.u32(at::DESCRIPTOR_SIZE, size as u32);
+    // The whole descriptor is built here, then as much of it as the output holds is copied.
+    let mut whole = [0u8; DESCRIPTOR_MAX];
+    let d = &mut Out {
+        buf: &mut whole[..size],
+    };
+    d.u32(at::DESCRIPTOR_VERSION, size as u32);
+    d.u32(at::DESCRIPTOR_SIZE, size as u32);
     let limits = host.limits();
     match property {
         DEVICE_PROPERTY => {
             // DeviceType 0 (a direct-access block device; see the table's note), not
-            // removable, vendor/product/revision/serial all the empty string at the end.
-            let empty = at::DEVICE_DESCRIPTOR_SIZE as u32;
-            for field in [
-                at::DEVICE_DESCRIPTOR_VENDOR,
-                at::DEVICE_DESCRIPTOR_PRODUCT,
-                at::DEVICE_DESCRIPTOR_REVISION,
-                at::DEVICE_DESCRIPTOR_SERIAL,
-            ] {
-                out.u32(field, empty);
-            }
-            out.u32(at::DEVICE_DESCRIPTOR_BUS_TYPE, u32::from(BUS_TYPE_VIRTUAL));
+            // removable, no vendor/product/revision/serial string (offsets 0).
+            d.u32(at::DEVICE_DESCRIPTOR_BUS_TYPE, u32::from(BUS_TYPE_VIRTUAL));
         }
         ADAPTER_PROPERTY => {
-            out.u32(at::ADAPTER_MAX_TRANSFER, limits.max_transfer);
-            out.u32(at::ADAPTER_MAX_PAGES, limits.max_physical_pages);
-            out.u32(at::ADAPTER_ALIGNMENT_MASK, limits.alignment_mask);
-            out.u8(at::ADAPTER_BUS_TYPE, BUS_TYPE_VIRTUAL);
+            d.u32(at::ADAPTER_MAX_TRANSFER, limits.max_transfer);
+            d.u32(at::ADAPTER_MAX_PAGES, limits.max_physical_pages);
+            d.u32(at::ADAPTER_ALIGNMENT_MASK, limits.alignment_mask);
+            d.u8(at::ADAPTER_BUS_TYPE, BUS_TYPE_VIRTUAL);
         }
         ALIGNMENT_PROPERTY => {
-            out.u32(at::ALIGNMENT_LOGICAL_SECTOR, facts.sector_size);
-            out.u32(
+            d.u32(at::ALIGNMENT_LOGICAL_SECTOR, facts.sector_size);
+            d.u32(
                 at::ALIGNMENT_PHYSICAL_SECTOR,
                 limits.sector_size.max(facts.sector_size),
             );
         }
         // The host is not asked: VeraCrypt's value for a host that does not answer.
-        SEEK_PENALTY_PROPERTY => out.u8(at::SEEK_PENALTY_FLAG, 1),
+        SEEK_PENALTY_PROPERTY => d.u8(at::SEEK_PENALTY_FLAG, 1),
         // TRIM is never passed down.
-        _ => out.u8(at::TRIM_FLAG, 0),
+        _ => d.u8(at::TRIM_FLAG, 0),
     }
-    Reply::new(Status::Success, size)
+    let n = size.min(out.len());
+    out.buf.fill(0);
+    out.buf[..n].copy_from_slice(&whole[..n]);
+    Reply::new(Status::Success, n)
 }
 
 /// IOCTL_DISK_VERIFY: reads the range from the host (the volume's ciphertext, as VeraCrypt
 /// does) in pieces of at most 64 KiB; success only when every byte was read. Misaligned
-/// ranges are refused before the host sees them (the host would refuse them the same way).
+/// ranges and ranges longer than [`VERIFY_MAX`] are refused before the host sees them (the
+/// host would refuse misaligned ones the same way; the length cap is vcdirect's).
 fn verify<H: HostDevice>(facts: &DiskFacts<'_>, host: &H, input: Input<'_>) -> Reply {
     if input.len < at::VERIFY_SIZE {
         return Reply::status(BUFFER_TOO_SMALL);
     }
     let start = input.u64(at::VERIFY_STARTING_OFFSET);
-    let length = u64::from(input.u32(at::VERIFY_LENGTH));
+    let length = input.u32(at::VERIFY_LENGTH);
+    if length > VERIFY_MAX {
+        return Reply::status(Status::InvalidParameter);
+    }
+    let length = u64::from(length);
     let (Some(host_start), Some(end)) = (
         start.checked_add(facts.data_offset),
         start.checked_add(length),

@@ -232,11 +232,21 @@ fn w10_storage_properties_carry_the_host_limits() {
             (u32_at(&a, 8), u32_at(&a, 12), u32_at(&a, 16), a[24]),
             (128 * 1024, 33, 511, 0x0E)
         );
-        let (r, d) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 41);
-        assert_eq!(r, Reply::new(Status::Success, 41));
-        assert_eq!((u32_at(&d, 0), u32_at(&d, 4), d[8], d[10]), (40, 41, 0, 0));
-        assert_eq!((u32_at(&d, 12), u32_at(&d, 24), d[40]), (40, 40, 0));
+        // sizeof(STORAGE_DEVICE_DESCRIPTOR) holds the whole device descriptor: no strings.
+        let (r, d) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 40);
+        assert_eq!(r, Reply::new(Status::Success, 40));
+        assert_eq!((u32_at(&d, 0), u32_at(&d, 4), d[8], d[10]), (40, 40, 0, 0));
+        for string in [12, 16, 20, 24] {
+            assert_eq!(u32_at(&d, string), 0, "string offset at {string}");
+        }
         assert_eq!(u32_at(&d, 28), 0x0E);
+        // Any output from a header up: as much of the descriptor as it holds.
+        let (r, a20) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(1, 0), 20);
+        assert_eq!(r, Reply::new(Status::Success, 20));
+        assert_eq!(&a20[..], &a[..20]);
+        let (r, d64) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 64);
+        assert_eq!(r, Reply::new(Status::Success, 40));
+        assert_eq!(d64, d);
         let (_, al) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(6, 0), 28);
         assert_eq!((u32_at(&al, 16), u32_at(&al, 20)), (512, 4096));
         let (_, s) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(7, 0), 12);
@@ -245,7 +255,7 @@ fn w10_storage_properties_carry_the_host_limits() {
         assert_eq!(t[8], 0);
         let (r, hd) = ask(f, &h, code::STORAGE_QUERY_PROPERTY, &property(0, 0), 8);
         assert_eq!(r, Reply::new(Status::Success, 8));
-        assert_eq!((u32_at(&hd, 0), u32_at(&hd, 4)), (40, 41));
+        assert_eq!((u32_at(&hd, 0), u32_at(&hd, 4)), (40, 40));
     });
 }
 
@@ -328,12 +338,36 @@ fn w10_verify_reads_the_whole_range_from_the_host() {
 }
 
 #[test]
-fn w10_paging_files_are_refused_and_other_pnp_requests_unsupported() {
-    use pnp::{answer as pnp_answer, usage, UsageNotification, MN_DEVICE_USAGE_NOTIFICATION};
+fn w10_verify_refuses_a_range_longer_than_its_cap_and_reads_nothing() {
+    // A volume large enough that only the cap can refuse the range.
+    let big = 64 << 20;
+    with_facts(false, |f| {
+        let f = &DiskFacts { size: big, ..*f };
+        let h = TestHost {
+            size: OFFSET + big,
+            ..host()
+        };
+        let (r, _) = ask(f, &h, code::DISK_VERIFY, &verify_input(0, VERIFY_MAX), 0);
+        assert_eq!(r, Reply::new(Status::Success, 0));
+        assert_eq!(h.reads.lock().unwrap().len(), 64);
+        h.reads.lock().unwrap().clear();
+        for length in [VERIFY_MAX + 512, u32::MAX - 511] {
+            let (r, _) = ask(f, &h, code::DISK_VERIFY, &verify_input(0, length), 0);
+            assert_eq!(r, Reply::status(Status::InvalidParameter), "{length}");
+        }
+        assert!(h.reads.lock().unwrap().is_empty());
+    });
+}
+
+#[test]
+fn w10_paging_files_are_refused_and_unhandled_pnp_requests_keep_their_status() {
+    use pnp::{
+        answer as pnp_answer, usage, Answer, UsageNotification, MN_DEVICE_USAGE_NOTIFICATION,
+    };
     let n = |kind, in_path| Some(UsageNotification { kind, in_path });
     assert_eq!(
         pnp_answer(MN_DEVICE_USAGE_NOTIFICATION, n(usage::PAGING, true)),
-        UNSUCCESSFUL
+        Answer::Complete(UNSUCCESSFUL)
     );
     for (kind, in_path) in [
         (usage::PAGING, false),
@@ -344,10 +378,22 @@ fn w10_paging_files_are_refused_and_other_pnp_requests_unsupported() {
     ] {
         assert_eq!(
             pnp_answer(MN_DEVICE_USAGE_NOTIFICATION, n(kind, in_path)),
-            Status::InvalidDeviceRequest
+            Answer::Complete(Status::InvalidDeviceRequest)
         );
     }
-    assert_eq!(pnp_answer(0x07, None), Status::InvalidDeviceRequest);
+    // Not handled (QUERY_DEVICE_RELATIONS, QUERY_CAPABILITIES, an unknown minor): the status
+    // the sender set stays, whatever it is.
+    for minor in [0x07, 0x09, 0xFF] {
+        let answer = pnp_answer(minor, None);
+        assert_eq!(answer, Answer::AsSent, "{minor:#x}");
+        assert_eq!(answer.status(NOT_SUPPORTED), NOT_SUPPORTED);
+        assert_eq!(answer.status(Status::Success), Status::Success);
+    }
+    // The notification's own status is not "as sent", whatever was sent.
+    assert_eq!(
+        pnp_answer(MN_DEVICE_USAGE_NOTIFICATION, n(usage::PAGING, true)).status(Status::Success),
+        UNSUCCESSFUL
+    );
 }
 
 proptest! {

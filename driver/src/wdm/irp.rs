@@ -13,9 +13,9 @@ use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use wdk_sys::ntddk::{IofCompleteRequest, MmMapLockedPagesSpecifyCache};
 use wdk_sys::{
     _MEMORY_CACHING_TYPE::MmCached, _MM_PAGE_PRIORITY::HighPagePriority, _MODE::KernelMode,
-    IO_DISK_INCREMENT, IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ,
-    IRP_MJ_WRITE, IRP_PAGING_IO, IRP_SYNCHRONOUS_PAGING_IO, MDL, MDL_MAPPED_TO_SYSTEM_VA,
-    MDL_SOURCE_IS_NONPAGED_POOL,
+    IO_DISK_INCREMENT, IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_BUFFERED_IO,
+    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, IRP_PAGING_IO, IRP_SYNCHRONOUS_PAGING_IO, MDL,
+    MDL_MAPPED_TO_SYSTEM_VA, MDL_SOURCE_IS_NONPAGED_POOL,
 };
 
 use super::nt;
@@ -493,19 +493,34 @@ impl Irp {
     }
 
     /// The METHOD_BUFFERED system buffer of a device control: `max(input, output)` bytes
-    /// (input first, reply written over it), or `None` when the I/O manager gave none.
+    /// (input first, reply written over it), or `None` when there is none this code may trust
+    /// with that length: not METHOD_BUFFERED, no SystemBuffer, or (product build) IRP_BUFFERED_IO
+    /// not set in Irp->Flags. The I/O manager (NtDeviceIoControlFile) and
+    /// IoBuildDeviceIoControlRequest set IRP_BUFFERED_IO exactly when they allocated that
+    /// buffer; a filter that builds the IRP by hand and points SystemBuffer at a buffer of its
+    /// own, without the flag, gets the answer to a request without buffer (the portable answer
+    /// handles a buffer shorter than the lengths claim: BUFFER_TOO_SMALL or an answer without
+    /// bytes, nothing written). The wine-host build trusts SystemBuffer without the flag:
+    /// Wine's I/O manager allocates max(input, output) for METHOD_BUFFERED (dispatch_ioctl)
+    /// but never sets IRP_BUFFERED_IO.
     pub fn system_buffer(&mut self) -> Option<&mut [u8]> {
         let (code, input, output) = self.ioctl_parameters();
         if code & 3 != 0 {
             return None; // not METHOD_BUFFERED
         }
+        if cfg!(not(feature = "wine-host")) && self.raw().Flags & IRP_BUFFERED_IO == 0 {
+            return None; // not a buffer the I/O manager's contract sizes
+        }
         let len = input.max(output) as usize;
         // SAFETY: for a METHOD_BUFFERED device control the AssociatedIrp arm holds the
-        // SystemBuffer the I/O manager allocated.
+        // SystemBuffer (a pointer, read by copy).
         let buffer = unsafe { self.raw().AssociatedIrp.SystemBuffer };
         let buffer = NonNull::new(buffer.cast::<u8>())?;
-        // SAFETY: the I/O manager allocated max(input, output) bytes of nonpaged pool there,
-        // owned by this IRP until completion; the borrow of `self` bounds the slice.
+        // SAFETY: IRP_BUFFERED_IO is set (checked above; wine-host: Wine's I/O manager, the
+        // only sender there, allocates the same way without the flag), so whoever built the
+        // IRP allocated max(input, output) bytes of nonpaged memory at SystemBuffer for it and
+        // frees it only after completion; the IRP is owned until completion and the borrow of
+        // `self` bounds the slice, so nothing else touches those bytes meanwhile.
         Some(unsafe { core::slice::from_raw_parts_mut(buffer.as_ptr(), len) })
     }
 
@@ -545,6 +560,15 @@ impl Irp {
         // is the one its sender filled in (plain integers, read by copy).
         let p = unsafe { self.stack().Parameters.UsageNotification };
         Some((minor, Some((p.Type as u32, p.InPath != 0))))
+    }
+
+    /// The IRP's IoStatus.Status as it is now: for an IRP_MJ_PNP request in dispatch, the
+    /// status its sender set before sending (STATUS_NOT_SUPPORTED, by the PnP rules).
+    pub fn current_status(&self) -> Status {
+        // SAFETY: the Status arm of the IoStatus union is the one senders and the I/O manager
+        // write (its Pointer arm is reserved); a plain integer, read by copy from an owned IRP.
+        let raw = unsafe { self.raw().IoStatus.__bindgen_anon_1.Status };
+        Status::from_ntstatus(raw as u32)
     }
 
     /// The IRP's MDL and the bytes it describes, or `None` without an MDL.

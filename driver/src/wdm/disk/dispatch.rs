@@ -116,9 +116,11 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
         }
         IRP_MJ_PNP => {
             // W10: a paging file on the volume is refused (VeraCrypt's STATUS_UNSUCCESSFUL),
-            // every other PnP request is not supported; nothing is passed down (the volume
-            // device is not in a PnP stack). PnP requests arrive at PASSIVE_LEVEL; the IRP is
-            // ours since dispatch and is completed here once, its Information 0.
+            // the other usage notifications too; a minor code not handled is completed with
+            // the status its sender set, untouched (the PnP rule; TargetDeviceRelation is one).
+            // Nothing is passed down (the volume device is not in a PnP stack). PnP requests
+            // arrive at PASSIVE_LEVEL; the IRP is ours since dispatch and is completed here
+            // once, its Information 0.
             let status = pnp_request(&request);
             request.complete(status, 0);
             nt(status)
