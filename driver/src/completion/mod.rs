@@ -7,7 +7,7 @@
 //!
 //! Why this cannot deadlock (docs/review.md R1). An upper completion routine may submit a new
 //! request to the same volume and block until it completes. Such a routine runs on a system
-//! worker thread from [`Platform::queue_work_item`], never on one of our 8 workers or queue
+//! worker thread from [`Platform::work_items`], never on one of our 8 workers or queue
 //! threads, and every engine resource a request holds (its range, its slot, its fragment
 //! buffers) is released *before* the request is handed to this stage. So a blocked completion
 //! holds nothing the nested request needs: the nested request takes a free worker, finishes,

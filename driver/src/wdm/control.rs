@@ -941,13 +941,9 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
         tunables: state.tunables,
     };
     // SAFETY: the control device outlives every volume (Unload dismounts them first).
-    let platform = unsafe {
-        KernelPlatform::new(
-            state.control,
-            state.tunables.max_work_items as usize,
-            Some(security),
-        )
-    }?;
+    // One boxed work item: the completion stage brings its own pool of `max_work_items`
+    // (`Platform::work_items`), and nothing on a volume's I/O path queues a boxed closure.
+    let platform = unsafe { KernelPlatform::new(state.control, 1, Some(security)) }?;
     let volume = Volume::mount(platform, host, &request.key, params)?;
     // W3: no unload may start from here on (DriverUnload cleared before the device exists), and
     // none may be pending already (the probe).
