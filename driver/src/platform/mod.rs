@@ -8,6 +8,7 @@
 //! Every point where an engine thread blocks or wakes goes through these traits, so the
 //! simulator can run one engine thread at a time and choose the next.
 
+pub mod irql;
 mod request;
 mod request_queue;
 mod rundown;
