@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lints the main workspace: rustfmt, then clippy over every crate and target (tests, benches,
-# binaries) in debug and in release, warnings denied by the crates' [lints] tables. The kernel
-# glue (feature kernel, Windows target) is linted by scripts/lint-sys.sh.
+# binaries) in debug and in release, warnings denied by the crates' [lints] tables, then the
+# docs (rustdoc, warnings denied: broken or private links). The kernel glue (feature kernel,
+# Windows target) is linted by scripts/lint-sys.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
@@ -9,3 +10,5 @@ echo "lint: clippy debug"
 cargo clippy -q --workspace --all-targets
 echo "lint: clippy release"
 cargo clippy -q --workspace --all-targets --release
+echo "lint: rustdoc"
+RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps

@@ -79,7 +79,7 @@ pub fn derive(
     derive_from(prf, password, salt, iterations, 0, out, cancel)
 }
 
-/// Like [`derive`], but `out` receives the PBKDF2 output from byte `start` on. `start` must be
+/// Like [`derive()`], but `out` receives the PBKDF2 output from byte `start` on. `start` must be
 /// a multiple of the PRF's output size (64 is, for every PRF), so that a caller can try a short
 /// key first and derive the rest only when it needs it.
 pub fn derive_from(

@@ -29,7 +29,7 @@ pub enum Cipher {
 }
 
 impl CryptoPool {
-    /// A pool of `cpu_count - free_cpu_count` threads (at least one, at most [`MAX_PIECES`]).
+    /// A pool of `cpu_count - free_cpu_count` threads (at least one, at most `MAX_PIECES`).
     pub fn new(cpu_count: usize, free_cpu_count: usize) -> Self {
         CryptoPool {
             threads: cpu_count

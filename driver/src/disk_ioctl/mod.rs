@@ -2,7 +2,7 @@
 //! the volume stack, the mount manager and Explorer send it, and to IRP_MJ_PNP.
 //!
 //! Owns: which codes are answered and how (status, reply bytes, information) for a METHOD_BUFFERED
-//! system buffer, the reply layouts ([`layout`]), the IOCTL codes ([`code`]), IOCTL_DISK_VERIFY's
+//! system buffer, the reply layouts (`layout`), the IOCTL codes (`code`), IOCTL_DISK_VERIFY's
 //! read of the host, and the PnP device-usage refusal ([`pnp`]). The answers are VeraCrypt
 //! 1.26's with its "extended disk control codes" option on and TRIM off; the conformance table
 //! `docs/disk-ioctls.tsv` lists every answer with VeraCrypt's, and the few deliberate
