@@ -212,6 +212,19 @@ pub unsafe fn driver_entry(
     let (_, tunables, notes) = Config::load(&values);
     let reload = DRIVER_GATES.reload(&values);
     log_notes(notes);
+    // W9, wine-host build: the checks are on; the fault switch (one DWORD of the service key,
+    // read with the same code; absent or 0: off).
+    #[cfg(feature = "wine-host")]
+    {
+        super::irql::announce();
+        let fault = read_values(&registry_path, &[super::irql::FAULT_VALUE]);
+        use crate::registry::RegistrySource;
+        let on = fault
+            .query(super::irql::FAULT_VALUE)
+            .and_then(|raw| crate::registry::read_dword(raw).ok())
+            .is_some_and(|v| v != 0);
+        super::irql::set_fault_wait_inside_spin_lock(on);
+    }
     let Some(control) = NonNull::new(device) else {
         return nt(Status::InsufficientResources);
     };
@@ -348,6 +361,9 @@ unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
         // is open and no work item holds it.
         unsafe { IoDeleteDevice(device) };
     }
+    // W9, wine-host build: threads left raised, and the summary (checks made, violations).
+    #[cfg(feature = "wine-host")]
+    super::irql::at_unload();
     // SAFETY: NUL-terminated format without arguments.
     unsafe { DbgPrint(c"vcdirect: unloaded\n".as_ptr()) };
 }
@@ -898,6 +914,10 @@ fn find_for_status(
 }
 
 fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
+    // W9, wine-host build only: the deliberately wrong call of the fault switch (nothing
+    // unless VcdirectWineFaultWaitInsideSpinLock is set), before anything else of a mount.
+    #[cfg(feature = "wine-host")]
+    super::irql::fault_wait_inside_spin_lock();
     let request = MountRequest::parse(input, cfg!(feature = "wine-host")).map_err(abi_err)?;
     // Refused before any host open.
     access::check(caller, Operation::Mount)?;
