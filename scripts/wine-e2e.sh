@@ -757,12 +757,14 @@ wine_cannot_show
 w sc-stop-vcdirect 60 wine sc stop vcdirect
 w sc-stop-testdisk2 60 wine sc stop vctestdisk
 
-# W9, the fault switch: VcdirectWineFaultWaitInsideSpinLock=1 makes every mount of the Wine
-# build wait on an event (through the engine's event wrapper) inside a spin lock, a call that
-# bugchecks on Windows. A short run (load, mount, one read, dismount, unload) passes only if
-# the driver reports it with its call site; the event is set first, so the wait cannot hang.
+# W9, the fault switches (Wine build only, driver/src/wdm/irql.rs): VcdirectWineFaultWaitInsideSpinLock=1
+# makes every mount wait on an event (through the engine's event wrapper) inside a spin lock,
+# VcdirectWineFaultWaitInReadDispatch=1 every read dispatch wait on one: calls that bugcheck on
+# Windows. A short run (load, mount, one read, dismount, unload) passes only if the driver
+# reports each with its call site; the events are set first, so the waits cannot hang.
 if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     reg_add vcdirect VcdirectWineFaultWaitInsideSpinLock REG_DWORD 1
+    reg_add vcdirect VcdirectWineFaultWaitInReadDispatch REG_DWORD 1
     reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\volume.img'
     MOUNT_ARGS="${MOUNT_ARGS/hidden.img/volume.img}"
     printf '%s\n' "$PASSWORD" > "$C/vctest/password.txt"
@@ -778,14 +780,27 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     w w9-switch-stop 60 wine sc stop vcdirect
     await_log "$sw_log" "vcdirect: unloaded" 10 || true
     w w9-switch-stop-disk 60 wine sc stop vctestdisk
-    w reg-delete 60 wine reg delete 'HKLM\System\CurrentControlSet\Services\vcdirect' /v VcdirectWineFaultWaitInsideSpinLock /f
-    # The one wrong call, named with its site (driver/src/wdm/irql.rs, fault_wait_inside_spin_lock).
-    caught=$(w9_violations "$sw_log" | grep -E 'W9 violation: wait at DISPATCH_LEVEL \(allowed up to APC_LEVEL\) at [^ ]*driver/src/wdm/irql\.rs:[0-9]+:[0-9]+$' | head -n1)
-    others=$(w9_violations "$sw_log" | grep -vcF "${caught:-no line}")
-    if grep -aq 'vcdirect: W9 fault switch on' "$sw_log" && [ -n "$caught" ] && [ "$others" -eq 0 ]; then
+    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch; do
+        w reg-delete 60 wine reg delete 'HKLM\System\CurrentControlSet\Services\vcdirect' /v "$v" /f
+    done
+    # Each wrong call, named with its site: the wait inside the spin lock in
+    # wdm/irql.rs::fault_wait_inside_spin_lock, the wait in wdm/disk/dispatch.rs's read dispatch.
+    w9_caught() { # file regex: the first violation line of a wait at DISPATCH_LEVEL at that file
+        w9_violations "$sw_log" | grep -E "W9 violation: wait at DISPATCH_LEVEL \(allowed up to APC_LEVEL\) at [^ ]*driver/src/wdm/$1:[0-9]+:[0-9]+\$" | head -n1
+    }
+    caught=$(w9_caught 'irql\.rs')
+    caught_read=$(w9_caught 'disk/dispatch\.rs')
+    others=$(w9_violations "$sw_log" | grep -vF -e "${caught:-no line}" -e "${caught_read:-no line}" | wc -l)
+    switches=$(grep -ac 'vcdirect: W9 fault switch on' "$sw_log")
+    if [ "$switches" -eq 2 ] && [ -n "$caught" ] && [ "$others" -eq 0 ]; then
         result PASS w9-switch-caught "${caught#*vcdirect: }"
     else
-        result FAIL w9-switch-caught "switch line $(grep -ac 'W9 fault switch on' "$sw_log"), caught '${caught:-none}', $others other violation lines ($sw_log)"
+        result FAIL w9-switch-caught "$switches switch lines, caught '${caught:-none}', $others other violation lines ($sw_log)"
+    fi
+    if [ "$switches" -eq 2 ] && [ -n "$caught_read" ] && [ "$others" -eq 0 ]; then
+        result PASS w9-switch-read-dispatch-caught "${caught_read#*vcdirect: }"
+    else
+        result FAIL w9-switch-read-dispatch-caught "$switches switch lines, caught '${caught_read:-none}', $others other violation lines ($sw_log)"
     fi
     # Unload ran (no volume mounted, no latch in this process) and printed its W9 summary: no
     # thread left raised, remove locks drained (checked at each device deletion).

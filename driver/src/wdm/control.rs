@@ -212,18 +212,24 @@ pub unsafe fn driver_entry(
     let (_, tunables, notes) = Config::load(&values);
     let reload = DRIVER_GATES.reload(&values);
     log_notes(notes);
-    // W9, wine-host build: the checks are on; the fault switch (one DWORD of the service key,
+    // W9, wine-host build: the checks are on; the fault switches (DWORDs of the service key,
     // read with the same code; absent or 0: off).
     #[cfg(feature = "wine-host")]
     {
-        super::irql::announce();
-        let fault = read_values(&registry_path, &[super::irql::FAULT_VALUE]);
+        use super::irql::Fault;
         use crate::registry::RegistrySource;
-        let on = fault
-            .query(super::irql::FAULT_VALUE)
-            .and_then(|raw| crate::registry::read_dword(raw).ok())
-            .is_some_and(|v| v != 0);
-        super::irql::set_fault_wait_inside_spin_lock(on);
+        super::irql::announce();
+        let names = Fault::ALL.map(Fault::value_name);
+        let switches = read_values(&registry_path, &names);
+        for fault in Fault::ALL {
+            let on = switches
+                .query(fault.value_name())
+                .and_then(|raw| crate::registry::read_dword(raw).ok())
+                .is_some_and(|v| v != 0);
+            if on {
+                fault.turn_on();
+            }
+        }
     }
     let Some(control) = NonNull::new(device) else {
         return nt(Status::InsufficientResources);

@@ -300,34 +300,62 @@ mod wine {
         };
     }
 
-    /// The registry DWORD (service key) that turns on the deliberately wrong call below.
-    pub(crate) const FAULT_VALUE: &str = "VcdirectWineFaultWaitInsideSpinLock";
-    /// The switch, read once in DriverEntry.
-    static FAULT_WAIT_INSIDE_SPIN_LOCK: core::sync::atomic::AtomicBool =
-        core::sync::atomic::AtomicBool::new(false);
+    /// The fault switches: deliberately wrong calls that the Wine end to end must see caught.
+    /// Each is a registry DWORD of the service key, read once in DriverEntry (absent or 0: off).
+    #[derive(Clone, Copy)]
+    pub(crate) enum Fault {
+        /// `VcdirectWineFaultWaitInsideSpinLock`: every mount waits inside a spin lock
+        /// (w9-switch-caught).
+        WaitInsideSpinLock = 0,
+        /// `VcdirectWineFaultWaitInReadDispatch`: every read dispatch waits, at the virtual
+        /// DISPATCH_LEVEL read dispatch runs at (w9-switch-read-dispatch-caught).
+        WaitInReadDispatch = 1,
+    }
 
-    /// Sets the switch (DriverEntry, from [`FAULT_VALUE`]: non-zero turns it on).
-    pub(crate) fn set_fault_wait_inside_spin_lock(on: bool) {
-        FAULT_WAIT_INSIDE_SPIN_LOCK.store(on, Ordering::Relaxed);
-        if on {
-            // SAFETY: NUL-terminated format without arguments.
+    impl Fault {
+        /// Both switches.
+        pub(crate) const ALL: [Fault; 2] = [Fault::WaitInsideSpinLock, Fault::WaitInReadDispatch];
+
+        /// The registry value's name.
+        pub(crate) const fn value_name(self) -> &'static str {
+            match self {
+                Fault::WaitInsideSpinLock => "VcdirectWineFaultWaitInsideSpinLock",
+                Fault::WaitInReadDispatch => "VcdirectWineFaultWaitInReadDispatch",
+            }
+        }
+
+        /// Turns the switch on (DriverEntry), saying so on the debugger.
+        pub(crate) fn turn_on(self) {
+            FAULTS.fetch_or(1 << self as u32, Ordering::Relaxed);
+            let name = self.value_name();
+            // SAFETY: NUL-terminated format; `%.*s` gets an int length and a pointer to that
+            // many bytes of a static str.
             unsafe {
                 DbgPrint(
-                    c"vcdirect: W9 fault switch on: every mount waits inside a spin lock\n"
-                        .as_ptr(),
+                    c"vcdirect: W9 fault switch on: %.*s\n".as_ptr(),
+                    name.len() as i32,
+                    name.as_ptr(),
                 )
             };
         }
+
+        /// The switch is on.
+        pub(crate) fn is_on(self) -> bool {
+            FAULTS.load(Ordering::Relaxed) & (1 << self as u32) != 0
+        }
     }
 
-    /// The deliberately wrong call the Wine end to end must see caught (w9-switch-caught):
-    /// with the switch on, a wait through the engine's event wrapper inside a spin lock, as a
-    /// bug would write it. On Windows this is ATTEMPTED_SWITCH_FROM_DPC or IRQL_NOT_LESS_OR_EQUAL;
-    /// here the wrapper's check reports it with this line as the site. The event is set before
-    /// the wait, so the wait returns at once: the switch cannot hang a run.
+    /// The fault switches turned on (bit = `Fault as u32`).
+    static FAULTS: AtomicU32 = AtomicU32::new(0);
+
+    /// The deliberately wrong call of [`Fault::WaitInsideSpinLock`]: a wait through the
+    /// engine's event wrapper inside a spin lock, as a bug would write it. On Windows this is
+    /// ATTEMPTED_SWITCH_FROM_DPC or IRQL_NOT_LESS_OR_EQUAL; here the wrapper's check reports it
+    /// with this function's `event.wait()` as the site. The event is set before the wait, so
+    /// the wait returns at once: the switch cannot hang a run.
     pub(crate) fn fault_wait_inside_spin_lock() {
         use crate::platform::{Event, Lock};
-        if !FAULT_WAIT_INSIDE_SPIN_LOCK.load(Ordering::Relaxed) {
+        if !Fault::WaitInsideSpinLock.is_on() {
             return;
         }
         let event = super::super::sync::KernelEvent::new();
