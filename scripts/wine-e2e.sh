@@ -12,7 +12,9 @@
 # file (never a pipe: services.exe inherits it); the prefix's wineserver is stopped on exit.
 #
 # Wine runs drivers in a user-mode process: this proves the glue and the IRP handling end to
-# end, not kernel-mode behaviour (IRQL rules, kernel timing, real storage stacks).
+# end, not kernel-mode behaviour (the real IRQL, kernel timing, real storage stacks). The
+# wine-host image checks a virtual IRQL and the IRP and remove-lock lifecycle itself (W9): any
+# "vcdirect: W9 violation" line in its log fails the run (w9-*).
 #
 # Environment: WINE_E2E_BUILD=0 (use what is built), WINE_E2E_SYS (a prebuilt wine-host
 # vcdirect.sys), WINE_E2E_VCCTL_EXE / WINE_E2E_VCCTL_LINUX (prebuilt vcctl binaries),
