@@ -15,8 +15,9 @@
 //! Why a table and not the IRQL Wine reports: Wine runs drivers in a user-mode process; its
 //! KeGetCurrentIrql always answers PASSIVE_LEVEL and its KeAcquireSpinLockRaiseToDpc and
 //! KeRaiseIrql record nothing per thread, so a wait inside a spin lock is green there. The
-//! table needs no import beyond KeGetCurrentThread (already imported, Wine gives every thread
-//! its own KTHREAD object, cached in the TEB), allocates nothing and takes no lock.
+//! table (`platform::irql_table`, unit-tested on the host) needs no import beyond
+//! KeGetCurrentThread (already imported; Wine gives every thread its own KTHREAD object,
+//! cached in the TEB), allocates nothing and takes no lock.
 
 #[cfg(feature = "wine-host")]
 pub(crate) use wine::*;
@@ -51,114 +52,45 @@ mod product {
 
 #[cfg(feature = "wine-host")]
 mod wine {
-    use core::ffi::c_void;
     use core::panic::Location;
-    use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+    use core::sync::atomic::{AtomicU32, Ordering};
 
     use wdk_sys::ntddk::DbgPrint;
 
     use super::super::thread::current_thread;
     use crate::platform::irql::{Breach, Call, Irql, Violation, VirtualIrql};
+    use crate::platform::irql_table::IrqlTable;
 
-    /// Threads that may be above PASSIVE_LEVEL at the same time. A thread has an entry only
-    /// while it is raised (claimed by its first raise, given back when it lowers to
-    /// PASSIVE_LEVEL), so this bounds concurrently raised threads, not threads: the engine's
-    /// threads of a few mounts plus Wine's dispatch and work-item threads stay far below it.
-    /// A full table is reported as a violation (the run fails; nothing is checked wrongly).
+    /// Threads that may be above PASSIVE_LEVEL at the same time (an entry only while raised,
+    /// `platform::irql_table`): the engine's threads of a few mounts plus Wine's dispatch and
+    /// work-item threads stay far below it. A full table is reported as a violation (the run
+    /// fails; nothing is checked wrongly).
     const SLOTS: usize = 256;
-
-    /// One raised thread: its KTHREAD (null: free) and its level (an `Irql` as u8). Only the
-    /// thread itself claims (compare-exchange from null), writes and frees its entry, so a
-    /// thread that finds its own KTHREAD in an entry owns it until it frees it.
-    struct Slot {
-        thread: AtomicPtr<c_void>,
-        level: AtomicU8,
-    }
-
-    #[allow(clippy::declare_interior_mutable_const)] // the initializer of each array element
-    const FREE: Slot = Slot {
-        thread: AtomicPtr::new(core::ptr::null_mut()),
-        level: AtomicU8::new(Irql::Passive as u8),
-    };
-    static TABLE: [Slot; SLOTS] = [FREE; SLOTS];
-    /// Entries at or above this index were never claimed: lookups stop here. A thread's own
-    /// entry is below it (the thread raised it before it used the entry).
-    static HIGH: AtomicUsize = AtomicUsize::new(0);
+    /// The raised threads, keyed by their KTHREAD address.
+    static TABLE: IrqlTable<SLOTS> = IrqlTable::new();
     /// Violations reported since load (the unload summary prints it).
     static VIOLATIONS: AtomicU32 = AtomicU32::new(0);
     /// Checks made since load (the unload summary prints it: the checks did run).
     static CHECKS: AtomicU32 = AtomicU32::new(0);
 
-    fn from_u8(level: u8) -> Irql {
-        match level {
-            0 => Irql::Passive,
-            1 => Irql::Apc,
-            _ => Irql::Dispatch,
-        }
-    }
-
-    /// The calling thread's key and entry (if it is raised). `None` key: no KTHREAD (never
-    /// under Wine 8.0; then nothing is tracked for that thread rather than something wrong).
-    fn lookup() -> (Option<*mut c_void>, Option<&'static Slot>) {
-        let me = current_thread().cast::<c_void>();
-        if me.is_null() {
-            return (None, None);
-        }
-        let high = HIGH.load(Ordering::Acquire).min(SLOTS);
-        let slot = TABLE[..high]
-            .iter()
-            .find(|s| s.thread.load(Ordering::Acquire) == me);
-        (Some(me), slot)
-    }
-
-    /// The calling thread's virtual IRQL and its entry.
-    fn current() -> (Option<*mut c_void>, Option<&'static Slot>, VirtualIrql) {
-        let (me, slot) = lookup();
+    /// The calling thread's key (its KTHREAD address; 0 if it had none, which Wine 8.0 never
+    /// returns: such a thread is then not tracked rather than tracked wrongly) and its level.
+    fn current() -> (usize, VirtualIrql) {
+        let key = current_thread() as usize;
         let mut irql = VirtualIrql::new();
-        if let Some(slot) = slot {
-            // Raising a fresh PASSIVE_LEVEL value to a recorded level cannot fail.
-            let _ = irql.raise(from_u8(slot.level.load(Ordering::Relaxed)));
-        }
-        (me, slot, irql)
+        // Raising a fresh PASSIVE_LEVEL value to a recorded level cannot fail.
+        let _ = irql.raise(TABLE.level(key));
+        (key, irql)
     }
 
-    /// Records `level` for the calling thread `me`: in its entry, claiming one when it rises
-    /// above PASSIVE_LEVEL, giving it back when it is at PASSIVE_LEVEL again.
+    /// Records `level` for the calling thread `key`.
     #[track_caller]
-    fn store(me: Option<*mut c_void>, slot: Option<&'static Slot>, level: Irql) {
-        let Some(me) = me else {
-            return;
-        };
-        match (slot, level) {
-            (Some(slot), Irql::Passive) => {
-                slot.thread.store(core::ptr::null_mut(), Ordering::Release)
-            }
-            (Some(slot), level) => slot.level.store(level as u8, Ordering::Relaxed),
-            (None, Irql::Passive) => {}
-            (None, level) => {
-                for (index, slot) in TABLE.iter().enumerate() {
-                    // Claimed by the key; the level is written afterwards, as only the owner
-                    // ever reads it (other threads look for their own key only).
-                    if slot
-                        .thread
-                        .compare_exchange(
-                            core::ptr::null_mut(),
-                            me,
-                            Ordering::AcqRel,
-                            Ordering::Relaxed,
-                        )
-                        .is_ok()
-                    {
-                        slot.level.store(level as u8, Ordering::Relaxed);
-                        HIGH.fetch_max(index + 1, Ordering::AcqRel);
-                        return;
-                    }
-                }
-                report_rule(
-                    "virtual IRQL table full (more than 256 threads raised at once)",
-                    Location::caller(),
-                );
-            }
+    fn store(key: usize, level: Irql) {
+        if TABLE.set(key, level).is_err() {
+            report_rule(
+                "virtual IRQL table full (more than 256 threads raised at once)",
+                Location::caller(),
+            );
         }
     }
 
@@ -173,7 +105,7 @@ mod wine {
         /// Raises the calling thread's virtual IRQL to DISPATCH_LEVEL.
         #[track_caller]
         pub(crate) fn to_dispatch() -> Raised {
-            let (me, slot, mut irql) = current();
+            let (key, mut irql) = current();
             let previous = match irql.raise(Irql::Dispatch) {
                 Ok(previous) => previous,
                 Err(violation) => {
@@ -181,18 +113,18 @@ mod wine {
                     irql.level()
                 }
             };
-            store(me, slot, irql.level());
+            store(key, irql.level());
             Raised { previous }
         }
     }
 
     impl Drop for Raised {
         fn drop(&mut self) {
-            let (me, slot, mut irql) = current();
+            let (key, mut irql) = current();
             if let Err(violation) = irql.lower(self.previous) {
                 report(&violation);
             }
-            store(me, slot, irql.level());
+            store(key, irql.level());
         }
     }
 
@@ -201,7 +133,7 @@ mod wine {
     #[track_caller]
     pub(crate) fn check(call: Call) {
         CHECKS.fetch_add(1, Ordering::Relaxed);
-        let (_, _, irql) = current();
+        let (_, irql) = current();
         if let Err(violation) = irql.check(call) {
             report(&violation);
         }
@@ -212,12 +144,12 @@ mod wine {
     #[track_caller]
     pub(crate) fn check_returned_at(expected: Irql) {
         CHECKS.fetch_add(1, Ordering::Relaxed);
-        let (me, slot, irql) = current();
+        let (key, irql) = current();
         if let Err(violation) = irql.check_returned_at(expected) {
             report(&violation);
             // The thread goes back to the system: drop its entry so that a later thread
             // with the same KTHREAD address does not inherit the level.
-            store(me, slot, Irql::Passive);
+            store(key, Irql::Passive);
         }
     }
 
@@ -376,12 +308,7 @@ mod wine {
 
     /// Unload: reports threads still raised, then one summary line (not a violation line).
     pub(crate) fn at_unload() {
-        let high = HIGH.load(Ordering::Acquire).min(SLOTS);
-        let raised = TABLE[..high]
-            .iter()
-            .filter(|s| !s.thread.load(Ordering::Acquire).is_null())
-            .count();
-        if raised != 0 {
+        if TABLE.raised() != 0 {
             report_lifecycle("threads still above PASSIVE_LEVEL at unload");
         }
         // SAFETY: NUL-terminated format with two `%u` arguments.
