@@ -91,6 +91,9 @@ unsafe impl Send for IrpList {}
 /// (DriverContext and ListEntry) just before IofCompleteRequest, so that a later read of an
 /// engine note from a completed IRP (a stale list link, a second completion) is reported
 /// instead of passing silently. Not a valid pointer, not a packed note a mount would make.
+/// Best effort: Wine's IoCompleteRequest frees the IRP (IoFreeIrp) after the completion
+/// routines ran, so the poison is seen only until its heap reuses the block; Driver Verifier's
+/// IRP tracking is what proves this on Windows.
 #[cfg(feature = "wine-host")]
 const POISON: usize = 0xDEAD_0C0D_E1A9_1D00;
 
@@ -465,7 +468,8 @@ impl Irp {
 
     /// W9, wine-host build: writes [`POISON`] over the driver's part of `Tail.Overlay`
     /// (DriverContext, ListEntry) just before completion; finding it already there means the
-    /// IRP is completed a second time.
+    /// IRP is completed a second time (a fresh IRP never carries it: Wine's IoInitializeIrp,
+    /// like Windows', zeroes the whole IRP).
     #[cfg(feature = "wine-host")]
     #[track_caller]
     fn poison(&self) {
@@ -488,8 +492,9 @@ impl Irp {
             Blink: POISON as *mut wdk_sys::LIST_ENTRY,
         };
         // SAFETY: `Tail.Overlay.ListEntry` of the owned IRP is the driver's until completion
-        // (`IrpList` links through it; IofCompleteRequest does not read it, and the I/O
-        // manager reuses `Tail` for its own purposes only after completion).
+        // (`IrpList` links through it; neither Wine's IoCompleteRequest, which runs the
+        // completion routines and frees the IRP, nor Windows' reads it: the I/O manager uses
+        // `Tail` for its own purposes only after completion).
         unsafe { entry.write(poisoned) };
     }
 
