@@ -762,11 +762,14 @@ w sc-stop-testdisk2 60 wine sc stop vctestdisk
 # W9, the fault switches (Wine build only, driver/src/wdm/irql.rs): VcdirectWineFaultWaitInsideSpinLock=1
 # makes every mount wait on an event (through the engine's event wrapper) inside a spin lock,
 # VcdirectWineFaultWaitInReadDispatch=1 every read dispatch wait on one: calls that bugcheck on
-# Windows. A short run (load, mount, one read, dismount, unload) passes only if the driver
-# reports each with its call site; the events are set first, so the waits cannot hang.
+# Windows (the events are set first, so the waits cannot hang). VcdirectWineFaultIrpLifecycle=1
+# completes every read with its cancel routine set and reads its note after the completion
+# poison (the routine is taken back before the real completion). A short run (load, mount, one
+# read, dismount, unload) passes only if the driver reports each with its call site.
 if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     reg_add vcdirect VcdirectWineFaultWaitInsideSpinLock REG_DWORD 1
     reg_add vcdirect VcdirectWineFaultWaitInReadDispatch REG_DWORD 1
+    reg_add vcdirect VcdirectWineFaultIrpLifecycle REG_DWORD 1
     reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\volume.img'
     MOUNT_ARGS="${MOUNT_ARGS/hidden.img/volume.img}"
     printf '%s\n' "$PASSWORD" > "$C/vctest/password.txt"
@@ -782,7 +785,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     w w9-switch-stop 60 wine sc stop vcdirect
     await_log "$sw_log" "vcdirect: unloaded" 10 || true
     w w9-switch-stop-disk 60 wine sc stop vctestdisk
-    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch; do
+    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch VcdirectWineFaultIrpLifecycle; do
         w reg-delete 60 wine reg delete 'HKLM\System\CurrentControlSet\Services\vcdirect' /v "$v" /f
     done
     # Each wrong call, named with its site: the wait inside the spin lock in
@@ -792,14 +795,26 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     }
     caught=$(w9_caught 'irql\.rs')
     caught_read=$(w9_caught 'disk/dispatch\.rs')
-    others=$(w9_violations "$sw_log" | grep -vF -e "${caught:-no line}" -e "${caught_read:-no line}" | wc -l)
+    # The IRP lifecycle faults, each named with the completing caller's site.
+    irp_rule() { # rule text: its first violation line with a site under driver/src
+        w9_violations "$sw_log" | grep -F "W9 violation: $1 at " | grep -E " at [^ ]*driver/src/[^ ]+:[0-9]+:[0-9]+\$" | head -n1
+    }
+    caught_cancel=$(irp_rule 'IRP completed with its cancel routine set')
+    caught_touch=$(irp_rule 'IRP touched after completion (its engine note read)')
+    others=$(w9_violations "$sw_log" | grep -vF -e "${caught:-no line}" -e "${caught_read:-no line}" \
+        -e "${caught_cancel:-no line}" -e "${caught_touch:-no line}" | wc -l)
     switches=$(grep -ac 'vcdirect: W9 fault switch on' "$sw_log")
-    if [ "$switches" -eq 2 ] && [ -n "$caught" ] && [ "$others" -eq 0 ]; then
+    if [ "$switches" -eq 3 ] && [ -n "$caught_cancel" ] && [ -n "$caught_touch" ] && [ "$others" -eq 0 ]; then
+        result PASS w9-switch-irp-lifecycle-caught "${caught_cancel#*vcdirect: }; ${caught_touch#*vcdirect: }"
+    else
+        result FAIL w9-switch-irp-lifecycle-caught "$switches switch lines, caught '${caught_cancel:-none}' and '${caught_touch:-none}', $others other violation lines ($sw_log)"
+    fi
+    if [ "$switches" -eq 3 ] && [ -n "$caught" ] && [ "$others" -eq 0 ]; then
         result PASS w9-switch-caught "${caught#*vcdirect: }"
     else
         result FAIL w9-switch-caught "$switches switch lines, caught '${caught:-none}', $others other violation lines ($sw_log)"
     fi
-    if [ "$switches" -eq 2 ] && [ -n "$caught_read" ] && [ "$others" -eq 0 ]; then
+    if [ "$switches" -eq 3 ] && [ -n "$caught_read" ] && [ "$others" -eq 0 ]; then
         result PASS w9-switch-read-dispatch-caught "${caught_read#*vcdirect: }"
     else
         result FAIL w9-switch-read-dispatch-caught "$switches switch lines, caught '${caught_read:-none}', $others other violation lines ($sw_log)"

@@ -177,12 +177,7 @@ impl Irp {
         // completed and is still linked (or its memory reused): reported, then handled as it
         // reads (on Windows this read would be a use after free).
         #[cfg(feature = "wine-host")]
-        if [n01, n23, routine, flags]
-            .iter()
-            .all(|p| *p as usize == POISON)
-        {
-            super::irql::report_lifecycle("IRP touched after completion (its engine note read)");
-        }
+        Self::check_not_completed([n01, n23, routine, flags]);
         let (n01, n23, flags) = (n01 as usize as u64, n23 as usize as u64, flags as usize);
         let on_cancel = NonNull::new(routine).map(|r| {
             // SAFETY: `park` stored a `CancelRoutine` (or null, handled by `NonNull::new`).
@@ -498,6 +493,16 @@ impl Irp {
         unsafe { entry.write(poisoned) };
     }
 
+    /// W9, wine-host build: reports an engine note read from an IRP's DriverContext after
+    /// completion (the context is [`POISON`]), with the reader's site.
+    #[cfg(feature = "wine-host")]
+    #[track_caller]
+    fn check_not_completed(context: [*mut c_void; 4]) {
+        if context.iter().all(|p| *p as usize == POISON) {
+            super::irql::report_lifecycle("IRP touched after completion (its engine note read)");
+        }
+    }
+
     /// The cancel routine `arm_cancel` will install while the engine queues the IRP.
     pub fn set_cancel_routine(&mut self, routine: CancelRoutine) {
         self.on_cancel = Some(routine);
@@ -779,11 +784,28 @@ impl UpperRequest for Irp {
         // the completion proceeds; and IoCompleteRequest's level (<= DISPATCH_LEVEL).
         #[cfg(feature = "wine-host")]
         {
+            // The fault switch VcdirectWineFaultIrpLifecycle (w9-switch-irp-lifecycle-caught):
+            // every read is completed the wrong way, with its cancel routine installed again
+            // and its note read back after the poison; both must be reported. The routine is
+            // taken back before IofCompleteRequest, so Wine's IoCancelIrp never finds it.
+            let fault = super::irql::Fault::IrpLifecycle.is_on()
+                && self.kind() == RequestKind::Read
+                && self.on_cancel.is_some();
+            if fault {
+                self.exchange_cancel_routine(self.on_cancel);
+            }
             if !self.cancel_routine_slot().load(Ordering::SeqCst).is_null() {
                 super::irql::report_lifecycle("IRP completed with its cancel routine set");
             }
             super::irql::check(crate::platform::irql::Call::CompleteRequest);
             self.poison();
+            if fault {
+                // SAFETY: `self` owns the IRP, not completed yet (type invariant).
+                let context = unsafe { Self::driver_context(self.irp.as_ptr()) };
+                // SAFETY: the owned IRP's DriverContext, just written by `poison`.
+                Self::check_not_completed(unsafe { context.read() });
+                self.exchange_cancel_routine(None);
+            }
         }
         // W11: a disk's boost for a transfer that succeeded, as disk class drivers and
         // VeraCrypt complete theirs; none for anything else.

@@ -242,17 +242,26 @@ mod wine {
         /// `VcdirectWineFaultWaitInReadDispatch`: every read dispatch waits, at the virtual
         /// DISPATCH_LEVEL read dispatch runs at (w9-switch-read-dispatch-caught).
         WaitInReadDispatch = 1,
+        /// `VcdirectWineFaultIrpLifecycle`: every read is completed with its cancel routine
+        /// set and its engine note read after the completion poison
+        /// (w9-switch-irp-lifecycle-caught).
+        IrpLifecycle = 2,
     }
 
     impl Fault {
-        /// Both switches.
-        pub(crate) const ALL: [Fault; 2] = [Fault::WaitInsideSpinLock, Fault::WaitInReadDispatch];
+        /// Every switch.
+        pub(crate) const ALL: [Fault; 3] = [
+            Fault::WaitInsideSpinLock,
+            Fault::WaitInReadDispatch,
+            Fault::IrpLifecycle,
+        ];
 
         /// The registry value's name.
         pub(crate) const fn value_name(self) -> &'static str {
             match self {
                 Fault::WaitInsideSpinLock => "VcdirectWineFaultWaitInsideSpinLock",
                 Fault::WaitInReadDispatch => "VcdirectWineFaultWaitInReadDispatch",
+                Fault::IrpLifecycle => "VcdirectWineFaultIrpLifecycle",
             }
         }
 
