@@ -16,8 +16,10 @@
 //! KeGetCurrentIrql always answers PASSIVE_LEVEL and its KeAcquireSpinLockRaiseToDpc and
 //! KeRaiseIrql record nothing per thread, so a wait inside a spin lock is green there. The
 //! table (`platform::irql_table`, unit-tested on the host) needs no import beyond
-//! KeGetCurrentThread (already imported; Wine gives every thread its own KTHREAD object,
-//! cached in the TEB), allocates nothing and takes no lock.
+//! KeGetCurrentThread (already imported; Wine caches one KTHREAD object per thread in its TEB,
+//! so the key is stable and distinct per thread: the request thread's is the object of the
+//! first client thread it served, which no other thread of the process gets), allocates nothing
+//! and takes no lock.
 
 #[cfg(feature = "wine-host")]
 pub(crate) use wine::*;
