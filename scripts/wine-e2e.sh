@@ -12,7 +12,9 @@
 # file (never a pipe: services.exe inherits it); the prefix's wineserver is stopped on exit.
 #
 # Wine runs drivers in a user-mode process: this proves the glue and the IRP handling end to
-# end, not kernel-mode behaviour (IRQL rules, kernel timing, real storage stacks).
+# end, not kernel-mode behaviour (the real IRQL, kernel timing, real storage stacks). The
+# wine-host image checks a virtual IRQL and the IRP and remove-lock lifecycle itself (W9): any
+# "vcdirect: W9 violation" line in its log fails the run (w9-*).
 #
 # Environment: WINE_E2E_BUILD=0 (use what is built), WINE_E2E_SYS (a prebuilt wine-host
 # vcdirect.sys), WINE_E2E_VCCTL_EXE / WINE_E2E_VCCTL_LINUX (prebuilt vcctl binaries),
@@ -730,10 +732,104 @@ else
     result FAIL mount-scenarios "none ran (r10-wine, r13, w1, w3, r6, r8, read-only, r2-r3, cancel-queued, hidden-volume-protection): $NEEDS"
 fi
 
+# W9 (Wine build, driver/src/wdm/irql.rs): every scenario above ran with the virtual IRQL and
+# the IRP and remove-lock lifecycle checks on; a broken contract prints one line
+# "vcdirect: W9 violation: <call> at <level> (allowed up to <level>) at <file:line:col>" (or an
+# IRP/remove-lock rule and its site) in the driver's log. Any such line fails the run.
+W9_LOGS=("$BOTH_LOG")
+[ -z "${hv_log:-}" ] || W9_LOGS+=("$hv_log")
+w9_violations() { # logs...: the violation lines, without carriage returns
+    grep -aho 'vcdirect: W9 violation.*' "$@" 2>/dev/null | tr -d '\r'
+}
+if grep -aq 'vcdirect: W9 checks on' "$BOTH_LOG"; then
+    result PASS w9-checks-on "$(grep -ao 'vcdirect: W9 checks on.*' "$BOTH_LOG" | head -n1 | tr -d '\r')"
+else
+    result FAIL w9-checks-on "no 'vcdirect: W9 checks on' line in $BOTH_LOG: the image was built without them"
+fi
+violations=$(w9_violations "${W9_LOGS[@]}")
+if [ -z "$violations" ]; then
+    result PASS w9-no-violation "no W9 violation line in the driver logs of every scenario (${#W9_LOGS[@]} driver processes)"
+else
+    result FAIL w9-no-violation "$(wc -l <<<"$violations") lines: $(head -n 5 <<<"$violations" | tr '\n' '|')"
+    echo "$violations" | sort | uniq -c | sort -rn | head -n 20 | sed 's/^/    /'
+fi
+
 wine_cannot_show
 
 w sc-stop-vcdirect 60 wine sc stop vcdirect
 w sc-stop-testdisk2 60 wine sc stop vctestdisk
+
+# W9, the fault switches (Wine build only, driver/src/wdm/irql.rs): VcdirectWineFaultWaitInsideSpinLock=1
+# makes every mount wait on an event (through the engine's event wrapper) inside a spin lock,
+# VcdirectWineFaultWaitInReadDispatch=1 every read dispatch wait on one: calls that bugcheck on
+# Windows (the events are set first, so the waits cannot hang). VcdirectWineFaultIrpLifecycle=1
+# completes every read with its cancel routine set and reads its note after the completion
+# poison (the routine is taken back before the real completion). A short run (load, mount, one
+# read, dismount, unload) passes only if the driver reports each with its call site.
+if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
+    reg_add vcdirect VcdirectWineFaultWaitInsideSpinLock REG_DWORD 1
+    reg_add vcdirect VcdirectWineFaultWaitInReadDispatch REG_DWORD 1
+    reg_add vcdirect VcdirectWineFaultIrpLifecycle REG_DWORD 1
+    reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\volume.img'
+    MOUNT_ARGS="${MOUNT_ARGS/hidden.img/volume.img}"
+    printf '%s\n' "$PASSWORD" > "$C/vctest/password.txt"
+    restart_prefix
+    WINEDEBUG=warn+debugstr w w9-switch-start-disk 60 wine sc start vctestdisk
+    sw_log="$LAST_LOG"
+    w w9-switch-start-vcdirect 60 wine sc start vcdirect
+    await_log "$sw_log" "vcdirect: loaded (wine-host build" 30 || true
+    if mount_volume w9-switch-mount ""; then
+        client w9-switch-read expect-status --device "$VOLUME_PATH" --op read --offset 0 --length 4096 --expect ok --name read-with-the-switch-on
+        vcctl w9-switch-dismount dismount "$VOL"
+    fi
+    w w9-switch-stop 60 wine sc stop vcdirect
+    await_log "$sw_log" "vcdirect: unloaded" 10 || true
+    w w9-switch-stop-disk 60 wine sc stop vctestdisk
+    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch VcdirectWineFaultIrpLifecycle; do
+        w reg-delete 60 wine reg delete 'HKLM\System\CurrentControlSet\Services\vcdirect' /v "$v" /f
+    done
+    # Each wrong call, named with its site: the wait inside the spin lock in
+    # wdm/irql.rs::fault_wait_inside_spin_lock, the wait in wdm/disk/dispatch.rs's read dispatch.
+    w9_caught() { # file regex: the first violation line of a wait at DISPATCH_LEVEL at that file
+        w9_violations "$sw_log" | grep -E "W9 violation: wait at DISPATCH_LEVEL \(allowed up to APC_LEVEL\) at [^ ]*driver/src/wdm/$1:[0-9]+:[0-9]+\$" | head -n1
+    }
+    caught=$(w9_caught 'irql\.rs')
+    caught_read=$(w9_caught 'disk/dispatch\.rs')
+    # The IRP lifecycle faults, each named with the completing caller's site.
+    irp_rule() { # rule text: its first violation line with a site under driver/src
+        w9_violations "$sw_log" | grep -F "W9 violation: $1 at " | grep -E " at [^ ]*driver/src/[^ ]+:[0-9]+:[0-9]+\$" | head -n1
+    }
+    caught_cancel=$(irp_rule 'IRP completed with its cancel routine set')
+    caught_touch=$(irp_rule 'IRP touched after completion (its engine note read)')
+    others=$(w9_violations "$sw_log" | grep -vF -e "${caught:-no line}" -e "${caught_read:-no line}" \
+        -e "${caught_cancel:-no line}" -e "${caught_touch:-no line}" | wc -l)
+    switches=$(grep -ac 'vcdirect: W9 fault switch on' "$sw_log")
+    if [ "$switches" -eq 3 ] && [ -n "$caught_cancel" ] && [ -n "$caught_touch" ] && [ "$others" -eq 0 ]; then
+        result PASS w9-switch-irp-lifecycle-caught "${caught_cancel#*vcdirect: }; ${caught_touch#*vcdirect: }"
+    else
+        result FAIL w9-switch-irp-lifecycle-caught "$switches switch lines, caught '${caught_cancel:-none}' and '${caught_touch:-none}', $others other violation lines ($sw_log)"
+    fi
+    if [ "$switches" -eq 3 ] && [ -n "$caught" ] && [ "$others" -eq 0 ]; then
+        result PASS w9-switch-caught "${caught#*vcdirect: }"
+    else
+        result FAIL w9-switch-caught "$switches switch lines, caught '${caught:-none}', $others other violation lines ($sw_log)"
+    fi
+    if [ "$switches" -eq 3 ] && [ -n "$caught_read" ] && [ "$others" -eq 0 ]; then
+        result PASS w9-switch-read-dispatch-caught "${caught_read#*vcdirect: }"
+    else
+        result FAIL w9-switch-read-dispatch-caught "$switches switch lines, caught '${caught_read:-none}', $others other violation lines ($sw_log)"
+    fi
+    # Unload ran (no volume mounted, no latch in this process) and printed its W9 summary: no
+    # thread left raised, remove locks drained (checked at each device deletion).
+    summary=$(grep -ao 'vcdirect: W9 summary: [0-9]* checks, [0-9]* violations' "$sw_log" | head -n1)
+    if [ -n "$summary" ] && grep -aq 'vcdirect: unloaded' "$sw_log"; then
+        result PASS w9-unload-summary "${summary#vcdirect: }"
+    else
+        result FAIL w9-unload-summary "no unload or no W9 summary in $sw_log"
+    fi
+else
+    result FAIL w9-switch-caught "not run: $NEEDS"
+fi
 cleanup
 log "build ${build_seconds}s, scenarios $(($(date +%s) - run_start))s"
 finish

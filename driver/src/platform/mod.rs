@@ -9,6 +9,7 @@
 //! simulator can run one engine thread at a time and choose the next.
 
 pub mod irql;
+pub mod irql_table;
 mod request;
 mod request_queue;
 mod rundown;

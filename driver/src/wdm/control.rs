@@ -212,6 +212,25 @@ pub unsafe fn driver_entry(
     let (_, tunables, notes) = Config::load(&values);
     let reload = DRIVER_GATES.reload(&values);
     log_notes(notes);
+    // W9, wine-host build: the checks are on; the fault switches (DWORDs of the service key,
+    // read with the same code; absent or 0: off).
+    #[cfg(feature = "wine-host")]
+    {
+        use super::irql::Fault;
+        use crate::registry::RegistrySource;
+        super::irql::announce();
+        let names = Fault::ALL.map(Fault::value_name);
+        let switches = read_values(&registry_path, &names);
+        for fault in Fault::ALL {
+            let on = switches
+                .query(fault.value_name())
+                .and_then(|raw| crate::registry::read_dword(raw).ok())
+                .is_some_and(|v| v != 0);
+            if on {
+                fault.turn_on();
+            }
+        }
+    }
     let Some(control) = NonNull::new(device) else {
         return nt(Status::InsufficientResources);
     };
@@ -348,6 +367,9 @@ unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
         // is open and no work item holds it.
         unsafe { IoDeleteDevice(device) };
     }
+    // W9, wine-host build: threads left raised, and the summary (checks made, violations).
+    #[cfg(feature = "wine-host")]
+    super::irql::at_unload();
     // SAFETY: NUL-terminated format without arguments.
     unsafe { DbgPrint(c"vcdirect: unloaded\n".as_ptr()) };
 }
@@ -898,6 +920,10 @@ fn find_for_status(
 }
 
 fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
+    // W9, wine-host build only: the deliberately wrong call of the fault switch (nothing
+    // unless VcdirectWineFaultWaitInsideSpinLock is set), before anything else of a mount.
+    #[cfg(feature = "wine-host")]
+    super::irql::fault_wait_inside_spin_lock();
     let request = MountRequest::parse(input, cfg!(feature = "wine-host")).map_err(abi_err)?;
     // Refused before any host open.
     access::check(caller, Operation::Mount)?;

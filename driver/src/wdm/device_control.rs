@@ -29,6 +29,8 @@ pub(crate) unsafe fn device_control(
     buf: &mut [u8],
     input: usize,
 ) -> Result<usize, Status> {
+    // W9 (wine-host build): IoBuildDeviceIoControlRequest and the wait for it: PASSIVE_LEVEL.
+    super::irql::check(crate::platform::irql::Call::HostSyncIo);
     let event = KernelEvent::new();
     let mut iosb = IO_STATUS_BLOCK::default();
     let len = buf.len() as u32;

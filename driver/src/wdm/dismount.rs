@@ -28,6 +28,7 @@ const NTFS_VOLUME_DATA_BYTES: usize = 128;
 /// Waits `crate::dismount::RETRY_INTERVAL_MS` on the calling thread (a forced dismount's
 /// retry). IRQL: PASSIVE_LEVEL, on a system thread (the dismount's).
 fn wait_retry_interval() {
+    super::irql::check(crate::platform::irql::Call::Wait);
     use wdk_sys::ntddk::KeDelayExecutionThread;
     use wdk_sys::{_MODE::KernelMode, LARGE_INTEGER};
     // Relative time (negative), in 100 ns units.

@@ -249,6 +249,7 @@ impl EncryptionPool {
         for _ in 0..batch.count {
             shared.ready.release();
         }
+        super::irql::check(crate::platform::irql::Call::Wait);
         // SAFETY: the event initialized above, alive until we return; a kernel-mode,
         // non-alertable wait without timeout at PASSIVE_LEVEL (so this stack stays resident
         // while threads touch the batch). The only result is STATUS_SUCCESS.

@@ -87,6 +87,16 @@ pub struct IrpList {
 // the engine only touches it under its lock.
 unsafe impl Send for IrpList {}
 
+/// W9, wine-host build: what `Irp::complete` writes over the driver's part of `Tail.Overlay`
+/// (DriverContext and ListEntry) just before IofCompleteRequest, so that a later read of an
+/// engine note from a completed IRP (a stale list link, a second completion) is reported
+/// instead of passing silently. Not a valid pointer, not a packed note a mount would make.
+/// Best effort: Wine's IoCompleteRequest frees the IRP (IoFreeIrp) after the completion
+/// routines ran, so the poison is seen only until its heap reuses the block; Driver Verifier's
+/// IRP tracking is what proves this on Windows.
+#[cfg(feature = "wine-host")]
+const POISON: usize = 0xDEAD_0C0D_E1A9_1D00;
+
 /// DriverContext[3] flag: the caller's buffer is out (`Irp::buffer_out`).
 const PARKED_BUFFER_OUT: usize = 1;
 /// DriverContext[3] flag: the cancel routine was armed (`Irp::armed`).
@@ -163,6 +173,11 @@ impl Irp {
         let context = unsafe { Self::driver_context(irp.as_ptr()) };
         // SAFETY: `park` wrote every slot of the owned IRP's DriverContext.
         let [n01, n23, routine, flags] = unsafe { context.read() };
+        // W9 (wine-host build): a parked IRP whose context is the completion poison was
+        // completed and is still linked (or its memory reused): reported, then handled as it
+        // reads (on Windows this read would be a use after free).
+        #[cfg(feature = "wine-host")]
+        Self::check_not_completed([n01, n23, routine, flags]);
         let (n01, n23, flags) = (n01 as usize as u64, n23 as usize as u64, flags as usize);
         let on_cancel = NonNull::new(routine).map(|r| {
             // SAFETY: `park` stored a `CancelRoutine` (or null, handled by `NonNull::new`).
@@ -344,8 +359,12 @@ impl IrpBuf {
 }
 
 impl IoBuf for IrpBuf {
+    #[cfg_attr(feature = "wine-host", track_caller)]
     fn map(&mut self) -> Result<&mut [u8], Status> {
         if self.mapped.is_none() {
+            // W9 (wine-host build): mapped by the path's thread at PASSIVE_LEVEL (W7), never
+            // in dispatch (which runs at DISPATCH_LEVEL there).
+            super::irql::check(crate::platform::irql::Call::MapMdl);
             let base = self.system_address().ok_or(Status::InsufficientResources)?;
             // SAFETY: `offset + len` lies inside the MDL's buffer (type invariant), so the
             // address stays inside the mapping.
@@ -439,6 +458,48 @@ impl Irp {
             on_cancel: None,
             armed: false,
             note: RequestNote([0; 4]),
+        }
+    }
+
+    /// W9, wine-host build: writes [`POISON`] over the driver's part of `Tail.Overlay`
+    /// (DriverContext, ListEntry) just before completion; finding it already there means the
+    /// IRP is completed a second time (a fresh IRP never carries it: Wine's IoInitializeIrp,
+    /// like Windows', zeroes the whole IRP).
+    #[cfg(feature = "wine-host")]
+    #[track_caller]
+    fn poison(&self) {
+        let irp = self.irp.as_ptr();
+        // SAFETY: `self` owns the IRP, not completed yet (type invariant).
+        let context = unsafe { Self::driver_context(irp) };
+        // SAFETY: the owned IRP's DriverContext is ours until completion (see `IrpList`).
+        let before = unsafe { context.read() };
+        if before.iter().all(|p| *p as usize == POISON) {
+            super::irql::report_lifecycle("IRP completed twice (its context already poisoned)");
+        }
+        // SAFETY: as above; plain pointer-sized values, no pointer is formed from them.
+        unsafe { context.write([POISON as *mut c_void; 4]) };
+        // SAFETY: as above.
+        let overlay = unsafe { Self::overlay(irp) };
+        // SAFETY: `overlay` points into the owned IRP; taking a field's address reads nothing.
+        let entry = unsafe { &raw mut (*overlay).__bindgen_anon_2.ListEntry };
+        let poisoned = wdk_sys::LIST_ENTRY {
+            Flink: POISON as *mut wdk_sys::LIST_ENTRY,
+            Blink: POISON as *mut wdk_sys::LIST_ENTRY,
+        };
+        // SAFETY: `Tail.Overlay.ListEntry` of the owned IRP is the driver's until completion
+        // (`IrpList` links through it; neither Wine's IoCompleteRequest, which runs the
+        // completion routines and frees the IRP, nor Windows' reads it: the I/O manager uses
+        // `Tail` for its own purposes only after completion).
+        unsafe { entry.write(poisoned) };
+    }
+
+    /// W9, wine-host build: reports an engine note read from an IRP's DriverContext after
+    /// completion (the context is [`POISON`]), with the reader's site.
+    #[cfg(feature = "wine-host")]
+    #[track_caller]
+    fn check_not_completed(context: [*mut c_void; 4]) {
+        if context.iter().all(|p| *p as usize == POISON) {
+            super::irql::report_lifecycle("IRP touched after completion (its engine note read)");
         }
     }
 
@@ -712,11 +773,40 @@ impl UpperRequest for Irp {
         self.exchange_cancel_routine(None)
     }
 
+    #[cfg_attr(feature = "wine-host", track_caller)]
     fn complete(self, status: Status, information: usize) {
+        #[cfg(not(feature = "wine-host"))]
         debug_assert!(
             self.cancel_routine_slot().load(Ordering::SeqCst).is_null(),
             "an IRP is completed with its cancel routine still set"
         );
+        // W9, wine-host build: the same rule reported and counted (the e2e fails on it), then
+        // the completion proceeds; and IoCompleteRequest's level (<= DISPATCH_LEVEL).
+        #[cfg(feature = "wine-host")]
+        {
+            // The fault switch VcdirectWineFaultIrpLifecycle (w9-switch-irp-lifecycle-caught):
+            // every read is completed the wrong way, with its cancel routine installed again
+            // and its note read back after the poison; both must be reported. The routine is
+            // taken back before IofCompleteRequest, so Wine's IoCancelIrp never finds it.
+            let fault = super::irql::Fault::IrpLifecycle.is_on()
+                && self.kind() == RequestKind::Read
+                && self.on_cancel.is_some();
+            if fault {
+                self.exchange_cancel_routine(self.on_cancel);
+            }
+            if !self.cancel_routine_slot().load(Ordering::SeqCst).is_null() {
+                super::irql::report_lifecycle("IRP completed with its cancel routine set");
+            }
+            super::irql::check(crate::platform::irql::Call::CompleteRequest);
+            self.poison();
+            if fault {
+                // SAFETY: `self` owns the IRP, not completed yet (type invariant).
+                let context = unsafe { Self::driver_context(self.irp.as_ptr()) };
+                // SAFETY: the owned IRP's DriverContext, just written by `poison`.
+                Self::check_not_completed(unsafe { context.read() });
+                self.exchange_cancel_routine(None);
+            }
+        }
         // W11: a disk's boost for a transfer that succeeded, as disk class drivers and
         // VeraCrypt complete theirs; none for anything else.
         let transfer = matches!(

@@ -86,6 +86,8 @@ pub(crate) struct KernelNamespace;
 
 impl Namespace for KernelNamespace {
     fn query(&self, path: &[u16]) -> Result<Option<Vec<u16>>, Status> {
+        // W9 (wine-host build): ZwOpenSymbolicLinkObject, ZwQuerySymbolicLinkObject, ZwClose.
+        super::irql::check(crate::platform::irql::Call::ZwCall);
         let mut name = OwnedUnicode::copy(path)?;
         let mut attributes = OBJECT_ATTRIBUTES {
             Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,

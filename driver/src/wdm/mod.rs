@@ -24,6 +24,7 @@ mod encryption_pool;
 mod host;
 mod identity;
 mod irp;
+mod irql;
 mod layout;
 mod layout_arm64;
 mod links;

@@ -43,7 +43,9 @@ impl KernelMutex {
 
     /// Runs `f` holding the mutex; the mutex is released when `f` returns. Not reentrant
     /// from inside `f` in practice (a KMUTEX is, but nothing here needs it).
+    #[cfg_attr(feature = "wine-host", track_caller)]
     pub fn with<R>(&self, f: impl FnOnce() -> R) -> R {
+        super::irql::check(crate::platform::irql::Call::Wait);
         struct Held<'a>(&'a KernelMutex);
         impl Drop for Held<'_> {
             fn drop(&mut self) {

@@ -34,7 +34,9 @@ const _: () = assert!(
 /// key or value is simply absent from the map.
 ///
 /// IRQL: PASSIVE_LEVEL.
+#[cfg_attr(feature = "wine-host", track_caller)]
 pub fn read_values(path: &[u16], names: &[&str]) -> ValueMap {
+    super::irql::check(crate::platform::irql::Call::RegistryRead);
     let mut map = ValueMap::new();
     let Ok(mut key_name) = OwnedUnicode::copy(path) else {
         return map;

@@ -75,6 +75,36 @@ impl RemoveLockCell {
     }
 }
 
+#[cfg(feature = "wine-host")]
+impl RemoveLockCell {
+    /// W9, wine-host build: after `release_and_wait` returned, every acquisition was released
+    /// (the count is back to zero: Wine's lock starts at 0 and its remover's release takes it
+    /// there; Windows' starts at 1 and the remover's call releases both). Run where a volume
+    /// device is deleted and where a host's child requests drain (at dismount and at unload,
+    /// which dismounts what is left); a count that stays above zero means an acquisition that
+    /// is never released, reported with the remover's site. A failed acquire after removal
+    /// raises the count for an instant under Wine (increment, see Removed, decrement), so the
+    /// count is read a few times before it is reported.
+    #[track_caller]
+    fn check_drained(&self) {
+        let count = || {
+            // SAFETY: the initialized lock (type invariant); IoCount is a LONG the Io*RemoveLock*
+            // routines change only with interlocked operations: read as the atomic it is.
+            let field = unsafe { &raw mut (*self.lock.get()).Common.IoCount };
+            // SAFETY: as above; an aligned i32 inside the lock, which lives as long as `self`.
+            unsafe { core::sync::atomic::AtomicI32::from_ptr(field) }
+                .load(core::sync::atomic::Ordering::SeqCst)
+        };
+        for _ in 0..1000 {
+            if count() == 0 {
+                return;
+            }
+            core::hint::spin_loop();
+        }
+        super::irql::report_lifecycle("remove lock count not back to zero after release_and_wait");
+    }
+}
+
 /// An initialized remove lock, in its own pool block (it holds a KEVENT, so it never moves).
 ///
 /// IRQL: as [`RemoveLockCell`].
@@ -127,12 +157,18 @@ impl RemoveLockGuard<'_> {
     /// other holders released theirs.
     ///
     /// IRQL: PASSIVE_LEVEL.
+    #[cfg_attr(feature = "wine-host", track_caller)]
     pub fn release_and_wait(self) {
-        let (lock, tag) = (self.lock.lock.get(), self.tag);
+        super::irql::check(crate::platform::irql::Call::Wait);
+        let (cell, lock, tag) = (self.lock, self.lock.lock.get(), self.tag);
         core::mem::forget(self);
         // SAFETY: the caller held one acquisition (the forgotten guard) taken with `tag`, as
         // the routine requires; PASSIVE_LEVEL per the type contract.
         unsafe { IoReleaseRemoveLockAndWaitEx(lock, tag, REMLOCK_SIZE) };
+        #[cfg(feature = "wine-host")]
+        cell.check_drained();
+        #[cfg(not(feature = "wine-host"))]
+        let _ = cell;
     }
 }
 

@@ -18,6 +18,8 @@ use wdk_sys::{
     KSEMAPHORE, KSPIN_LOCK, MAXLONG,
 };
 
+use super::irql::{self, Raised};
+use crate::platform::irql::Call;
 use crate::platform::{Event, Lock, Semaphore};
 use crate::Status;
 
@@ -70,6 +72,11 @@ impl<T: Send> Lock<T> for SpinLock<T> {
             old_irql,
             _borrow: core::marker::PhantomData,
         };
+        // W9, wine-host build: the closure runs at virtual DISPATCH_LEVEL, as it does on
+        // Windows (Wine's spin lock raises nothing). Locals drop in reverse order: the level is
+        // lowered, then the lock released (KeReleaseSpinLock restores the IRQL as it releases).
+        // Product build: a zero-sized value, nothing kept.
+        let _dispatch = Raised::to_dispatch();
         // SAFETY: the spin lock is held until `_held` drops, so no other reference to the value
         // exists for the duration of `f`.
         let value = unsafe { &mut *self.value.get() };
@@ -114,7 +121,9 @@ impl Event for KernelEvent {
         unsafe { KeSetEvent(self.event.get(), 0, 0) };
     }
 
+    #[cfg_attr(feature = "wine-host", track_caller)]
     fn wait(&self) {
+        irql::check(Call::Wait);
         // SAFETY: initialized event owned by `self`; kernel-mode, non-alertable wait without
         // timeout at PASSIVE_LEVEL (type contract). The only result is STATUS_SUCCESS.
         let _ = unsafe {
@@ -179,7 +188,9 @@ impl Semaphore for KernelSemaphore {
         unsafe { KeReleaseSemaphore(self.semaphore.get(), 0, 1, 0) };
     }
 
+    #[cfg_attr(feature = "wine-host", track_caller)]
     fn acquire(&self) {
+        irql::check(Call::Wait);
         // SAFETY: initialized semaphore owned by `self`; kernel-mode, non-alertable wait without
         // timeout at PASSIVE_LEVEL (type contract). The only result is STATUS_SUCCESS.
         let _ = unsafe {

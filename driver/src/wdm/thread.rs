@@ -18,8 +18,10 @@ use wdk_sys::{
 
 use wdk_sys::ntddk::KeSetPriorityThread;
 
+use super::irql;
 use super::nt;
 use super::pool::try_box;
+use crate::platform::irql::{Call, Irql};
 use crate::platform::Thread;
 use crate::Status;
 
@@ -76,7 +78,9 @@ unsafe impl Send for SystemThread {}
 impl SystemThread {
     /// Starts a system thread that runs `body` and then terminates. A failed allocation or
     /// thread creation is an error (never the allocation-error handler, W6).
+    #[cfg_attr(feature = "wine-host", track_caller)]
     pub fn spawn(body: Box<dyn FnOnce() + Send>) -> Result<Self, Status> {
+        irql::check(Call::SpawnThread);
         let start = Box::into_raw(try_box(Start {
             // SAFETY: KEVENT is a plain C struct; all-zero is valid before KeInitializeEvent.
             gate: UnsafeCell::new(unsafe { core::mem::zeroed() }),
@@ -161,12 +165,17 @@ unsafe extern "C" fn thread_start(context: PVOID) {
     if run.load(Ordering::Acquire) {
         body();
     }
+    // W9 (wine-host build): a system thread ends at PASSIVE_LEVEL (PsTerminateSystemThread's
+    // contract); one that leaves raised (a spin lock guard leaked) is reported here.
+    irql::check_returned_at(Irql::Passive);
     // SAFETY: called on the system thread itself, at PASSIVE_LEVEL, as its last action.
     let _ = unsafe { PsTerminateSystemThread(nt(Status::Success)) };
 }
 
 impl Thread for SystemThread {
+    #[cfg_attr(feature = "wine-host", track_caller)]
     fn join(self) {
+        irql::check(Call::JoinThread);
         // SAFETY: `object` is a referenced thread object (held until `drop`); a thread object
         // is signalled when the thread terminates. PASSIVE_LEVEL per the type contract.
         // Without timeout the only result is STATUS_SUCCESS.

@@ -164,6 +164,7 @@ impl<T: Send + 'static> WorkItemPool<T> {
             *slot.payload.get() = Some(payload);
         }
         let context: *const Slot<T> = slot;
+        super::irql::check(crate::platform::irql::Call::QueueWorkItem);
         // SAFETY: the slot's item is not queued (off the free list: its last routine, if any,
         // has been called and gave the slot back; the I/O manager reads nothing of an item
         // once it called its routine); the slot's storage lives until its routine has given it
@@ -247,6 +248,8 @@ unsafe extern "C" fn run_slot<T: Send + 'static>(_device: PDEVICE_OBJECT, contex
     if let Some(payload) = payload {
         run(payload);
     }
+    // W9 (wine-host build): a work item routine returns at PASSIVE_LEVEL.
+    super::irql::check_returned_at(crate::platform::irql::Irql::Passive);
 }
 
 struct Queued {
@@ -261,6 +264,7 @@ pub fn queue_allocated(device: PDEVICE_OBJECT, body: Body) {
     let item = unsafe { IoAllocateWorkItem(device) };
     assert!(!item.is_null(), "vcdirect: IoAllocateWorkItem failed");
     let queued = Box::into_raw(Box::new(Queued { item, body }));
+    super::irql::check(crate::platform::irql::Call::QueueWorkItem);
     // SAFETY: `item` was just allocated for `device`; `queued` is handed to `run_allocated`,
     // which reclaims it exactly once.
     unsafe { IoQueueWorkItem(item, Some(run_allocated), DelayedWorkQueue, queued.cast()) };
@@ -271,6 +275,8 @@ unsafe extern "C" fn run_allocated(_device: PDEVICE_OBJECT, context: PVOID) {
     let queued = unsafe { Box::from_raw(context.cast::<Queued>()) };
     let Queued { item, body } = *queued;
     body();
+    // W9 (wine-host build): a work item routine returns at PASSIVE_LEVEL.
+    super::irql::check_returned_at(crate::platform::irql::Irql::Passive);
     // SAFETY: the work item's routine may free its own item; nothing else references it.
     unsafe { IoFreeWorkItem(item) };
 }

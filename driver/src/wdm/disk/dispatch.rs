@@ -51,6 +51,13 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
         return nt(Status::InvalidDeviceRequest);
     };
     let major = u32::from(request.major_function());
+    // W9, wine-host build: read and write dispatch runs at virtual DISPATCH_LEVEL for the rest
+    // of this routine, because Windows may call a disk's read/write dispatch there (a caller
+    // above that holds a spin lock, or a completion routine that resubmits). Anything the
+    // engine then does that needs PASSIVE_LEVEL (a wait, a mapping, a Zw* call) is reported.
+    #[cfg(feature = "wine-host")]
+    let _dispatch_level =
+        matches!(major, IRP_MJ_READ | IRP_MJ_WRITE).then(super::super::irql::Raised::to_dispatch);
     // A handle's cleanup never fails: it completes here, before the remove lock, touching
     // nothing of the volume (after a forced dismount with handles open the lock is released
     // for good, and a cleanup failed with STATUS_DELETE_PENDING would be a wrong answer).
@@ -79,6 +86,16 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
     let mounted = unsafe { &*mounted };
     match major {
         IRP_MJ_READ | IRP_MJ_WRITE | IRP_MJ_FLUSH_BUFFERS => {
+            // W9, wine-host build only: the fault switch of a wait in read dispatch (a bug of
+            // that kind: this wait is reported as a wait at DISPATCH_LEVEL, with this site).
+            // The event is set first, so it returns at once.
+            #[cfg(feature = "wine-host")]
+            if major == IRP_MJ_READ && super::super::irql::Fault::WaitInReadDispatch.is_on() {
+                use crate::platform::Event;
+                let event = super::super::sync::KernelEvent::new();
+                event.set();
+                event.wait();
+            }
             request.mark_pending();
             // While the engine queues it, IoCancelIrp reaches `cancel_queued`.
             request.set_cancel_routine(cancel_queued);
@@ -142,6 +159,10 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
 /// Called by IoCancelIrp for an IRP whose routine `Irp::arm_cancel` installed on one of our
 /// volume devices.
 unsafe extern "C" fn cancel_queued(device: *mut DEVICE_OBJECT, irp: *mut IRP) {
+    // W9, wine-host build: the whole routine at virtual DISPATCH_LEVEL (IoCancelIrp calls it
+    // holding the cancel spin lock; after its release the routine runs at the IRQL of
+    // IoCancelIrp's caller, which may be DISPATCH_LEVEL).
+    let _dispatch_level = super::super::irql::Raised::to_dispatch();
     // SAFETY: IoCancelIrp passes the IRP it is cancelling; the engine still owns it.
     let irql = unsafe { (*irp).CancelIrql };
     // SAFETY: IoCancelIrp holds the cancel spin lock and stored the IRQL to return to in the

@@ -52,6 +52,7 @@ use super::super::remove_lock::RemoveLockGuard;
 use super::super::sync::KernelSemaphore;
 use super::KernelHost;
 use crate::io::MAX_DIRECT_REQUEST;
+use crate::platform::irql::Call;
 use crate::platform::{BufOrigin, HostIo, Origin, Paging, Semaphore};
 use crate::Status;
 
@@ -140,6 +141,7 @@ impl ChildSlots {
         };
         let stack_size = stack_size.max(1);
         for _ in 0..SLOTS {
+            super::super::irql::check(Call::BuildIrp);
             // SAFETY: PASSIVE_LEVEL (mount); no quota charge.
             let irp = NonNull::new(unsafe { IoAllocateIrp(stack_size, 0) });
             let Some(irp) = irp else {
@@ -313,6 +315,8 @@ impl KernelHost {
         offset: i64,
     ) -> Result<(), Status> {
         let irp = slot.irp.as_ptr();
+        // W9 (wine-host build): IoReuseIrp and IRP building, then IoCallDriver (<= DISPATCH).
+        super::super::irql::check(Call::BuildIrp);
         // SAFETY: our IRP, not in flight: IoReuseIrp reinitializes it for its StackCount.
         unsafe { IoReuseIrp(irp, 0) };
         // SAFETY: our IRP (as above), not shared with anyone until IofCallDriver.
@@ -369,6 +373,7 @@ impl KernelHost {
         next.CompletionRoutine = Some(child_done);
         next.Context = slot.event.get().cast();
         next.Control = SL_INVOKE_ALWAYS;
+        super::super::irql::check(Call::CallDriver);
         // SAFETY: the IRP is fully built; the completion routine always runs (invoked on
         // success, error and cancel) and only sets the slot's event, which lives until the
         // slots drop (after every child completed). The status is read from the IRP after
@@ -381,6 +386,7 @@ impl KernelHost {
     fn finish(&self, sent: Sent) -> Result<usize, Status> {
         let Sent { index, described } = sent;
         let slot = &self.slots.slots[index];
+        super::super::irql::check(Call::Wait);
         // SAFETY: the slot's initialized event; kernel-mode, non-alertable wait without
         // timeout at PASSIVE_LEVEL. A synchronization event: the wait resets it for the next use.
         let _ = unsafe {
@@ -549,6 +555,9 @@ unsafe extern "C" fn child_done(
     _irp: *mut IRP,
     context: PVOID,
 ) -> NTSTATUS {
+    // W9, wine-host build: a completion routine runs at virtual DISPATCH_LEVEL (Windows calls
+    // it at <= DISPATCH_LEVEL, often from a DPC).
+    let _dispatch_level = super::super::irql::Raised::to_dispatch();
     // SAFETY: `context` is the slot's KEVENT, alive until the slots drop, which happens only
     // after every child completed; KeSetEvent is callable at IRQL <= DISPATCH_LEVEL.
     unsafe { KeSetEvent(context.cast(), 0, 0) };
