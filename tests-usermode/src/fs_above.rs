@@ -117,7 +117,7 @@ impl<P: Platform<Request = TestRequest>> ModelDevice<P> {
             *r.lock().unwrap() = Some(c.status);
             d.set();
         });
-        self.volume.dispatch(req);
+        crate::irql::dispatch(&self.volume, req);
         done.wait();
         let status = result.lock().unwrap().take();
         status.unwrap_or(Status::IoDeviceError)

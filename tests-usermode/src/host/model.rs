@@ -145,6 +145,7 @@ thread_local! {
 
 impl Slot {
     fn signal(&self) {
+        crate::irql::check(vcdirect::platform::irql::Call::Signal);
         *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.cv.notify_all();
     }
@@ -233,7 +234,9 @@ pub struct ModelIo<'a> {
 }
 
 impl HostIo for ModelIo<'_> {
+    #[track_caller]
     fn wait(mut self) -> Result<usize, Status> {
+        crate::irql::check(vcdirect::platform::irql::Call::Wait);
         if let Some(slot) = self.slot.take() {
             slot.wait();
         }
@@ -244,6 +247,7 @@ impl HostIo for ModelIo<'_> {
 impl Drop for ModelIo<'_> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
+            crate::irql::check(vcdirect::platform::irql::Call::Wait);
             slot.wait();
         }
     }
@@ -294,9 +298,12 @@ fn timer_thread(sched: Arc<Scheduler>) {
                 }
             }
             drop(st);
-            for slot in due {
-                slot.signal();
-            }
+            // The device's completions: IoCompletion routines run at DISPATCH_LEVEL (W9).
+            crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+                for slot in due {
+                    slot.signal();
+                }
+            });
             st = sched.state.lock().unwrap_or_else(|e| e.into_inner());
         } else if deadline - now > SPIN {
             st = sched
