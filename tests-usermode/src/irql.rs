@@ -81,10 +81,19 @@ pub fn level() -> Irql {
     load(MODE.with(Cell::get)).level()
 }
 
+/// The mode to keep the level in now: `Off` while a simulated thread unwinds (shuttle may be
+/// tearing the execution down, when its thread-locals are out of reach).
+fn active_mode() -> Mode {
+    match MODE.with(Cell::get) {
+        Mode::Sim if std::thread::panicking() => Mode::Off,
+        mode => mode,
+    }
+}
+
 /// Checks that `call` may run at the calling thread's level; the violation names the caller.
 #[track_caller]
 pub fn check(call: Call) {
-    let mode = MODE.with(Cell::get);
+    let mode = active_mode();
     if mode == Mode::Off {
         return;
     }
@@ -96,7 +105,7 @@ pub fn check(call: Call) {
 /// Checks that a thread returns to the system (thread exit, work item end) at PASSIVE_LEVEL.
 #[track_caller]
 pub fn check_returned_at_passive() {
-    let mode = MODE.with(Cell::get);
+    let mode = active_mode();
     if mode == Mode::Off {
         return;
     }
@@ -117,6 +126,9 @@ struct Lower {
 
 impl Drop for Lower {
     fn drop(&mut self) {
+        if self.mode == Mode::Sim && std::thread::panicking() {
+            return;
+        }
         let mut irql = load(self.mode);
         let lowered = irql.lower(self.to);
         store(self.mode, irql);
@@ -133,7 +145,7 @@ impl Drop for Lower {
 /// back afterwards, also when `f` panics.
 #[track_caller]
 pub fn raised<R>(to: Irql, f: impl FnOnce() -> R) -> R {
-    let mode = MODE.with(Cell::get);
+    let mode = active_mode();
     if mode == Mode::Off {
         return f();
     }

@@ -108,10 +108,20 @@ fn serve_everything_at_dispatch(gates: Gates) {
         pending.push(rx);
     }
     let v = Arc::clone(&vol);
+    let mut levels = Vec::new();
     let routines = handles
         .iter()
-        .filter(|h| h.cancel(|key| v.cancel(key)))
+        .filter(|h| {
+            h.cancel(|key| {
+                levels.push(irql::level());
+                v.cancel(key)
+            })
+        })
         .count();
+    assert!(
+        levels.iter().all(|l| *l == Irql::Dispatch),
+        "{gates}: a cancel routine ran below DISPATCH_LEVEL: {levels:?}"
+    );
     host.release();
     let mut cancelled = 0;
     for rx in &pending {
