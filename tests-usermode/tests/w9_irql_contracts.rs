@@ -148,7 +148,7 @@ fn w9_both_paths_serve_reads_writes_flushes_and_cancels_dispatched_at_dispatch_l
 }
 
 #[test]
-fn w9_the_model_host_completes_at_dispatch_level_and_the_engine_waits_at_passive() {
+fn w9_the_model_host_signals_its_completions_at_dispatch_level() {
     let _g = ordinary();
     let host = StdHost::from_spec("model:nvme,lat_us=20,size=4M", 0).unwrap();
     let p = vcdirect_usermode::mount::mount_params(128 * KIB, 2 * MIB, BOTH_ON);
@@ -165,6 +165,15 @@ fn w9_the_model_host_completes_at_dispatch_level_and_the_engine_waits_at_passive
         );
         assert_eq!(wait(&rx).status, Status::Success);
     }
+    // Every operation the device signalled, it signalled from its completion at DISPATCH.
+    let StdHost::Model(model) = vol.host() else {
+        unreachable!("a model host")
+    };
+    assert!(
+        model.completions_at_dispatch() >= 8,
+        "{}",
+        model.completions_at_dispatch()
+    );
     vol.dismount();
 }
 

@@ -216,6 +216,8 @@ struct Timeline {
 struct Scheduler {
     state: Mutex<Timeline>,
     cv: Condvar,
+    /// Completions signalled at DISPATCH_LEVEL (all of them: W9).
+    raised_completions: std::sync::atomic::AtomicU64,
 }
 
 /// A modelled device. See the module documentation.
@@ -300,6 +302,11 @@ fn timer_thread(sched: Arc<Scheduler>) {
             drop(st);
             // The device's completions: IoCompletion routines run at DISPATCH_LEVEL (W9).
             crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+                if crate::irql::level() == vcdirect::platform::irql::Irql::Dispatch {
+                    sched
+                        .raised_completions
+                        .fetch_add(due.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                }
                 for slot in due {
                     slot.signal();
                 }
@@ -333,6 +340,7 @@ impl ModelHost {
                 seq: 0,
                 shutdown: false,
             }),
+            raised_completions: std::sync::atomic::AtomicU64::new(0),
             cv: Condvar::new(),
         });
         let timer = {
@@ -363,6 +371,14 @@ impl ModelHost {
     /// The counters so far.
     pub fn counters(&self) -> HostCounters {
         self.mem.counters()
+    }
+
+    /// Operations whose completion the device signalled at DISPATCH_LEVEL, as an IoCompletion
+    /// routine runs (W9); operations that complete at once are not signalled.
+    pub fn completions_at_dispatch(&self) -> u64 {
+        self.sched
+            .raised_completions
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Places an operation of `bytes` on the timeline (as device operations of at most the
