@@ -307,3 +307,44 @@ fn w9_a_wait_inside_a_spin_lock_fails_the_vcsim_seed_with_its_site() {
         );
     }
 }
+
+/// Set in the child process of the next test only.
+const CHILD: &str = "VCDIRECT_W9_ABORT_CHILD";
+
+/// The std platform with the W9 fault on: a direct worker waits inside its queue's lock, the
+/// check panics on that engine thread, and the process aborts (a dead worker would otherwise
+/// leave the read hanging). Does nothing unless run as the next test's child.
+#[test]
+fn w9_child_std_engine_thread_violation() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    vcdirect::faults::set_faults(&[vcdirect::faults::Fault::W9WaitInsideLock]);
+    let p = params(MIB, BOTH_ON);
+    let vol = mount(host_for(&p), p);
+    let _ = read(&vol, 0, 4096);
+    // Not reached: the process aborted.
+    std::process::exit(0);
+}
+
+#[test]
+fn w9_a_violation_on_a_std_engine_thread_aborts_the_run_with_its_site() {
+    let _g = ordinary();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "w9_child_std_engine_thread_violation",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .expect("run the child");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the child did not fail: {stderr}");
+    assert!(
+        stderr.contains("W9 violation: wait at DISPATCH_LEVEL (allowed up to APC_LEVEL) at driver/src/platform/request_queue.rs:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("aborting"), "{stderr}");
+}
