@@ -19,6 +19,10 @@ pub enum Fault {
     /// Direct path: a worker waits for another host-operation permit while it holds some
     /// (8 workers each holding one then wait for each other forever).
     CapWaitWhileHolding = 1 << 5,
+    /// W9: a path's thread waits (on an event already signalled, so it never blocks) while it
+    /// holds its queue's spin lock: a wait at DISPATCH_LEVEL, a bugcheck on Windows, which the
+    /// user-mode platforms' virtual IRQL must report with its site.
+    W9WaitInsideLock = 1 << 6,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -2,6 +2,9 @@
 //! family: one implementation, instantiated by each user-mode platform (std, shuttle, loom)
 //! over its own primitives. The invoking module imports `Mutex`, `MutexGuard` and `Condvar`;
 //! the macro's bodies name them unqualified, so they resolve there.
+//!
+//! Each wrapper keeps the virtual IRQL (docs/review.md W9, `crate::irql`): a lock raises to
+//! DISPATCH_LEVEL for its closure, as a spin lock does; waits and joins check their row.
 
 /// Defines `$lock`, `$event`, `$semaphore` and `$thread` (over join handle `$join`).
 macro_rules! condvar_primitives {
@@ -17,8 +20,11 @@ macro_rules! condvar_primitives {
             fn new(value: T) -> Self {
                 $lock(Mutex::new(value))
             }
+            #[track_caller]
             fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-                f(&mut lock(&self.0))
+                use vcdirect::platform::irql::{Call, Irql};
+                crate::irql::check(Call::AcquireSpinLock);
+                crate::irql::raised(Irql::Dispatch, || f(&mut lock(&self.0)))
             }
         }
 
@@ -35,11 +41,15 @@ macro_rules! condvar_primitives {
                     cv: Condvar::new(),
                 }
             }
+            #[track_caller]
             fn set(&self) {
+                crate::irql::check(vcdirect::platform::irql::Call::Signal);
                 *lock(&self.set) = true;
                 self.cv.notify_all();
             }
+            #[track_caller]
             fn wait(&self) {
+                crate::irql::check(vcdirect::platform::irql::Call::Wait);
                 let mut g = lock(&self.set);
                 while !*g {
                     g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
@@ -60,11 +70,15 @@ macro_rules! condvar_primitives {
                     cv: Condvar::new(),
                 }
             }
+            #[track_caller]
             fn release(&self) {
+                crate::irql::check(vcdirect::platform::irql::Call::Signal);
                 *lock(&self.permits) += 1;
                 self.cv.notify_one();
             }
+            #[track_caller]
             fn acquire(&self) {
+                crate::irql::check(vcdirect::platform::irql::Call::Wait);
                 let mut g = lock(&self.permits);
                 while *g == 0 {
                     g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
@@ -77,7 +91,9 @@ macro_rules! condvar_primitives {
         pub struct $thread($join);
 
         impl vcdirect::platform::Thread for $thread {
+            #[track_caller]
             fn join(self) {
+                crate::irql::check(vcdirect::platform::irql::Call::JoinThread);
                 if let Err(panic) = self.0.join() {
                     std::panic::resume_unwind(panic);
                 }

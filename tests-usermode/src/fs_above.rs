@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use vcdirect::dismount::{Step, Teardown, VolumeAbove};
-use vcdirect::platform::{Event, Lock, Platform};
+use vcdirect::platform::{Event, Lock, Platform, Semaphore};
 use vcdirect::volume::Volume;
 use vcdirect::Status;
 
@@ -117,7 +117,7 @@ impl<P: Platform<Request = TestRequest>> ModelDevice<P> {
             *r.lock().unwrap() = Some(c.status);
             d.set();
         });
-        self.volume.dispatch(req);
+        crate::irql::dispatch(&self.volume, req);
         done.wait();
         let status = result.lock().unwrap().take();
         status.unwrap_or(Status::IoDeviceError)
@@ -168,10 +168,41 @@ struct FsState {
     device_writes: u64,
 }
 
+/// The filesystem's own lock over its state: a resource taken at PASSIVE_LEVEL (an ERESOURCE
+/// in NTFS), since it waits for device writes while holding it. A semaphore of one permit; the
+/// state moves out of its slot while held. (A spin lock, the platform's `Lock`, would make
+/// those waits happen at DISPATCH_LEVEL: W9 reports them.)
+struct Resource<P: Platform, T: Send> {
+    held: P::Semaphore,
+    slot: P::Lock<Option<T>>,
+}
+
+impl<P: Platform, T: Send> Resource<P, T> {
+    fn new(value: T) -> Self {
+        Resource {
+            held: P::Semaphore::new(1),
+            slot: P::Lock::new(Some(value)),
+        }
+    }
+
+    /// Runs `f` holding the resource.
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        self.held.acquire();
+        let mut value = self
+            .slot
+            .with(Option::take)
+            .expect("the resource's holder puts the state back");
+        let r = f(&mut value);
+        self.slot.with(|slot| *slot = Some(value));
+        self.held.release();
+        r
+    }
+}
+
 /// The filesystem stand-in mounted on a [`ModelDevice`].
 pub struct FsAbove<P: Platform<Request = TestRequest>> {
     device: Arc<ModelDevice<P>>,
-    state: P::Lock<FsState>,
+    state: Resource<P, FsState>,
     sectors: u64,
 }
 
@@ -180,7 +211,7 @@ impl<P: Platform<Request = TestRequest>> FsAbove<P> {
     pub fn new(device: Arc<ModelDevice<P>>, sectors: u64) -> Arc<Self> {
         Arc::new(FsAbove {
             device,
-            state: P::Lock::new(FsState {
+            state: Resource::new(FsState {
                 phase: Phase::Mounted,
                 open_files: true,
                 next_version: 1,

@@ -6,6 +6,7 @@ pub mod bench;
 mod condvar_sync;
 pub mod fs_above;
 pub mod host;
+pub mod irql;
 pub mod loom_platform;
 pub mod mount;
 pub mod request;

@@ -89,7 +89,11 @@ impl Buf {
 }
 
 impl IoBuf for Buf {
+    /// MmGetSystemAddressForMdlSafe: checks the W9 row (the engine maps only on its own
+    /// threads, at PASSIVE_LEVEL, docs/review.md W7).
+    #[track_caller]
     fn map(&mut self) -> Result<&mut [u8], Status> {
+        crate::irql::check(vcdirect::platform::irql::Call::MapMdl);
         if self.map_fails {
             return Err(Status::InsufficientResources);
         }
@@ -167,11 +171,13 @@ impl CancelHandle {
 
     /// Cancels the request as `IoCancelIrp` does: sets its cancel flag, then, if the engine's
     /// hook was armed, takes it and runs `routine` with the request's key (the cancel routine,
-    /// which calls `Volume::cancel`). True when the routine ran.
+    /// which calls `Volume::cancel`). True when the routine ran. The routine runs at
+    /// DISPATCH_LEVEL, as IoCancelIrp calls it holding the cancel spin lock (W9).
     pub fn cancel(&self, routine: impl FnOnce(usize)) -> bool {
         self.0.cancelled.store(true, Ordering::SeqCst);
         if self.0.armed.swap(false, Ordering::SeqCst) {
-            routine(self.0.key);
+            let key = self.0.key;
+            crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || routine(key));
             true
         } else {
             false

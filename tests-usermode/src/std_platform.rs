@@ -1,11 +1,18 @@
 //! The std platform: real threads, std locks, a rayon pool as VeraCrypt's encryption thread
 //! pool, and a growing pool of "system worker" threads for completion work items.
+//!
+//! Every thread keeps a virtual IRQL (docs/review.md W9, `crate::irql`): engine threads and
+//! work items start and must end at PASSIVE_LEVEL, and a broken contract panics with its site.
+//! A panic on an engine thread or a system worker aborts the process after printing it: the
+//! thread would otherwise die with requests in its hands, and the test would only see a
+//! timeout (or hang) instead of the panic's message.
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use vcdirect::platform::irql::Call;
 use vcdirect::platform::{HostDevice, Piece, Platform, ThreadRole, WorkItems};
 use vcdirect::Status;
 
@@ -21,6 +28,20 @@ crate::condvar_sync::condvar_primitives!(
 );
 
 type WorkItem = Box<dyn FnOnce() + Send>;
+
+/// Runs an engine thread's body or a work item (entered at PASSIVE_LEVEL, which it must
+/// return at). A panic aborts the process once the panic hook has printed it (see the module
+/// documentation).
+fn run_as_system(what: &str, f: impl FnOnce()) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        f();
+        crate::irql::check_returned_at_passive();
+    }));
+    if outcome.is_err() {
+        eprintln!("{what} panicked (message above); aborting: it would leave requests hanging");
+        std::process::abort();
+    }
+}
 
 #[derive(Default)]
 struct WorkerState {
@@ -59,7 +80,7 @@ impl SystemWorkers {
         loop {
             if let Some(item) = s.queue.pop_front() {
                 drop(s);
-                item();
+                run_as_system("a work item", item);
                 s = lock(&self.state);
                 continue;
             }
@@ -111,7 +132,7 @@ impl<T: Send + 'static> Pool<T> {
         loop {
             if let Some(item) = s.items.pop_front() {
                 drop(s);
-                (self.run)(item);
+                run_as_system("a work item", || (self.run)(item));
                 s = lock(&self.state);
                 continue;
             }
@@ -126,7 +147,9 @@ impl<T: Send + 'static> Pool<T> {
 }
 
 impl<T: Send + 'static> WorkItems<T> for StdWorkItems<T> {
+    #[track_caller]
     fn queue(&self, item: T) -> Result<(), T> {
+        crate::irql::check(Call::QueueWorkItem);
         let mut s = lock(&self.pool.state);
         s.items.push_back(item);
         let start = s.items.len() > s.idle && s.threads < self.pool.count;
@@ -273,7 +296,9 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
     type Host = H;
     type WorkItems<T: Send + 'static> = StdWorkItems<T>;
 
+    #[track_caller]
     fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<StdThread, Status> {
+        crate::irql::check(Call::SpawnThread);
         let number = self.engine.spawned.fetch_add(1, Ordering::AcqRel) + 1;
         if let Some((at, status)) = *lock(&self.engine.fail_at) {
             if number == at {
@@ -286,13 +311,15 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
             .name(role.name().into())
             .spawn(move || {
                 let _alive = guard;
-                body();
+                run_as_system(role.name(), body);
             })
             .map(StdThread)
             .map_err(|_| Status::InsufficientResources)
     }
 
+    #[track_caller]
     fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
+        crate::irql::check(Call::QueueWorkItem);
         self.workers.queue(item);
     }
 

@@ -6,7 +6,8 @@
 //! engine keeps with each is its [`super::RequestNote`].
 //! Never: looks inside a request beyond the pick its caller gives.
 
-use super::{Lock, Platform, RequestList, Semaphore, UpperRequest};
+use super::{Event, Lock, Platform, RequestList, Semaphore, UpperRequest};
+use crate::faults::{self, Fault};
 
 struct Fifo<R: UpperRequest> {
     list: R::List,
@@ -82,18 +83,36 @@ impl<P: Platform> RequestQueue<P> {
     pub fn pop(&self) -> Taken<P::Request> {
         loop {
             self.ready.acquire();
-            let taken = self.fifo.with(|f| match f.list.pop_front() {
-                Some(request) => Some(Taken::Request(request)),
-                None if f.stops > 0 => {
-                    f.stops -= 1;
-                    Some(Taken::Stop)
+            // The W9 fault switch: a wait inside the spin lock (on a signalled event, so the
+            // faulted run records the violation and goes on instead of hanging).
+            let signalled = faults::is_on(Fault::W9WaitInsideLock).then(|| {
+                let event = P::Event::new();
+                event.set();
+                event
+            });
+            let taken = self.fifo.with(|f| {
+                if let Some(event) = &signalled {
+                    event.wait();
                 }
-                // The permit of a request `take_first` took out.
-                None => None,
+                Self::take(f)
             });
             if let Some(taken) = taken {
                 return taken;
             }
+        }
+    }
+
+    /// The oldest request, or a stop once no request waits (`None`: the permit of a request
+    /// `take_first` took out).
+    fn take(f: &mut Fifo<P::Request>) -> Option<Taken<P::Request>> {
+        match f.list.pop_front() {
+            Some(request) => Some(Taken::Request(request)),
+            None if f.stops > 0 => {
+                f.stops -= 1;
+                Some(Taken::Stop)
+            }
+            // The permit of a request `take_first` took out.
+            None => None,
         }
     }
 

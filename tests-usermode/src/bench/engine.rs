@@ -94,13 +94,11 @@ impl Target for EngineTarget {
             RequestKind::Read
         };
         let len = buf.as_slice().len() as u32;
-        // The upper completion pushes straight to the issuing generator thread's queue.
-        self.volume.dispatch(TestRequest::new(
-            kind,
-            offset as i64,
-            len,
-            Some(buf),
-            move |c: Completion| {
+        // The upper completion pushes straight to the issuing generator thread's queue. Read
+        // and write dispatch run at DISPATCH_LEVEL (W9), as everywhere in user mode.
+        crate::irql::dispatch(
+            &self.volume,
+            TestRequest::new(kind, offset as i64, len, Some(buf), move |c: Completion| {
                 let result = if c.status.is_success() {
                     Ok(c.information)
                 } else {
@@ -110,8 +108,8 @@ impl Target for EngineTarget {
                     .buf
                     .unwrap_or_else(|| Buf::zeroed_aligned(len as usize, 4096));
                 Op::finish(&queue, tag, result, buf);
-            },
-        ));
+            }),
+        );
     }
     fn counters(&self) -> Option<serde_json::Value> {
         let c = self.volume.counters.snapshot();

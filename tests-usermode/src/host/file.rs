@@ -283,7 +283,10 @@ impl HostDevice for FileHost {
         self.counters.record(true, &result);
         ReadyIo::new(result, None)
     }
+    /// Synchronous host I/O: W9 checks the row.
+    #[track_caller]
     fn flush(&self) -> Result<(), Status> {
+        crate::irql::check(vcdirect::platform::irql::Call::HostSyncIo);
         self.counters.record_flush();
         self.file.sync_data().map_err(|e| status_of(&e))
     }

@@ -330,7 +330,10 @@ impl HostDevice for MemoryHost {
         let deadline = self.deadline();
         ReadyIo::new(self.do_write(offset, buf), deadline)
     }
+    /// Synchronous host I/O: W9 checks the row.
+    #[track_caller]
     fn flush(&self) -> Result<(), Status> {
+        crate::irql::check(vcdirect::platform::irql::Call::HostSyncIo);
         self.counters.record_flush();
         Ok(())
     }

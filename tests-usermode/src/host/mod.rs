@@ -15,6 +15,7 @@ use std::time::Instant;
 pub use file::{FileHost, FileOptions};
 pub use memory::{HostCounters, MemoryHost};
 pub use model::{ModelHost, ModelIo, ModelParams};
+use vcdirect::platform::irql::Call;
 use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead};
 use vcdirect::Status;
 
@@ -46,7 +47,10 @@ impl ReadyIo<'_> {
 }
 
 impl HostIo for ReadyIo<'_> {
+    /// Waits for the child request (KeWaitForSingleObject on its event): W9 checks the row.
+    #[track_caller]
     fn wait(mut self) -> Result<usize, Status> {
+        crate::irql::check(Call::Wait);
         self.sleep_until_deadline();
         self.result
     }
@@ -54,6 +58,9 @@ impl HostIo for ReadyIo<'_> {
 
 impl Drop for ReadyIo<'_> {
     fn drop(&mut self) {
+        if self.deadline.is_some() {
+            crate::irql::check(Call::Wait);
+        }
         self.sleep_until_deadline();
     }
 }
@@ -112,6 +119,7 @@ pub enum StdIo<'a> {
 }
 
 impl HostIo for StdIo<'_> {
+    #[track_caller]
     fn wait(self) -> Result<usize, Status> {
         match self {
             StdIo::Ready(io) => io.wait(),
@@ -237,12 +245,27 @@ impl HostDevice for StdHost {
             StdHost::Model(h) => StdIo::Model(h.start_write(offset, buf)),
         }
     }
+    /// Synchronous host I/O (ZwFlushBuffersFile / a synchronous IRP): W9 checks the row.
+    #[track_caller]
     fn flush(&self) -> Result<(), Status> {
+        crate::irql::check(Call::HostSyncIo);
         match self {
             StdHost::Memory(h) => h.flush(),
             StdHost::File(h) => h.flush(),
             StdHost::Model(h) => h.flush(),
         }
+    }
+    /// Synchronous host I/O (the legacy I/O thread's ZwReadFile): W9 checks the row.
+    #[track_caller]
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+        crate::irql::check(Call::HostSyncIo);
+        self.start_read(offset, buf).wait()
+    }
+    /// Synchronous host I/O (the legacy I/O thread's ZwWriteFile): W9 checks the row.
+    #[track_caller]
+    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+        crate::irql::check(Call::HostSyncIo);
+        self.start_write(offset, buf).wait()
     }
 }
 

@@ -145,6 +145,7 @@ thread_local! {
 
 impl Slot {
     fn signal(&self) {
+        crate::irql::check(vcdirect::platform::irql::Call::Signal);
         *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.cv.notify_all();
     }
@@ -215,6 +216,8 @@ struct Timeline {
 struct Scheduler {
     state: Mutex<Timeline>,
     cv: Condvar,
+    /// Completions signalled at DISPATCH_LEVEL (all of them: W9).
+    raised_completions: std::sync::atomic::AtomicU64,
 }
 
 /// A modelled device. See the module documentation.
@@ -233,7 +236,9 @@ pub struct ModelIo<'a> {
 }
 
 impl HostIo for ModelIo<'_> {
+    #[track_caller]
     fn wait(mut self) -> Result<usize, Status> {
+        crate::irql::check(vcdirect::platform::irql::Call::Wait);
         if let Some(slot) = self.slot.take() {
             slot.wait();
         }
@@ -244,6 +249,7 @@ impl HostIo for ModelIo<'_> {
 impl Drop for ModelIo<'_> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
+            crate::irql::check(vcdirect::platform::irql::Call::Wait);
             slot.wait();
         }
     }
@@ -294,9 +300,17 @@ fn timer_thread(sched: Arc<Scheduler>) {
                 }
             }
             drop(st);
-            for slot in due {
-                slot.signal();
-            }
+            // The device's completions: IoCompletion routines run at DISPATCH_LEVEL (W9).
+            crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+                if crate::irql::level() == vcdirect::platform::irql::Irql::Dispatch {
+                    sched
+                        .raised_completions
+                        .fetch_add(due.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                }
+                for slot in due {
+                    slot.signal();
+                }
+            });
             st = sched.state.lock().unwrap_or_else(|e| e.into_inner());
         } else if deadline - now > SPIN {
             st = sched
@@ -326,6 +340,7 @@ impl ModelHost {
                 seq: 0,
                 shutdown: false,
             }),
+            raised_completions: std::sync::atomic::AtomicU64::new(0),
             cv: Condvar::new(),
         });
         let timer = {
@@ -356,6 +371,14 @@ impl ModelHost {
     /// The counters so far.
     pub fn counters(&self) -> HostCounters {
         self.mem.counters()
+    }
+
+    /// Operations whose completion the device signalled at DISPATCH_LEVEL, as an IoCompletion
+    /// routine runs (W9); operations that complete at once are not signalled.
+    pub fn completions_at_dispatch(&self) -> u64 {
+        self.sched
+            .raised_completions
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Places an operation of `bytes` on the timeline (as device operations of at most the

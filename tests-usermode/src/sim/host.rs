@@ -11,6 +11,7 @@ use std::sync::Mutex as StdMutex;
 use shuttle::rand::Rng;
 use shuttle::sync::Mutex;
 
+use vcdirect::platform::irql::Call;
 use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, HostRead};
 use vcdirect::Status;
 
@@ -308,14 +309,19 @@ impl<'a> SimIo<'a> {
 pub struct SimRead<'a>(SimIo<'a>);
 
 impl<'a> HostRead<'a> for SimRead<'a> {
+    #[track_caller]
     fn wait_read(mut self) -> (Result<usize, Status>, &'a mut [u8]) {
+        crate::irql::check(Call::Wait);
         let (result, buf) = self.0.finish_kept();
         (result, buf.expect("a read keeps its buffer"))
     }
 }
 
 impl HostIo for SimIo<'_> {
+    /// Waits for the child request (KeWaitForSingleObject on its event): W9 checks the row.
+    #[track_caller]
     fn wait(mut self) -> Result<usize, Status> {
+        crate::irql::check(Call::Wait);
         self.finish()
     }
 }
@@ -324,6 +330,7 @@ impl Drop for SimIo<'_> {
     fn drop(&mut self) {
         // A started operation is always waited for, even when its owner forgot.
         if self.op.is_some() {
+            crate::irql::check(Call::Wait);
             let _ = self.finish();
         }
     }
@@ -365,12 +372,27 @@ impl HostDevice for SimHost {
             op: Some(Op::Write(buf)),
         }
     }
+    /// Synchronous host I/O: W9 checks the row.
+    #[track_caller]
     fn flush(&self) -> Result<(), Status> {
+        crate::irql::check(Call::HostSyncIo);
         self.started(3, 0, 0);
         self.delay();
         let snapshot = self.written.lock().unwrap().clone();
         self.flushes.lock().unwrap().push(snapshot);
         self.outstanding.fetch_sub(1, Ordering::SeqCst);
         Ok(())
+    }
+    /// Synchronous host I/O (the legacy I/O thread's ZwReadFile): W9 checks the row.
+    #[track_caller]
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+        crate::irql::check(Call::HostSyncIo);
+        self.start_read(offset, buf).wait()
+    }
+    /// Synchronous host I/O (the legacy I/O thread's ZwWriteFile): W9 checks the row.
+    #[track_caller]
+    fn write(&self, offset: u64, buf: &[u8]) -> Result<usize, Status> {
+        crate::irql::check(Call::HostSyncIo);
+        self.start_write(offset, buf).wait()
     }
 }

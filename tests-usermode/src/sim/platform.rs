@@ -1,8 +1,13 @@
 //! The simulator's platform: shuttle's threads and locks, so one engine thread runs at a time
 //! and a seeded scheduler picks the next at every blocking point.
+//!
+//! Every simulated thread keeps a virtual IRQL (docs/review.md W9, `crate::irql`, in shuttle
+//! thread-locals): engine threads and work items start and must end at PASSIVE_LEVEL; a broken
+//! contract is recorded and fails the seed (`super::check::irql`).
 
 use shuttle::sync::{Condvar, Mutex, MutexGuard};
 
+use vcdirect::platform::irql::Call;
 use vcdirect::platform::{Platform, ThreadRole, WorkItems};
 use vcdirect::Status;
 
@@ -24,11 +29,16 @@ pub struct SimWorkItems<T> {
 }
 
 impl<T: Send + 'static> WorkItems<T> for SimWorkItems<T> {
+    #[track_caller]
     fn queue(&self, item: T) -> Result<(), T> {
+        crate::irql::check(Call::QueueWorkItem);
         let run = self.run;
         shuttle::thread::Builder::new()
             .name("system-worker".into())
-            .spawn(move || run(item))
+            .spawn(move || {
+                run(item);
+                crate::irql::check_returned_at_passive();
+            })
             .expect("spawn a simulated system worker");
         Ok(())
     }
@@ -48,18 +58,28 @@ impl Platform for SimPlatform {
     type Host = SimHost;
     type WorkItems<T: Send + 'static> = SimWorkItems<T>;
 
+    #[track_caller]
     fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<SimThread, Status> {
+        crate::irql::check(Call::SpawnThread);
         shuttle::thread::Builder::new()
             .name(role.name().into())
-            .spawn(body)
+            .spawn(move || {
+                body();
+                crate::irql::check_returned_at_passive();
+            })
             .map(SimThread)
             .map_err(|_| Status::InsufficientResources)
     }
 
+    #[track_caller]
     fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
+        crate::irql::check(Call::QueueWorkItem);
         shuttle::thread::Builder::new()
             .name("system-worker".into())
-            .spawn(item)
+            .spawn(move || {
+                item();
+                crate::irql::check_returned_at_passive();
+            })
             .expect("spawn a simulated system worker");
     }
 

@@ -21,6 +21,7 @@ use super::check::dismount::{
     check_cancel_handshakes, check_drained, check_keys, check_threads_left,
 };
 use super::check::flushes::check_flushes;
+use super::check::irql::with_irql_checks;
 use super::check::medium::check_medium;
 use super::check::paths::check_paths;
 use super::check::requests::check_log;
@@ -187,12 +188,27 @@ pub(super) fn run_scheduled(
     config.silence_warnings = true;
     config.stack_size = 256 * 1024;
     let runner = shuttle::Runner::new(scheduler, config);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        runner.run(move || {
-            let r = simulate();
-            *out2.lock().unwrap() = Some(r);
-        })
-    }));
+    let (result, irql_violations) = with_irql_checks(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runner.run(move || {
+                let r = simulate();
+                *out2.lock().unwrap() = Some(r);
+            })
+        }))
+    });
+    let mut report = report_of(seed, result, &out);
+    // W9 first: a wait at DISPATCH_LEVEL may well end the seed in a deadlock too.
+    report.violations.splice(0..0, irql_violations);
+    report.violations.truncate(20);
+    report
+}
+
+/// The seed's report: what `simulate` returned, or its panic or deadlock as the violation.
+fn report_of(
+    seed: u64,
+    result: std::thread::Result<usize>,
+    out: &StdMutex<Option<SeedReport>>,
+) -> SeedReport {
     match result {
         Ok(_) => out.lock().unwrap().take().unwrap_or_default(),
         Err(panic) => {
@@ -605,7 +621,7 @@ fn submit(
         done2.set();
     });
     let cancel_handle = req.cancel_handle();
-    ctx.volume.dispatch(req);
+    crate::irql::dispatch(&ctx.volume, req);
     drop(g);
     if cancel {
         shuttle::thread::yield_now();

@@ -319,7 +319,8 @@ pub fn submit(
     let req = build(Box::new(move |c| {
         let _ = tx.send(c);
     }));
-    vol.dispatch(req);
+    // Reads and writes at DISPATCH_LEVEL, as Windows may dispatch them (W9).
+    vcdirect_usermode::irql::dispatch(vol, req);
     rx
 }
 

@@ -50,6 +50,8 @@ pub fn explore(name: &str, bound: usize, model: impl Fn() + Sync + Send + 'stati
     let iterations = Arc::new(StdAtomicUsize::new(0));
     let counter = Arc::clone(&iterations);
     let start = Instant::now();
+    // Loom's threads share this OS thread and switch inside raised sections: no virtual IRQL.
+    vcdirect_usermode::irql::set_mode(vcdirect_usermode::irql::Mode::Off);
     builder.check(move || {
         counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         model();

@@ -22,8 +22,10 @@
 //!   bytes reported, and no host write of a request starts after one of its writes failed.
 //!
 //! - [`allocation`]: docs/review.md W6, a failed allocation fails the mount cleanly.
+//! - [`irql`]: docs/review.md W9, no call above its IRQL contract (checked by every platform
+//!   wrapper as it runs, recorded, and added to the seed's report).
 //!
-//! Each violation names its invariant first (`R13: ...`), so a fault switch can be matched to
+//! Each violation names its invariant first (`R13: ...`, `W9 violation: ...`), so a fault switch can be matched to
 //! the violation it must cause.
 
 pub(crate) mod allocation;
@@ -32,6 +34,7 @@ pub(crate) mod completion_thread;
 pub(crate) mod dismount;
 pub(crate) mod filesystem_above;
 pub(crate) mod flushes;
+pub(crate) mod irql;
 pub(crate) mod key_block;
 pub(crate) mod medium;
 pub(crate) mod paths;
