@@ -57,8 +57,13 @@ for flavour in "${flavours[@]}"; do
         *) echo "build-sys: unknown flavour $flavour" >&2; exit 2 ;;
     esac
     echo "build-sys: $flavour"
+    # Panic and #[track_caller] locations are strings in the image: remapped, so the shipped
+    # image names `vcdirect/driver/src/...` and `cargo/registry/...`, never this machine's paths
+    # (check-sys.sh checks it). --config arrays are appended to linux-cross.toml's rustflags.
+    remap="[\"--remap-path-prefix=$ROOT=vcdirect\", \"--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=cargo\"]"
     cargo build --release --manifest-path "$ROOT/sys/Cargo.toml" --target "$triple" \
-        --config "$ROOT/sys/linux-cross.toml" "${features[@]}"
+        --config "$ROOT/sys/linux-cross.toml" --config "target.$triple.rustflags=$remap" \
+        "${features[@]}"
     out="$ROOT/target/sys/$flavour"
     mkdir -p "$out"
     cp "$ROOT/sys/target/$triple/release/vcdirect_sys.pdb" "$out/vcdirect.pdb"

@@ -105,6 +105,10 @@ for flavour in "${flavours[@]}"; do
     echo "       $aesni AES-NI instructions (aes 0.8 picks them at run time)"
     fi
 
+    # The image names no path of the machine that built it (build-sys.sh remaps source paths).
+    leaked="$(strings -n 6 "$sys" | grep -cF -e "$ROOT" -e "${CARGO_HOME:-$HOME/.cargo}" || true)"
+    [ "$leaked" -eq 0 ]; check "no build-machine path in the image" $? "$leaked strings name $ROOT or the cargo home"
+
     # W13: sections, DllCharacteristics, import allowlist, instruction set, stack budget.
     python3 "$ROOT/scripts/check-sys-image.py" "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt"
     image_failures=$?
