@@ -38,6 +38,10 @@ use crate::queue::LegacyQueue;
 use crate::registry::{direct_read_configured, direct_write_configured, Gates, Tunables};
 use crate::Status;
 
+/// The engine threads one volume runs at most: its completion thread, the legacy queue's
+/// three, the direct path's workers (room for them is reserved at mount).
+const MAX_THREADS: usize = 1 + 3 + crate::direct::WORKERS;
+
 /// What the mount request says about the volume.
 #[derive(Clone, Debug)]
 pub struct MountParams {
@@ -140,9 +144,11 @@ impl<P: Platform> Volume<P> {
         };
         let tunables = params.tunables;
         let crypto_pool = CryptoPool::new(platform.cpu_count(), tunables.free_cpu_count as usize);
-        let counters = Arc::new(Counters::default());
-        let context = Arc::new(PathContext {
-            key: VolumeKey::new(master_key),
+        // Every box, shared value, table and buffer fallibly (W6): a failure fails the mount
+        // with STATUS_INSUFFICIENT_RESOURCES, and what was made is dropped.
+        let counters = platform.try_arc(Counters::default())?;
+        let context = platform.try_arc(PathContext {
+            key: VolumeKey::new(&platform, master_key)?,
             geometry: Geometry {
                 data_offset: params.data_offset,
                 data_size: params.data_size,
@@ -154,12 +160,17 @@ impl<P: Platform> Volume<P> {
             memory: MemoryBook::default(),
             host,
             platform: platform.clone(),
-        });
-        // Every table and buffer fallibly (W6): a failure fails the mount with
-        // STATUS_INSUFFICIENT_RESOURCES, and what was made is dropped.
+        })?;
         let mut waiting = try_vec(RANGE_ENTRIES)?;
         waiting.resize_with(RANGE_ENTRIES, || None);
-        let volume = Arc::new(Volume {
+        let legacy = platform.try_arc(LegacyQueue::new(
+            Arc::clone(&context),
+            &tunables,
+            !params.read_only,
+        )?)?;
+        let direct = platform.try_arc(DirectPath::new(Arc::clone(&context)))?;
+        let completer = platform.try_arc(Completer::new(&platform, tunables.max_work_items)?)?;
+        let volume = platform.try_arc(Volume {
             order: P::Lock::new(Admission {
                 lock: RangeLock::with_capacity(RANGE_ENTRIES)?,
                 waiting,
@@ -167,22 +178,18 @@ impl<P: Platform> Volume<P> {
                 granted: try_vec(RANGE_ENTRIES)?,
             }),
             cancels: P::Lock::new(cancel::CancelBook::new()?),
-            legacy: Arc::new(LegacyQueue::new(
-                Arc::clone(&context),
-                &tunables,
-                !params.read_only,
-            )?),
-            direct: Arc::new(DirectPath::new(Arc::clone(&context))),
-            completer: Arc::new(Completer::new(&platform, tunables.max_work_items)?),
+            legacy,
+            direct,
+            completer,
             admitted: Rundown::new(),
-            threads: P::Lock::new(Vec::new()),
+            threads: P::Lock::new(try_vec(MAX_THREADS)?),
             protection_tripped: AtomicBool::new(false),
             counters,
             dismounted: AtomicBool::new(false),
             effective,
             params,
             context,
-        });
+        })?;
         if let Err(status) = volume.start_threads() {
             volume.dismount();
             return Err(status);
@@ -194,11 +201,14 @@ impl<P: Platform> Volume<P> {
     /// `threads` as soon as it runs: when one fails to start, `mount`'s dismount stops and
     /// joins all that did.
     fn start_threads(self: &Arc<Self>) -> Result<(), Status> {
+        // Room for every thread was reserved at mount (`MAX_THREADS`: the completion thread,
+        // the legacy queue's three, the direct workers), so no push allocates.
         let keep = &mut |thread| self.threads.with(|threads| threads.push(thread));
         let completer = Arc::clone(&self.completer);
-        keep(self.context.platform.spawn(
+        let platform = &self.context.platform;
+        keep(platform.spawn(
             ThreadRole::Completion,
-            alloc::boxed::Box::new(move || completer.run()),
+            platform.try_box(move || completer.run())?,
         )?);
         self.legacy.start(self, keep)?;
         if self.effective.direct_read || self.effective.direct_write {

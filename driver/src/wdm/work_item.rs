@@ -26,6 +26,7 @@ use core::ptr::NonNull;
 use wdk_sys::ntddk::{IoAllocateWorkItem, IoFreeWorkItem, IoQueueWorkItem};
 use wdk_sys::{_WORK_QUEUE_TYPE::DelayedWorkQueue, PDEVICE_OBJECT, PIO_WORKITEM, PVOID};
 
+use super::pool::{try_arc, try_box};
 use super::sync::SpinLock;
 use crate::platform::Lock;
 use crate::Status;
@@ -92,32 +93,20 @@ impl<T: Send + 'static> WorkItemPool<T> {
     /// the pool), each running `run` on what it is queued with. Every allocation is fallible:
     /// STATUS_INSUFFICIENT_RESOURCES, and what was made is freed.
     pub fn new(device: PDEVICE_OBJECT, count: usize, run: fn(T)) -> Result<Arc<Self>, Status> {
-        let mut slots: Vec<Slot<T>> = Vec::new();
-        slots
-            .try_reserve_exact(count)
-            .map_err(|_| Status::InsufficientResources)?;
-        let mut free = Vec::new();
-        free.try_reserve_exact(count)
-            .map_err(|_| Status::InsufficientResources)?;
+        let mut slots: Vec<Slot<T>> = crate::io::try_vec(count)?;
+        let mut free = crate::io::try_vec(count)?;
         for index in 0..count {
-            // SAFETY: `device` is a live device object of this driver (contract).
-            let item = unsafe { IoAllocateWorkItem(device) };
-            if item.is_null() {
-                for slot in &slots {
-                    // SAFETY: allocated above, never queued, freed once.
-                    unsafe { IoFreeWorkItem(slot.item) };
-                }
-                return Err(Status::InsufficientResources);
-            }
             slots.push(Slot {
-                item,
+                item: core::ptr::null_mut(),
                 home: core::ptr::null(),
                 index,
                 payload: UnsafeCell::new(None),
             });
             free.push(index);
         }
-        let mut inner = Box::new(Inner {
+        // The storage first (nothing to undo when it fails), then the work items in place.
+        // `into_boxed_slice` does not reallocate: the length equals the reserved capacity.
+        let mut inner = try_box(Inner {
             slots: slots.into_boxed_slice(),
             state: SpinLock::new(State {
                 free,
@@ -125,15 +114,29 @@ impl<T: Send + 'static> WorkItemPool<T> {
                 closed: false,
             }),
             run,
-        });
+        })?;
         let home: *const Inner<T> = &*inner;
-        for slot in inner.slots.iter_mut() {
-            slot.home = home;
+        for at in 0..inner.slots.len() {
+            // SAFETY: `device` is a live device object of this driver (contract).
+            let item = unsafe { IoAllocateWorkItem(device) };
+            if item.is_null() {
+                for slot in inner.slots.iter().take(at) {
+                    // SAFETY: allocated above, never queued, freed once; the storage is then
+                    // dropped with `inner`.
+                    unsafe { IoFreeWorkItem(slot.item) };
+                }
+                return Err(Status::InsufficientResources);
+            }
+            if let Some(slot) = inner.slots.get_mut(at) {
+                slot.item = item;
+                slot.home = home;
+            }
         }
         let pool = WorkItemPool {
             inner: NonNull::from(Box::leak(inner)),
         };
-        Ok(Arc::new(pool))
+        // A failure drops `pool`: its drop frees every (idle) item and the storage.
+        try_arc(pool)
     }
 
     fn inner(&self) -> &Inner<T> {
