@@ -258,21 +258,37 @@ struct Queued {
 }
 
 /// The fallback of `Platform::queue_work_item` (never the I/O path, whose completion stage
-/// keeps its bound): a work item allocated for this one call.
-pub fn queue_allocated(device: PDEVICE_OBJECT, body: Body) {
+/// keeps its bound; the engine never calls it): a work item allocated for this one call.
+/// Hands `body` back, not queued, when the work item or its context cannot be allocated (W6:
+/// no panic on a failed allocation).
+pub fn queue_allocated(device: PDEVICE_OBJECT, body: Body) -> Result<(), Body> {
     // SAFETY: `device` is a live device object of this driver (contract of `queue`).
     let item = unsafe { IoAllocateWorkItem(device) };
-    assert!(!item.is_null(), "vcdirect: IoAllocateWorkItem failed");
-    let queued = Box::into_raw(Box::new(Queued { item, body }));
+    if item.is_null() {
+        return Err(body);
+    }
+    // The context's room first, so a failure can still hand the body back.
+    let Ok(mut queued) = try_box(None::<Queued>) else {
+        // SAFETY: allocated above, never queued.
+        unsafe { IoFreeWorkItem(item) };
+        return Err(body);
+    };
+    *queued = Some(Queued { item, body });
+    let queued = Box::into_raw(queued);
     // SAFETY: `item` was just allocated for `device`; `queued` is handed to `run_allocated`,
     // which reclaims it exactly once.
     unsafe { IoQueueWorkItem(item, Some(run_allocated), DelayedWorkQueue, queued.cast()) };
+    Ok(())
 }
 
 unsafe extern "C" fn run_allocated(_device: PDEVICE_OBJECT, context: PVOID) {
-    // SAFETY: `context` is the `Queued` leaked by `queue_allocated` for this work item only.
-    let queued = unsafe { Box::from_raw(context.cast::<Queued>()) };
-    let Queued { item, body } = *queued;
+    // SAFETY: `context` is the `Option<Queued>` leaked by `queue_allocated` for this work item
+    // only.
+    let queued = unsafe { Box::from_raw(context.cast::<Option<Queued>>()) };
+    // Always `Some`: filled before it was queued.
+    let Some(Queued { item, body }) = *queued else {
+        return;
+    };
     body();
     // SAFETY: the work item's routine may free its own item; nothing else references it.
     unsafe { IoFreeWorkItem(item) };
