@@ -452,7 +452,7 @@ w6_wine_allocation_failure() {
     mount_volume w6-wine-count "" || return
     vcctl w6-wine-count-dismount dismount "$VOL"
     local total pid_before n failed_ok=0 bad=""
-    total=$(grep -aoE "W6 mount asked [0-9]+ fallible" "$BOTH_LOG" | tail -n1 | grep -oE '[0-9]+')
+    total=$(grep -aoE "W6 mount asked [0-9]+ fallible" "$BOTH_LOG" | tail -n1 | sed -E 's/.*asked ([0-9]+) .*/\1/')
     if [ -z "$total" ] || [ "$total" -lt 20 ]; then
         result FAIL w6-wine-allocation-count "no count or too few (${total:-none}) in $BOTH_LOG"
         return
