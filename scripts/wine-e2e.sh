@@ -442,6 +442,77 @@ mount_volume() { # scenario name, extra vcctl mount args: mounts, or prints FAIL
     result FAIL "$1" "mount failed: $(head -c 200 "$LAST_LOG" | tr -d '\r\n') ($LAST_LOG)"
     return 1
 }
+# W6 (Wine build): kernel-side allocation-failure injection. The registry value
+# VcdirectWineFailAllocationAt = n (read as each mount starts) makes the n-th fallible
+# allocation of that mount fail; the driver prints how many a mount asked. Every n in turn:
+# the mount fails cleanly with STATUS_INSUFFICIENT_RESOURCES (vcctl's one-line error: Win32
+# 1450), the driver process is the same, and with the value back at 0 the next mount serves
+# the model's bytes.
+w6_wine_allocation_failure() {
+    gates 1 1
+    reg_add vcdirect VcdirectWineFailAllocationAt REG_DWORD 0
+    mount_volume w6-wine-count "" || return
+    vcctl w6-wine-count-dismount dismount "$VOL"
+    local total pid_before n failed_ok=0 bad=""
+    total=$(grep -aoE "W6 mount asked [0-9]+ fallible" "$BOTH_LOG" | tail -n1 | sed -E 's/.*asked ([0-9]+) .*/\1/')
+    if [ -z "$total" ] || [ "$total" -lt 20 ]; then
+        result FAIL w6-wine-allocation-count "no count or too few (${total:-none}) in $BOTH_LOG"
+        return
+    fi
+    result PASS w6-wine-allocation-count "a mount asks $total fallible allocations (glue and engine)"
+    pid_before=$(loaded_pid)
+    for n in $(seq 1 "$total"); do
+        reg_add vcdirect VcdirectWineFailAllocationAt REG_DWORD "$n"
+        vcctl "w6-wine-fail-$n" "$MOUNT_ARGS"
+        local rc=$? log="$LAST_LOG"
+        if [ $rc -ne 0 ] && grep -aq "os error 1450" "$log" && ! grep -aq '"volume_id"' "$log" \
+            && grep -aq "W6 mount asked [0-9]* fallible allocations, failed at $n\b" "$BOTH_LOG"; then
+            failed_ok=$((failed_ok + 1))
+        else
+            bad="$bad $n"
+            # A mount that went through must not stay.
+            grep -aq '"volume_id"' "$log" && vcctl "w6-wine-fail-$n-dismount" dismount "$VOL"
+        fi
+    done
+    reg_add vcdirect VcdirectWineFailAllocationAt REG_DWORD 0
+    if [ -z "$bad" ] && [ "$failed_ok" -eq "$total" ]; then
+        result PASS w6-wine-each-allocation-fails-the-mount "each of the $total fallible allocations failed in turn: STATUS_INSUFFICIENT_RESOURCES, $(grep -a 'os error 1450' "$OUT"/*w6-wine-fail-1.log | head -n1 | tr -d '\r' | cut -c1-100)"
+    else
+        result FAIL w6-wine-each-allocation-fails-the-mount "$failed_ok of $total failed cleanly; not:$bad (see the w6-wine-fail-N logs and $BOTH_LOG)"
+    fi
+    if [ -n "$pid_before" ] && [ "$(loaded_pid)" = "$pid_before" ]; then
+        result PASS w6-wine-no-crash "the driver's winedevice.exe ($pid_before) ran through every failed mount"
+    else
+        result FAIL w6-wine-no-crash "winedevice.exe was $pid_before, now $(loaded_pid)"
+    fi
+    if mount_volume w6-wine-next-mount ""; then
+        client w6-wine-next-mount-verify verify --device "$VOLUME_PATH" --model "$VM"
+        vcctl w6-wine-next-mount-dismount dismount "$VOL"
+    fi
+}
+
+# W11 (Wine build): a write-protected host (the test disk answers IOCTL_DISK_IS_WRITABLE with
+# STATUS_MEDIA_WRITE_PROTECTED) mounted read-write is mounted read-only, as VeraCrypt does:
+# the status says read_only, a write to the volume fails with ERROR_WRITE_PROTECT (19) and
+# none reaches the disk, reads serve the model's bytes.
+w11_wine_write_protected_host() {
+    gates 1 1
+    client w11-wine-write-protect-on disk-write-protect --on 1
+    if mount_volume w11-wine-write-protected ""; then
+        vcctl w11-wine-write-protected-status status "$VOL"
+        if grep -aqE '"read_only": *true' "$LAST_LOG"; then
+            result PASS w11-wine-write-protected-host-mounts-read-only "asked read-write; status: read_only true"
+        else
+            result FAIL w11-wine-write-protected-host-mounts-read-only "see $LAST_LOG"
+        fi
+        w "w11-wine-write-protected-disk-reset" 60 wine "$WIN_DIR\\vc-e2e.exe" disk-reset
+        client w11-wine-write-protected-write expect-status --device "$VOLUME_PATH" --op write --offset 0 --length 4096 --expect 19 --name "a write to the volume of a write-protected host fails with ERROR_WRITE_PROTECT"
+        client w11-wine-write-protected-no-write check-counter --name writes --max 0
+        client w11-wine-write-protected-verify verify --device "$VOLUME_PATH" --model "$VM"
+        vcctl w11-wine-write-protected-dismount dismount "$VOL"
+    fi
+    client w11-wine-write-protect-off disk-write-protect --on 0
+}
 if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     # A std File on the test disk: a positional read works under Wine (a seek does not).
     client std-read-through-disk std-read --device "$DISK_PATH" --offset 0
@@ -490,6 +561,9 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         client "$t-verify-after-remount" verify --device "$VOLUME_PATH" --model "$VM"
         vcctl "$t-dismount2" dismount "$VOL"
     done
+
+    w6_wine_allocation_failure
+    w11_wine_write_protected_host
 
     # W1 (stand-in): a dismount with "open files" (a client holding the volume device open:
     # the wine-host filesystem stand-in refuses FSCTL_LOCK_VOLUME then) is refused in one line

@@ -108,7 +108,12 @@ pub fn allocation_fails() -> bool {
             seen + 1 == fail_at
         })
     }
-    #[cfg(not(feature = "fault-switches"))]
+    // The kernel glue's Wine build: the registry-driven injection (`wdm::pool::injection`).
+    #[cfg(all(not(feature = "fault-switches"), feature = "wine-host"))]
+    {
+        crate::wdm::pool::injection::fails()
+    }
+    #[cfg(not(any(feature = "fault-switches", feature = "wine-host")))]
     {
         false
     }

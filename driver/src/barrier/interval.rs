@@ -84,6 +84,7 @@ impl IntervalTree {
         let mut parent = Link::Root;
         let mut t = self.root;
         loop {
+            // Invariant, not input: only a ticket granted (so inserted) is ever released.
             assert!(t != NIL, "removing an interval that is not in the tree");
             let here = self.key(t);
             if here == key {

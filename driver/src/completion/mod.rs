@@ -108,11 +108,11 @@ impl<P: Platform> Completer<P> {
         let count = max_work_items.max(1) as usize;
         Ok(Completer {
             queue: RequestQueue::new(),
-            shared: Arc::new(Shared {
+            shared: platform.try_arc(Shared {
                 permits: P::Semaphore::new(count),
                 active: Rundown::new(),
                 completed: AtomicU64::new(0),
-            }),
+            })?,
             items: platform.work_items(count, complete_on_worker::<P>)?,
         })
     }

@@ -10,6 +10,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::{CryptoError, XtsCipher};
 use crate::platform::{Lock, Platform, Rundown, RundownGuard};
+use crate::Status;
 
 /// A mounted volume's XTS key with its erase protocol.
 pub struct VolumeKey<P: Platform> {
@@ -33,16 +34,17 @@ pub struct KeyGuard<'a, P: Platform> {
 }
 
 impl<P: Platform> VolumeKey<P> {
-    /// A key from VeraCrypt's master key layout (primary 0..32, secondary 32..64).
-    pub fn new(master: &[u8; 64]) -> Self {
-        VolumeKey {
-            cipher: P::Lock::new(Some(Arc::new(XtsCipher::new(master)))),
+    /// A key from VeraCrypt's master key layout (primary 0..32, secondary 32..64); the round
+    /// keys are allocated through `platform` (W6: STATUS_INSUFFICIENT_RESOURCES on failure).
+    pub fn new(platform: &P, master: &[u8; 64]) -> Result<Self, Status> {
+        Ok(VolumeKey {
+            cipher: P::Lock::new(Some(platform.try_arc(XtsCipher::new(master))?)),
             rundown: Rundown::new(),
             blocked: AtomicBool::new(false),
             erased: AtomicBool::new(false),
             late_users: AtomicU64::new(0),
             uses: AtomicU64::new(0),
-        }
+        })
     }
 
     /// True once erasure has begun: no new segment or fragment may be issued (R2).

@@ -47,6 +47,9 @@ impl XtsCipher {
     }
 
     fn process(&self, buf: &mut [u8], first_unit: u64, dir: Direction) {
+        // Invariant, not input: every caller passes whole data units (dispatch refuses a
+        // request that is not a multiple of the volume's sector size, itself a multiple of
+        // the data unit; segments and fragments are cut on data-unit boundaries).
         assert!(
             buf.len().is_multiple_of(DATA_UNIT),
             "XTS buffers are whole data units"

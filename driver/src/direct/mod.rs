@@ -24,7 +24,6 @@ mod host_ops;
 
 pub use host_ops::{HostOps, HOST_OPS};
 
-use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -124,9 +123,10 @@ impl<P: Platform> DirectPath<P> {
                 )?),
                 false => None,
             };
-            keep(self.context.platform.spawn(
+            let platform = &self.context.platform;
+            keep(platform.spawn(
                 ThreadRole::DirectWorker,
-                Box::new(move || worker(&direct, &*finisher, bounce)),
+                platform.try_box(move || worker(&direct, &*finisher, bounce))?,
             )?);
             self.workers.fetch_add(1, Ordering::Relaxed);
         }

@@ -55,6 +55,8 @@ impl AlignedBuffer {
 
     /// The first `len` bytes of the aligned window.
     pub(crate) fn window(&mut self, len: usize) -> &mut [u8] {
+        // Invariant, not input: every caller's length is bounded by what the buffer was sized
+        // for at mount (a segment or fragment is at most that size).
         assert!(len <= self.capacity, "window within the buffer");
         &mut self.storage[self.start..self.start + len]
     }

@@ -24,6 +24,7 @@ pub use rundown::{Rundown, RundownGuard};
 pub use work_queue::WorkQueue;
 
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 
 /// A piece of a buffer for the encryption pool: data units starting at `first_unit`.
 pub struct Piece<'a> {
@@ -168,6 +169,28 @@ pub trait Platform: Clone + Send + Sync + 'static {
         count: usize,
         run: fn(T),
     ) -> Result<Self::WorkItems<T>, Status>;
+
+    /// `Box::new`, fallibly (W6): STATUS_INSUFFICIENT_RESOURCES instead of the allocation-error
+    /// handler, which in the kernel panics and so bugchecks (stable Rust has no
+    /// `Box::try_new`). The engine makes every box of a mount through it (thread bodies
+    /// included), so a failed allocation fails the mount. The default asks the
+    /// allocation-failure injection ([`crate::faults::allocation_fails`]) and then allocates
+    /// as std does (a user-mode process aborts on a failed allocation); the kernel platform
+    /// allocates from the pool and returns the error.
+    fn try_box<T>(&self, value: T) -> Result<Box<T>, Status> {
+        if crate::faults::allocation_fails() {
+            return Err(Status::InsufficientResources);
+        }
+        Ok(Box::new(value))
+    }
+
+    /// `Arc::new`, fallibly (W6), as [`Platform::try_box`].
+    fn try_arc<T>(&self, value: T) -> Result<Arc<T>, Status> {
+        if crate::faults::allocation_fails() {
+            return Err(Status::InsufficientResources);
+        }
+        Ok(Arc::new(value))
+    }
 
     /// Number of CPUs, for sizing the encryption pool.
     fn cpu_count(&self) -> usize;

@@ -334,6 +334,10 @@ impl HostLimits {
 
 /// A started host operation. It borrows its buffer until it has finished; dropping it without
 /// `wait` still waits, so a child request is never abandoned (docs/review.md R13).
+///
+/// Never leak one (`mem::forget`, a cycle of `Arc`s): the borrow of the buffer would end while
+/// the host still writes into it or reads from it. This holds for every `start_*` and
+/// `start_*_for` result; the engine only ever waits for or drops them.
 pub trait HostIo {
     /// Blocks until the operation finished; the bytes transferred or the host's status.
     fn wait(self) -> Result<usize, Status>;
@@ -360,9 +364,14 @@ impl<'a, I: HostIo> KeptRead<'a, I> {
     pub fn new(io: I, buf: &'a mut [u8]) -> Self {
         KeptRead { io, buf }
     }
-    /// The operation and the buffer (a wrapping host re-wraps the operation).
-    pub fn into_parts(self) -> (I, &'a mut [u8]) {
-        (self.io, self.buf)
+    /// The same read with its operation wrapped by `wrap` (a host that wraps another host's
+    /// operations). The buffer stays inside: only [`HostRead::wait_read`] hands it back, once
+    /// the read finished, so no caller can touch it while the read may be in flight.
+    pub fn map_io<J: HostIo>(self, wrap: impl FnOnce(I) -> J) -> KeptRead<'a, J> {
+        KeptRead {
+            io: wrap(self.io),
+            buf: self.buf,
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use alloc::collections::VecDeque;
 
 use super::{Lock, Platform, Semaphore};
+use crate::Status;
 
 /// Producers `push` (never block); consumers `pop` (block until an item is there).
 pub struct WorkQueue<P: Platform, T: Send> {
@@ -11,12 +12,21 @@ pub struct WorkQueue<P: Platform, T: Send> {
 }
 
 impl<P: Platform, T: Send> WorkQueue<P, T> {
-    /// An empty queue with room for `capacity` items before it reallocates.
-    pub fn with_capacity(capacity: usize) -> Self {
-        WorkQueue {
-            items: P::Lock::new(VecDeque::with_capacity(capacity)),
-            ready: P::Semaphore::new(0),
+    /// An empty queue with room for `capacity` items before it reallocates, or
+    /// STATUS_INSUFFICIENT_RESOURCES (W6: made at mount, fallibly, asking the
+    /// allocation-failure injection first).
+    pub fn with_capacity(capacity: usize) -> Result<Self, Status> {
+        if crate::faults::allocation_fails() {
+            return Err(Status::InsufficientResources);
         }
+        let mut items = VecDeque::new();
+        items
+            .try_reserve_exact(capacity)
+            .map_err(|_| Status::InsufficientResources)?;
+        Ok(WorkQueue {
+            items: P::Lock::new(items),
+            ready: P::Semaphore::new(0),
+        })
     }
 
     /// Appends `item` and wakes one consumer.

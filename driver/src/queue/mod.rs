@@ -17,7 +17,6 @@
 //! each fragment owns its piece of the caller's buffer (an [`IoBuf`] split), so the I/O thread
 //! can read fragment k+1 while the completion thread decrypts fragment k.
 
-use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -99,7 +98,7 @@ impl<P: Platform> LegacyQueue<P> {
     ) -> Result<Self, Status> {
         let limits = context.host.limits();
         let item_count = tunables.item_count.max(1) as usize;
-        let fragment_buffers = WorkQueue::with_capacity(2);
+        let fragment_buffers = WorkQueue::with_capacity(2)?;
         // Two alternating fragment buffers, preallocated at mount (with room to align them).
         for _ in 0..if writable { 2 } else { 0 } {
             fragment_buffers.push(AlignedBuffer::new(
@@ -116,8 +115,8 @@ impl<P: Platform> LegacyQueue<P> {
         Ok(LegacyQueue {
             context,
             input: JobQueue::new(),
-            to_io: WorkQueue::with_capacity(tunables.io_request_count as usize),
-            to_completion: WorkQueue::with_capacity(tunables.io_request_count as usize),
+            to_io: WorkQueue::with_capacity(tunables.io_request_count as usize)?,
+            to_completion: WorkQueue::with_capacity(tunables.io_request_count as usize)?,
             item_permits: P::Semaphore::new(item_count),
             request_permits: P::Semaphore::new(tunables.io_request_count.max(1) as usize),
             fragment_buffers,
@@ -139,7 +138,7 @@ impl<P: Platform> LegacyQueue<P> {
         let (queue, main_finisher) = (Arc::clone(self), Arc::clone(finisher));
         keep(platform.spawn(
             ThreadRole::LegacyMain,
-            Box::new(move || main_thread(&queue, &*main_finisher)),
+            platform.try_box(move || main_thread(&queue, &*main_finisher))?,
         )?);
         // The I/O thread's buffers, allocated here (at mount, counted in the volume's memory):
         // the read-ahead, and for caller buffers the host cannot take (unaligned) a buffer to
@@ -160,12 +159,12 @@ impl<P: Platform> LegacyQueue<P> {
         let queue = Arc::clone(self);
         keep(platform.spawn(
             ThreadRole::LegacyIo,
-            Box::new(move || io_thread(&queue, read_ahead, unaligned)),
+            platform.try_box(move || io_thread(&queue, read_ahead, unaligned))?,
         )?);
         let (queue, completion_finisher) = (Arc::clone(self), Arc::clone(finisher));
         keep(platform.spawn(
             ThreadRole::LegacyCompletion,
-            Box::new(move || completion_thread(&queue, &*completion_finisher)),
+            platform.try_box(move || completion_thread(&queue, &*completion_finisher))?,
         )?);
         Ok(())
     }

@@ -38,6 +38,10 @@ use crate::queue::LegacyQueue;
 use crate::registry::{direct_read_configured, direct_write_configured, Gates, Tunables};
 use crate::Status;
 
+/// The engine threads one volume runs at most: its completion thread, the legacy queue's
+/// three, the direct path's workers (room for them is reserved at mount).
+const MAX_THREADS: usize = 1 + 3 + crate::direct::WORKERS;
+
 /// What the mount request says about the volume.
 #[derive(Clone, Debug)]
 pub struct MountParams {
@@ -103,10 +107,39 @@ pub struct Volume<P: Platform> {
     dismounted: AtomicBool,
 }
 
+/// `platform.try_arc(make()?)` in a frame of its own: each large value of a mount is built
+/// and moved into its `Arc` there, so `Volume::build`'s frame holds only the `Arc`s (the
+/// kernel's control-path stack budget, scripts/check-sys.sh).
+#[inline(never)]
+fn shared<P: Platform, T>(
+    platform: &P,
+    make: impl FnOnce() -> Result<T, Status>,
+) -> Result<Arc<T>, Status> {
+    platform.try_arc(make()?)
+}
+
 impl<P: Platform> Volume<P> {
     /// Mounts a volume on `host` with the 64-byte XTS master key: starts the legacy queue's
     /// three threads, the completion thread and, when a gate makes it usable, 8 direct workers.
     pub fn mount(
+        platform: P,
+        host: P::Host,
+        master_key: &[u8; 64],
+        params: MountParams,
+    ) -> Result<Arc<Self>, Status> {
+        let volume = Self::build(platform, host, master_key, params)?;
+        if let Err(status) = volume.start_threads() {
+            volume.dismount();
+            return Err(status);
+        }
+        Ok(volume)
+    }
+
+    /// Checks the parameters and makes the volume, its paths and tables (no thread yet). Not
+    /// inlined: the values it builds on its stack (moved into their `Arc`s) stay out of the
+    /// frame under which the threads are started (the kernel's control-path stack budget).
+    #[inline(never)]
+    fn build(
         platform: P,
         host: P::Host,
         master_key: &[u8; 64],
@@ -140,65 +173,70 @@ impl<P: Platform> Volume<P> {
         };
         let tunables = params.tunables;
         let crypto_pool = CryptoPool::new(platform.cpu_count(), tunables.free_cpu_count as usize);
-        let counters = Arc::new(Counters::default());
-        let context = Arc::new(PathContext {
-            key: VolumeKey::new(master_key),
-            geometry: Geometry {
-                data_offset: params.data_offset,
-                data_size: params.data_size,
-                sector_size: params.sector_size,
-            },
-            counters: Arc::clone(&counters),
-            crypto_pool,
-            writes: WriteGeneration::default(),
-            memory: MemoryBook::default(),
-            host,
-            platform: platform.clone(),
-        });
-        // Every table and buffer fallibly (W6): a failure fails the mount with
-        // STATUS_INSUFFICIENT_RESOURCES, and what was made is dropped.
-        let mut waiting = try_vec(RANGE_ENTRIES)?;
-        waiting.resize_with(RANGE_ENTRIES, || None);
-        let volume = Arc::new(Volume {
-            order: P::Lock::new(Admission {
-                lock: RangeLock::with_capacity(RANGE_ENTRIES)?,
-                waiting,
-                backlog: RequestList::new(),
-                granted: try_vec(RANGE_ENTRIES)?,
-            }),
-            cancels: P::Lock::new(cancel::CancelBook::new()?),
-            legacy: Arc::new(LegacyQueue::new(
-                Arc::clone(&context),
-                &tunables,
-                !params.read_only,
-            )?),
-            direct: Arc::new(DirectPath::new(Arc::clone(&context))),
-            completer: Arc::new(Completer::new(&platform, tunables.max_work_items)?),
-            admitted: Rundown::new(),
-            threads: P::Lock::new(Vec::new()),
-            protection_tripped: AtomicBool::new(false),
-            counters,
-            dismounted: AtomicBool::new(false),
-            effective,
-            params,
-            context,
-        });
-        if let Err(status) = volume.start_threads() {
-            volume.dismount();
-            return Err(status);
-        }
-        Ok(volume)
+        // Every box, shared value, table and buffer fallibly (W6): a failure fails the mount
+        // with STATUS_INSUFFICIENT_RESOURCES, and what was made is dropped.
+        let counters = platform.try_arc(Counters::default())?;
+        let context = shared(&platform, || {
+            Ok(PathContext {
+                key: VolumeKey::new(&platform, master_key)?,
+                geometry: Geometry {
+                    data_offset: params.data_offset,
+                    data_size: params.data_size,
+                    sector_size: params.sector_size,
+                },
+                counters: Arc::clone(&counters),
+                crypto_pool,
+                writes: WriteGeneration::default(),
+                memory: MemoryBook::default(),
+                host,
+                platform: platform.clone(),
+            })
+        })?;
+        let legacy = shared(&platform, || {
+            LegacyQueue::new(Arc::clone(&context), &tunables, !params.read_only)
+        })?;
+        let direct = shared(&platform, || Ok(DirectPath::new(Arc::clone(&context))))?;
+        let completer = shared(&platform, || {
+            Completer::new(&platform, tunables.max_work_items)
+        })?;
+        shared(&platform, || {
+            let mut waiting = try_vec(RANGE_ENTRIES)?;
+            waiting.resize_with(RANGE_ENTRIES, || None);
+            Ok(Volume {
+                order: P::Lock::new(Admission {
+                    lock: RangeLock::with_capacity(RANGE_ENTRIES)?,
+                    waiting,
+                    backlog: RequestList::new(),
+                    granted: try_vec(RANGE_ENTRIES)?,
+                }),
+                cancels: P::Lock::new(cancel::CancelBook::new()?),
+                legacy,
+                direct,
+                completer,
+                admitted: Rundown::new(),
+                threads: P::Lock::new(try_vec(MAX_THREADS)?),
+                protection_tripped: AtomicBool::new(false),
+                counters,
+                dismounted: AtomicBool::new(false),
+                effective,
+                params,
+                context,
+            })
+        })
     }
 
     /// Starts the completion thread, then the paths' threads. Every thread is recorded in
     /// `threads` as soon as it runs: when one fails to start, `mount`'s dismount stops and
     /// joins all that did.
     fn start_threads(self: &Arc<Self>) -> Result<(), Status> {
+        // Room for every thread was reserved at mount (`MAX_THREADS`: the completion thread,
+        // the legacy queue's three, the direct workers), so no push allocates.
         let keep = &mut |thread| self.threads.with(|threads| threads.push(thread));
         let completer = Arc::clone(&self.completer);
-        keep(self.context.platform.spawn(
+        let platform = &self.context.platform;
+        keep(platform.spawn(
             ThreadRole::Completion,
-            alloc::boxed::Box::new(move || completer.run()),
+            platform.try_box(move || completer.run())?,
         )?);
         self.legacy.start(self, keep)?;
         if self.effective.direct_read || self.effective.direct_write {

@@ -924,6 +924,34 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
     // unless VcdirectWineFaultWaitInsideSpinLock is set), before anything else of a mount.
     #[cfg(feature = "wine-host")]
     super::irql::fault_wait_inside_spin_lock();
+    // W6 (Wine build): the registry may name a fallible allocation of this mount to fail.
+    #[cfg(feature = "wine-host")]
+    {
+        let values = read_values(&state.registry_path, &[pool::injection::VALUE_NAME]);
+        use crate::registry::RegistrySource as _;
+        let fail_at = values
+            .query(pool::injection::VALUE_NAME)
+            .and_then(|raw| crate::registry::read_dword(raw).ok())
+            .unwrap_or(0);
+        pool::injection::arm(fail_at);
+        let result = mount_volume(state, caller, input, output_len);
+        let asked = pool::injection::disarm();
+        let failed = matches!(result, Err(Status::InsufficientResources));
+        // SAFETY: NUL-terminated format with two `%u` arguments.
+        unsafe {
+            DbgPrint(
+                c"vcdirect: W6 mount asked %u fallible allocations, failed at %u\n".as_ptr(),
+                asked as u32,
+                if failed { fail_at } else { 0 },
+            )
+        };
+        result
+    }
+    #[cfg(not(feature = "wine-host"))]
+    mount_volume(state, caller, input, output_len)
+}
+
+fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
     let request = MountRequest::parse(input, cfg!(feature = "wine-host")).map_err(abi_err)?;
     // Refused before any host open.
     access::check(caller, Operation::Mount)?;
@@ -944,15 +972,26 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
     }
     // W2: fresh bytes for the mount manager's unique id of this volume (not the slot).
     let unique_id = fresh_unique_id()?;
-    let read_only = request.flags & MOUNT_READ_ONLY != 0;
+    let asked_read_only = request.flags & MOUNT_READ_ONLY != 0;
     // R11: the mounting user's context, captured in the caller's thread.
     let security = ClientSecurity::capture()?;
     let host = KernelHost::open(&OpenParams {
         path: &request.host_path,
-        read_only,
+        read_only: asked_read_only,
         shared: request.flags & MOUNT_SHARED != 0,
         wine_driver_name: &request.wine_host_driver_name,
     })?;
+    // W11: a write-protected raw host is mounted read-only, as VeraCrypt does (the volume
+    // device gets FILE_READ_ONLY_DEVICE, writes fail with STATUS_MEDIA_WRITE_PROTECTED, the
+    // status reports read-only). The handle keeps the access it was opened with.
+    let read_only = asked_read_only || host.write_protected();
+    let flags = match read_only {
+        true => request.flags | MOUNT_READ_ONLY,
+        false => request.flags,
+    };
+    if read_only && !asked_read_only {
+        log("vcdirect: the host is write-protected: mounted read-only");
+    }
     crate::volume::geometry::check_sector_size(request.sector_size, &host)?;
     let (protected_offset, protected_size) = request.protected_range;
     let params = MountParams {
@@ -977,13 +1016,21 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
         volume.dismount();
         return Err(status);
     }
+    // W6: the volume table's room for this entry, reserved before the device exists (mounts
+    // run one at a time under the control mutex; removals only free room), so the push below
+    // allocates nothing.
+    if state.volumes.with(|v| v.try_reserve(1)).is_err() {
+        volume.dismount();
+        restore_unload(state);
+        return Err(Status::InsufficientResources);
+    }
     let id = state.next_id.fetch_add(1, Ordering::AcqRel);
     // SAFETY: `state.driver` is our driver object.
     let device = unsafe {
         VolumeDevice::create(
             state.driver,
             id,
-            request.flags,
+            flags,
             VolumeNames::new(id, request.drive_letter, unique_id),
             read_only,
             Arc::clone(&volume),
@@ -998,8 +1045,17 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
             return Err(status);
         }
     };
+    // W6: a failure drops the device, which removes its links, dismounts the volume and
+    // deletes the device (PASSIVE_LEVEL, here).
+    let device = match pool::try_arc(device) {
+        Ok(device) => device,
+        Err(status) => {
+            restore_unload(state);
+            return Err(status);
+        }
+    };
     let entry = Entry {
-        device: Arc::new(device),
+        device,
         owner: caller.sid.clone(),
         dismounting: false,
     };

@@ -82,12 +82,13 @@ impl KernelVolumeAbove {
 
 #[cfg(not(feature = "wine-host"))]
 mod product {
-    use wdk_sys::ntddk::{ZwClose, ZwCreateFile, ZwFsControlFile};
+    use wdk_sys::ntddk::{ZwClose, ZwCreateFile};
     use wdk_sys::{
         FILE_OPEN, FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, IO_STATUS_BLOCK,
         OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE, SYNCHRONIZE,
     };
 
+    use super::super::host::fs_control;
     use super::super::strings::OwnedUnicode;
     use super::{
         KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_GET_NTFS_VOLUME_DATA, FSCTL_LOCK_VOLUME,
@@ -146,32 +147,9 @@ mod product {
 
         fn fsctl(&mut self, code: u32, output: &mut [u8]) -> Result<(), Status> {
             let handle = self.open()?;
-            let mut iosb = IO_STATUS_BLOCK::default();
-            let (out, out_len) = match output.is_empty() {
-                true => (core::ptr::null_mut(), 0),
-                false => (output.as_mut_ptr().cast(), output.len() as u32),
-            };
-            // SAFETY: our kernel handle, opened for synchronous I/O: the call returns when the
-            // filesystem completed the request, so `output` (a kernel buffer of `out_len`
-            // bytes, or none) outlives it; no input buffer.
-            let status = unsafe {
-                ZwFsControlFile(
-                    handle,
-                    core::ptr::null_mut(),
-                    None,
-                    core::ptr::null_mut(),
-                    &mut iosb,
-                    code,
-                    core::ptr::null_mut(),
-                    0,
-                    out,
-                    out_len,
-                )
-            };
-            if status < 0 {
-                return Err(Status::from_ntstatus(status as u32));
-            }
-            Ok(())
+            // SAFETY: our kernel handle, opened for synchronous I/O (`open`), closed only by
+            // `release`.
+            unsafe { fs_control(handle, code, output) }
         }
     }
 

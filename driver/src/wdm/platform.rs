@@ -14,7 +14,7 @@ use wdk_sys::DEVICE_OBJECT;
 use super::encryption_pool::{self, EncryptionPool};
 use super::host::KernelHost;
 use super::irp::Irp;
-use super::pool::try_box;
+use super::pool::{try_arc, try_box};
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
 use super::thread::{run_at_low_realtime_priority, SystemThread};
 use super::work_item::{call_body, queue_allocated, Body, WorkItemPool};
@@ -94,7 +94,7 @@ impl Platform for KernelPlatform {
                 // W5: the thread reports whether it could impersonate before it runs `body`;
                 // one that cannot never runs it (no host I/O as System), and the spawn (so
                 // the mount) fails with SeImpersonateClientEx's status.
-                let started = Arc::new((KernelEvent::new(), AtomicU32::new(0)));
+                let started = try_arc((KernelEvent::try_new()?, AtomicU32::new(0)))?;
                 let report = Arc::clone(&started);
                 let thread = SystemThread::spawn(try_box(move || {
                     if raise {
@@ -130,9 +130,25 @@ impl Platform for KernelPlatform {
         }
     }
 
+    /// W6: from the pool, STATUS_INSUFFICIENT_RESOURCES when it has none (`pool::try_box`).
+    fn try_box<T>(&self, value: T) -> Result<Box<T>, Status> {
+        try_box(value)
+    }
+
+    /// W6: a block reserved fallibly first (`pool::try_arc`).
+    fn try_arc<T>(&self, value: T) -> Result<Arc<T>, Status> {
+        try_arc(value)
+    }
+
     fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
         if let Err(item) = self.work_items.queue(item) {
-            queue_allocated(self.device.as_ptr(), item);
+            if let Err(item) = queue_allocated(self.device.as_ptr(), item) {
+                // W6: no work item to be had. The engine never calls this (its completion
+                // stage has its own preallocated items); the self-test's item runs here
+                // rather than a failed allocation stopping the machine.
+                log_no_work_item();
+                item();
+            }
         }
     }
 
@@ -157,6 +173,16 @@ impl Platform for KernelPlatform {
             None => pieces.iter_mut().for_each(work),
         }
     }
+}
+
+fn log_no_work_item() {
+    // SAFETY: a NUL-terminated format without arguments.
+    unsafe {
+        wdk_sys::ntddk::DbgPrint(
+            c"vcdirect: no work item could be allocated: the body ran on the caller's thread\n"
+                .as_ptr(),
+        )
+    };
 }
 
 /// Active processors in all groups (KeQueryActiveProcessorCountEx), at least 1.
@@ -195,14 +221,15 @@ impl ClientSecurity {
         };
         // SAFETY: SECURITY_CLIENT_CONTEXT is a plain C struct; zero is valid before capture.
         let context: Box<core::cell::UnsafeCell<wdk_sys::SECURITY_CLIENT_CONTEXT>> =
-            Box::new(unsafe { core::mem::zeroed() });
+            try_box(unsafe { core::mem::zeroed() })?;
         let thread = super::thread::current_thread();
         // SAFETY: `thread` is the current thread; `qos` and `context` are valid for the call.
         let status = unsafe { SeCreateClientSecurity(thread, &mut qos, 0, context.get()) };
         if status < 0 {
             return Err(Status::from_ntstatus(status as u32));
         }
-        Ok(Arc::new(ClientSecurity { context }))
+        // A failure drops the context, which releases the token the capture referenced.
+        try_arc(ClientSecurity { context })
     }
 
     /// Makes the current (system) thread impersonate the captured client, or says why not.
@@ -248,7 +275,7 @@ pub struct ClientSecurity;
 impl ClientSecurity {
     /// Nothing to capture under Wine.
     pub fn capture() -> Result<Arc<Self>, Status> {
-        Ok(Arc::new(ClientSecurity))
+        try_arc(ClientSecurity)
     }
     /// No impersonation under Wine.
     pub fn impersonate(&self) -> Result<(), Status> {

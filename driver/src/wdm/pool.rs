@@ -8,6 +8,7 @@
 //! allocator falls back to `ExAllocatePoolWithTag(NonPagedPoolNx)` (Windows 8 and later).
 
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -75,46 +76,77 @@ pub struct KernelAllocator;
 // `layout.align()`, and `dealloc` frees exactly the pool block that `alloc` obtained.
 unsafe impl GlobalAlloc for KernelAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let size = layout.size().max(1);
-        if layout.align() <= POOL_ALIGNMENT {
-            return allocate(size);
+        let block = allocate_layout(layout);
+        if block.is_null() {
+            // W6: the one allocation `try_arc` is making, from the block it reserved.
+            return reserve::take(layout);
         }
-        let header = core::mem::size_of::<*mut u8>();
-        let Some(total) = size.checked_add(layout.align() + header) else {
-            return core::ptr::null_mut();
-        };
-        let base = allocate(total);
-        if base.is_null() {
-            return base;
-        }
-        let first = base as usize + header;
-        let aligned = (first + layout.align() - 1) & !(layout.align() - 1);
-        let block = base.wrapping_add(aligned - base as usize);
-        let slot = block.wrapping_sub(header).cast::<*mut u8>();
-        // SAFETY: `slot` lies inside the allocation (aligned >= base + header) and is
-        // pointer-aligned (block is aligned to more than 16, slot is 8 below it).
-        unsafe { slot.write(base) };
         block
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let base = if layout.align() <= POOL_ALIGNMENT {
-            ptr
-        } else {
-            let slot = ptr
-                .wrapping_sub(core::mem::size_of::<*mut u8>())
-                .cast::<*mut u8>();
-            // SAFETY: `alloc` stored the pool pointer in this slot of every over-aligned block.
-            unsafe { slot.read() }
-        };
-        // SAFETY: `base` is a pool block allocated with DRIVER_TAG and not yet freed.
-        unsafe { ExFreePoolWithTag(base.cast(), DRIVER_TAG) };
+        // SAFETY: `ptr` came from `alloc` with `layout` (GlobalAlloc contract).
+        unsafe { free_layout(ptr, layout) };
     }
+}
+
+/// Pool memory for `layout` (over-aligned layouts keep the pool pointer just before the
+/// block), or NULL.
+fn allocate_layout(layout: Layout) -> *mut u8 {
+    let size = layout.size().max(1);
+    if layout.align() <= POOL_ALIGNMENT {
+        return allocate(size);
+    }
+    let header = core::mem::size_of::<*mut u8>();
+    let Some(total) = size.checked_add(layout.align() + header) else {
+        return core::ptr::null_mut();
+    };
+    let base = allocate(total);
+    if base.is_null() {
+        return base;
+    }
+    let first = base as usize + header;
+    let aligned = (first + layout.align() - 1) & !(layout.align() - 1);
+    let block = base.wrapping_add(aligned - base as usize);
+    let slot = block.wrapping_sub(header).cast::<*mut u8>();
+    // SAFETY: `slot` lies inside the allocation (aligned >= base + header) and is
+    // pointer-aligned (block is aligned to more than 16, slot is 8 below it).
+    unsafe { slot.write(base) };
+    block
+}
+
+/// Frees a block of [`allocate_layout`]. Only the alignment class of `layout` matters (at most
+/// 16: the block is the pool block; above: the pool pointer is just before it).
+///
+/// # Safety
+/// `ptr` came from [`allocate_layout`] with a layout of the same alignment class, not freed.
+unsafe fn free_layout(ptr: *mut u8, layout: Layout) {
+    let base = if layout.align() <= POOL_ALIGNMENT {
+        ptr
+    } else {
+        let slot = ptr
+            .wrapping_sub(core::mem::size_of::<*mut u8>())
+            .cast::<*mut u8>();
+        // SAFETY: `allocate_layout` stored the pool pointer in this slot of every over-aligned
+        // block.
+        unsafe { slot.read() }
+    };
+    // SAFETY: `base` is a pool block allocated with DRIVER_TAG and not yet freed.
+    unsafe { ExFreePoolWithTag(base.cast(), DRIVER_TAG) };
+}
+
+/// A fallible allocation of `layout` (W6): NULL when the pool has none, or when the Wine
+/// build's allocation-failure injection says this one fails ([`injection`]).
+fn try_allocate(layout: Layout) -> *mut u8 {
+    if crate::faults::allocation_fails() {
+        return core::ptr::null_mut();
+    }
+    allocate_layout(layout)
 }
 
 /// `Box::new`, but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES instead of the
 /// allocation-error handler (W6: the caller fails or does without, the machine never
-/// bugchecks). Stable Rust has no `Box::try_new`.
+/// bugchecks). Stable Rust has no `Box::try_new`. Asks the allocation-failure injection.
 ///
 /// IRQL: <= DISPATCH_LEVEL (nonpaged pool).
 pub fn try_box<T>(value: T) -> Result<Box<T>, crate::Status> {
@@ -123,14 +155,201 @@ pub fn try_box<T>(value: T) -> Result<Box<T>, crate::Status> {
         // A zero-sized box allocates nothing.
         return Ok(Box::new(value));
     }
-    // SAFETY: a layout of non-zero size; the global allocator (this module's).
-    let raw = unsafe { alloc::alloc::alloc(layout) }.cast::<T>();
+    let raw = try_allocate(layout).cast::<T>();
     if raw.is_null() {
         return Err(crate::Status::InsufficientResources);
     }
     // SAFETY: `raw` is a fresh, suitably aligned block of `T`'s size, ours alone.
     unsafe { raw.write(value) };
-    // SAFETY: the block holds an initialized `T`, allocated by the global allocator with
-    // `T`'s layout, which the Box frees with the same layout.
+    // SAFETY: the block holds an initialized `T`, allocated as the global allocator allocates
+    // `T`'s layout, which the Box frees through the global allocator with the same layout.
     Ok(unsafe { Box::from_raw(raw) })
+}
+
+/// A zeroed block of `layout` (non-zero size) owned by nobody yet, or NULL (W6, with the
+/// injection): for kernel objects whose all-zero state is valid before their initialization.
+/// The caller frees it through the global allocator with `layout` (e.g. as a `Box`).
+pub fn try_allocate_zeroed(layout: Layout) -> *mut u8 {
+    let block = try_allocate(layout);
+    if !block.is_null() {
+        // SAFETY: a fresh block of at least `layout.size()` bytes.
+        unsafe { core::ptr::write_bytes(block, 0, layout.size()) };
+    }
+    block
+}
+
+/// What `Arc::new` allocates for a `T`: `alloc::sync::ArcInner<T>`, a `#[repr(C)]` struct of
+/// the strong and weak counts followed by the value. Used only for the size and alignment
+/// of the block [`try_arc`] reserves; should the standard library ever allocate differently,
+/// the reserved block does not fit and is not handed out (`reserve::take` checks).
+#[repr(C)]
+struct ArcShape<T> {
+    strong: core::sync::atomic::AtomicUsize,
+    weak: core::sync::atomic::AtomicUsize,
+    data: T,
+}
+
+/// `Arc::new`, but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES (W6). Stable Rust
+/// has no `Arc::try_new`, and an `Arc` cannot be built around a block allocated elsewhere, so
+/// the block is reserved first, fallibly: `Arc::new` then allocates from the pool as usual,
+/// and should the pool have nothing for it, the global allocator hands it the block reserved
+/// on this thread (`reserve`), so the allocation-error handler is never reached. The reserved
+/// block is freed when `Arc::new` did not need it.
+///
+/// IRQL: <= DISPATCH_LEVEL (nonpaged pool; KeGetCurrentThread).
+pub fn try_arc<T>(value: T) -> Result<Arc<T>, crate::Status> {
+    let layout = Layout::new::<ArcShape<T>>();
+    let block = try_allocate(layout);
+    if block.is_null() {
+        return Err(crate::Status::InsufficientResources);
+    }
+    let Some(slot) = reserve::put(block, layout) else {
+        // SAFETY: allocated just above with `layout`, never handed out.
+        unsafe { free_layout(block, layout) };
+        return Err(crate::Status::InsufficientResources);
+    };
+    let arc = Arc::new(value);
+    let unused = reserve::end(slot);
+    if !unused.is_null() {
+        // SAFETY: the reserved block, which `Arc::new` did not take: ours, freed once.
+        unsafe { free_layout(unused, layout) };
+    }
+    Ok(arc)
+}
+
+/// The blocks [`try_arc`] reserved, one per thread making one (mounts run one at a time; a
+/// few slots let other threads make their own at the same time).
+mod reserve {
+    use core::alloc::Layout;
+    use core::ffi::c_void;
+    use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+    use super::POOL_ALIGNMENT;
+
+    extern "system" {
+        // An export on every Windows version and Wine (as in thread.rs).
+        fn KeGetCurrentThread() -> wdk_sys::PETHREAD;
+    }
+
+    struct Reserved {
+        /// The thread that owns the slot (NULL: free).
+        thread: AtomicPtr<c_void>,
+        /// The block, until the allocator takes it or `end` does.
+        block: AtomicPtr<u8>,
+        size: AtomicUsize,
+        align: AtomicUsize,
+    }
+
+    const SLOTS: usize = 4;
+    #[allow(clippy::declare_interior_mutable_const)]
+    const FREE: Reserved = Reserved {
+        thread: AtomicPtr::new(core::ptr::null_mut()),
+        block: AtomicPtr::new(core::ptr::null_mut()),
+        size: AtomicUsize::new(0),
+        align: AtomicUsize::new(0),
+    };
+    static SLOT: [Reserved; SLOTS] = [FREE; SLOTS];
+
+    fn current() -> *mut c_void {
+        // SAFETY: no preconditions, any IRQL.
+        unsafe { KeGetCurrentThread() }.cast()
+    }
+
+    /// Records `block` (of `layout`) for the calling thread; the slot's index, or `None`
+    /// when every slot is taken.
+    pub(super) fn put(block: *mut u8, layout: Layout) -> Option<usize> {
+        let me = current();
+        let at = SLOT.iter().position(|r| {
+            r.thread
+                .compare_exchange(
+                    core::ptr::null_mut(),
+                    me,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        })?;
+        let r = &SLOT[at];
+        r.size.store(layout.size(), Ordering::Relaxed);
+        r.align.store(layout.align(), Ordering::Relaxed);
+        r.block.store(block, Ordering::Relaxed);
+        Some(at)
+    }
+
+    /// Frees the slot; returns its block when the allocator did not take it (else NULL).
+    pub(super) fn end(at: usize) -> *mut u8 {
+        let Some(r) = SLOT.get(at) else {
+            return core::ptr::null_mut();
+        };
+        let block = r.block.swap(core::ptr::null_mut(), Ordering::Relaxed);
+        r.thread.store(core::ptr::null_mut(), Ordering::Release);
+        block
+    }
+
+    /// The calling thread's reserved block when it fits `layout` (as large, as aligned, and
+    /// of the same alignment class, so the allocator frees it the same way), else NULL.
+    pub(super) fn take(layout: Layout) -> *mut u8 {
+        let me = current();
+        for r in &SLOT {
+            // Only the owning thread touches its slot's block after `put`.
+            if r.thread.load(Ordering::Acquire) != me {
+                continue;
+            }
+            let (size, align) = (
+                r.size.load(Ordering::Relaxed),
+                r.align.load(Ordering::Relaxed),
+            );
+            let fits = layout.size() <= size
+                && layout.align() <= align
+                && (layout.align() <= POOL_ALIGNMENT) == (align <= POOL_ALIGNMENT);
+            if fits {
+                return r.block.swap(core::ptr::null_mut(), Ordering::Relaxed);
+            }
+        }
+        core::ptr::null_mut()
+    }
+}
+
+/// W6 in the Wine build: kernel-side allocation-failure injection. The registry value
+/// [`injection::VALUE_NAME`] (REG_DWORD n, under the service key, read as each mount starts)
+/// makes the n-th fallible allocation of that mount fail (`try_box`, `try_arc`, the
+/// semaphores' and work items' allocations, and the engine's `try_vec`, which asks through
+/// `faults::allocation_fails`): the mount must fail with STATUS_INSUFFICIENT_RESOURCES and
+/// undo what it made. 0 or missing: none fails. The count of fallible allocations a mount
+/// asked is printed (DbgPrint) when it ends.
+#[cfg(feature = "wine-host")]
+pub mod injection {
+    use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    /// The registry value that names the allocation to fail.
+    pub const VALUE_NAME: &str = "VcdirectWineFailAllocationAt";
+
+    static ARMED: AtomicBool = AtomicBool::new(false);
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+    static FAIL_AT: AtomicU64 = AtomicU64::new(0);
+
+    /// Starts counting a mount's fallible allocations; the `fail_at`-th fails (0: none).
+    pub fn arm(fail_at: u32) {
+        SEEN.store(0, Ordering::SeqCst);
+        FAIL_AT.store(u64::from(fail_at), Ordering::SeqCst);
+        ARMED.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops counting; the fallible allocations asked since `arm`.
+    pub fn disarm() -> u64 {
+        ARMED.store(false, Ordering::SeqCst);
+        FAIL_AT.store(0, Ordering::SeqCst);
+        SEEN.load(Ordering::SeqCst)
+    }
+
+    /// True when this fallible allocation is the one to fail. Mounts run one at a time
+    /// (the control mutex), and a mounted volume asks no fallible allocation while it serves
+    /// (W6), so the count is the mount's own.
+    pub fn fails() -> bool {
+        if !ARMED.load(Ordering::SeqCst) {
+            return false;
+        }
+        let n = SEEN.fetch_add(1, Ordering::SeqCst) + 1;
+        n == FAIL_AT.load(Ordering::SeqCst)
+    }
 }

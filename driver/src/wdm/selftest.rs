@@ -17,7 +17,8 @@ use crate::platform::{Event, Lock, Platform, Thread, WorkQueue};
 /// Runs the checks; `Err` names the first one that failed.
 pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
     // Spin lock + semaphore (WorkQueue) across a system thread, joined.
-    let queue: Arc<WorkQueue<KernelPlatform, u32>> = Arc::new(WorkQueue::with_capacity(4));
+    let queue: Arc<WorkQueue<KernelPlatform, u32>> =
+        Arc::new(WorkQueue::with_capacity(4).map_err(|_| "WorkQueue: allocation")?);
     let sum = Arc::new(SpinLock::new(0u32));
     let consumer = {
         let (queue, sum) = (Arc::clone(&queue), Arc::clone(&sum));
@@ -172,7 +173,8 @@ fn encryption_pool(platform: &KernelPlatform) -> Result<(), &'static str> {
     }
 
     // The engine's split through the platform, on the driver's pool (when it has threads).
-    let volume_key: VolumeKey<KernelPlatform> = VolumeKey::new(&key);
+    let volume_key: VolumeKey<KernelPlatform> =
+        VolumeKey::new(platform, &key).map_err(|_| "encryption pool: key allocation")?;
     let split = CryptoPool::new(PIECES, 0);
     let before = driver_pool().map_or(0, |p| p.pieces_run());
     let mut data = plain.clone();

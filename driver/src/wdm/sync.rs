@@ -105,6 +105,23 @@ impl KernelEvent {
     }
 }
 
+impl KernelEvent {
+    /// As `Event::new`, but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES (W6).
+    pub fn try_new() -> Result<Self, Status> {
+        let layout = Layout::new::<UnsafeCell<KEVENT>>();
+        let raw = super::pool::try_allocate_zeroed(layout).cast::<UnsafeCell<KEVENT>>();
+        if raw.is_null() {
+            return Err(Status::InsufficientResources);
+        }
+        // SAFETY: allocated above as the global allocator allocates the boxed type's layout,
+        // all-zero (a valid KEVENT before initialization); the box owns it now.
+        let event = unsafe { Box::from_raw(raw) };
+        // SAFETY: `event` is in pool memory that does not move for the event's life.
+        unsafe { KeInitializeEvent(event.get(), NotificationEvent, 0) };
+        Ok(KernelEvent { event })
+    }
+}
+
 impl Event for KernelEvent {
     fn new() -> Self {
         // SAFETY: KEVENT is a plain C struct; all-zero is a valid bit pattern before
@@ -156,12 +173,11 @@ impl KernelSemaphore {
     /// instead of the allocation-error handler (W6: a mount fails, it never bugchecks).
     pub fn try_new(initial: usize) -> Result<Self, Status> {
         let layout = Layout::new::<UnsafeCell<KSEMAPHORE>>();
-        // SAFETY: a layout of non-zero size; the global allocator (nonpaged pool).
-        let raw = unsafe { alloc::alloc::alloc_zeroed(layout) }.cast::<UnsafeCell<KSEMAPHORE>>();
+        let raw = super::pool::try_allocate_zeroed(layout).cast::<UnsafeCell<KSEMAPHORE>>();
         if raw.is_null() {
             return Err(Status::InsufficientResources);
         }
-        // SAFETY: allocated above by the global allocator with the layout of the boxed type,
+        // SAFETY: allocated above as the global allocator allocates the boxed type's layout,
         // and all-zero is a valid KSEMAPHORE before initialization; the box owns it now.
         let semaphore = unsafe { Box::from_raw(raw) };
         Ok(Self::init(semaphore, initial))

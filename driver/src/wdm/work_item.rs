@@ -26,6 +26,7 @@ use core::ptr::NonNull;
 use wdk_sys::ntddk::{IoAllocateWorkItem, IoFreeWorkItem, IoQueueWorkItem};
 use wdk_sys::{_WORK_QUEUE_TYPE::DelayedWorkQueue, PDEVICE_OBJECT, PIO_WORKITEM, PVOID};
 
+use super::pool::{try_arc, try_box};
 use super::sync::SpinLock;
 use crate::platform::Lock;
 use crate::Status;
@@ -92,32 +93,20 @@ impl<T: Send + 'static> WorkItemPool<T> {
     /// the pool), each running `run` on what it is queued with. Every allocation is fallible:
     /// STATUS_INSUFFICIENT_RESOURCES, and what was made is freed.
     pub fn new(device: PDEVICE_OBJECT, count: usize, run: fn(T)) -> Result<Arc<Self>, Status> {
-        let mut slots: Vec<Slot<T>> = Vec::new();
-        slots
-            .try_reserve_exact(count)
-            .map_err(|_| Status::InsufficientResources)?;
-        let mut free = Vec::new();
-        free.try_reserve_exact(count)
-            .map_err(|_| Status::InsufficientResources)?;
+        let mut slots: Vec<Slot<T>> = crate::io::try_vec(count)?;
+        let mut free = crate::io::try_vec(count)?;
         for index in 0..count {
-            // SAFETY: `device` is a live device object of this driver (contract).
-            let item = unsafe { IoAllocateWorkItem(device) };
-            if item.is_null() {
-                for slot in &slots {
-                    // SAFETY: allocated above, never queued, freed once.
-                    unsafe { IoFreeWorkItem(slot.item) };
-                }
-                return Err(Status::InsufficientResources);
-            }
             slots.push(Slot {
-                item,
+                item: core::ptr::null_mut(),
                 home: core::ptr::null(),
                 index,
                 payload: UnsafeCell::new(None),
             });
             free.push(index);
         }
-        let mut inner = Box::new(Inner {
+        // The storage first (nothing to undo when it fails), then the work items in place.
+        // `into_boxed_slice` does not reallocate: the length equals the reserved capacity.
+        let mut inner = try_box(Inner {
             slots: slots.into_boxed_slice(),
             state: SpinLock::new(State {
                 free,
@@ -125,15 +114,29 @@ impl<T: Send + 'static> WorkItemPool<T> {
                 closed: false,
             }),
             run,
-        });
+        })?;
         let home: *const Inner<T> = &*inner;
-        for slot in inner.slots.iter_mut() {
-            slot.home = home;
+        for at in 0..inner.slots.len() {
+            // SAFETY: `device` is a live device object of this driver (contract).
+            let item = unsafe { IoAllocateWorkItem(device) };
+            if item.is_null() {
+                for slot in inner.slots.iter().take(at) {
+                    // SAFETY: allocated above, never queued, freed once; the storage is then
+                    // dropped with `inner`.
+                    unsafe { IoFreeWorkItem(slot.item) };
+                }
+                return Err(Status::InsufficientResources);
+            }
+            if let Some(slot) = inner.slots.get_mut(at) {
+                slot.item = item;
+                slot.home = home;
+            }
         }
         let pool = WorkItemPool {
             inner: NonNull::from(Box::leak(inner)),
         };
-        Ok(Arc::new(pool))
+        // A failure drops `pool`: its drop frees every (idle) item and the storage.
+        try_arc(pool)
     }
 
     fn inner(&self) -> &Inner<T> {
@@ -258,22 +261,38 @@ struct Queued {
 }
 
 /// The fallback of `Platform::queue_work_item` (never the I/O path, whose completion stage
-/// keeps its bound): a work item allocated for this one call.
-pub fn queue_allocated(device: PDEVICE_OBJECT, body: Body) {
+/// keeps its bound; the engine never calls it): a work item allocated for this one call.
+/// Hands `body` back, not queued, when the work item or its context cannot be allocated (W6:
+/// no panic on a failed allocation).
+pub fn queue_allocated(device: PDEVICE_OBJECT, body: Body) -> Result<(), Body> {
     // SAFETY: `device` is a live device object of this driver (contract of `queue`).
     let item = unsafe { IoAllocateWorkItem(device) };
-    assert!(!item.is_null(), "vcdirect: IoAllocateWorkItem failed");
-    let queued = Box::into_raw(Box::new(Queued { item, body }));
+    if item.is_null() {
+        return Err(body);
+    }
+    // The context's room first, so a failure can still hand the body back.
+    let Ok(mut queued) = try_box(None::<Queued>) else {
+        // SAFETY: allocated above, never queued.
+        unsafe { IoFreeWorkItem(item) };
+        return Err(body);
+    };
+    *queued = Some(Queued { item, body });
+    let queued = Box::into_raw(queued);
     super::irql::check(crate::platform::irql::Call::QueueWorkItem);
     // SAFETY: `item` was just allocated for `device`; `queued` is handed to `run_allocated`,
     // which reclaims it exactly once.
     unsafe { IoQueueWorkItem(item, Some(run_allocated), DelayedWorkQueue, queued.cast()) };
+    Ok(())
 }
 
 unsafe extern "C" fn run_allocated(_device: PDEVICE_OBJECT, context: PVOID) {
-    // SAFETY: `context` is the `Queued` leaked by `queue_allocated` for this work item only.
-    let queued = unsafe { Box::from_raw(context.cast::<Queued>()) };
-    let Queued { item, body } = *queued;
+    // SAFETY: `context` is the `Option<Queued>` leaked by `queue_allocated` for this work item
+    // only.
+    let queued = unsafe { Box::from_raw(context.cast::<Option<Queued>>()) };
+    // Always `Some`: filled before it was queued.
+    let Some(Queued { item, body }) = *queued else {
+        return;
+    };
     body();
     // W9 (wine-host build): a work item routine returns at PASSIVE_LEVEL.
     super::irql::check_returned_at(crate::platform::irql::Irql::Passive);

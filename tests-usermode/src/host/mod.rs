@@ -222,21 +222,11 @@ impl HostDevice for StdHost {
         }
     }
     fn start_read_kept<'a>(&'a self, offset: u64, buf: &'a mut [u8]) -> Self::Read<'a> {
-        let (io, buf) = match self {
-            StdHost::Memory(h) => {
-                let (io, buf) = h.start_read_kept(offset, buf).into_parts();
-                (StdIo::Ready(io), buf)
-            }
-            StdHost::File(h) => {
-                let (io, buf) = h.start_read_kept(offset, buf).into_parts();
-                (StdIo::Ready(io), buf)
-            }
-            StdHost::Model(h) => {
-                let (io, buf) = h.start_read_kept(offset, buf).into_parts();
-                (StdIo::Model(io), buf)
-            }
-        };
-        KeptRead::new(io, buf)
+        match self {
+            StdHost::Memory(h) => h.start_read_kept(offset, buf).map_io(StdIo::Ready),
+            StdHost::File(h) => h.start_read_kept(offset, buf).map_io(StdIo::Ready),
+            StdHost::Model(h) => h.start_read_kept(offset, buf).map_io(StdIo::Model),
+        }
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> StdIo<'a> {
         match self {

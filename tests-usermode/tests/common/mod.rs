@@ -255,15 +255,12 @@ impl HostDevice for ProbeHost {
             len: buf.len(),
             addr: buf.as_ptr() as usize,
         });
-        let (io, buf) = self.mem.start_read_kept(offset, buf).into_parts();
+        let read = self.mem.start_read_kept(offset, buf).map_io(|io| ProbeIo {
+            inner: Some(io),
+            host: &self.0,
+        });
         self.after(false);
-        KeptRead::new(
-            ProbeIo {
-                inner: Some(io),
-                host: &self.0,
-            },
-            buf,
-        )
+        read
     }
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ProbeIo<'a> {
         self.started(Op {

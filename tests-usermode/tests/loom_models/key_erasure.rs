@@ -15,7 +15,7 @@ use crate::{expected_ciphertext, explore, ordinary, plaintext, FaultsOn, Lp, MAS
 /// holds its guard. That read and the store after `erase` are what loom orders both ways.
 fn key_erase_model(expected: Arc<Vec<u8>>) {
     let env = Lp::new(WorkItems::Thread);
-    let key = Arc::new(VolumeKey::<Lp>::new(&MASTER));
+    let key = Arc::new(VolumeKey::<Lp>::new(&env, &MASTER).expect("key"));
     let erase_returned = Arc::new(AtomicBool::new(false));
     // A user through the encryption pool (the path both engine paths take).
     let pool_user = {

@@ -15,13 +15,19 @@
 //!
 //! A worker takes one slot per segment it issues and gives it back when it waited for that
 //! segment; with every slot taken, the next one waits (at PASSIVE_LEVEL) for a slot to come
-//! back. That wait ends as long as the direct path keeps at most [`SLOTS`] host operations
-//! started and not yet waited for per volume, counted across all its workers (its cap): a
-//! holder that waits for a slot then holds fewer than all of them, and every other slot
-//! belongs to an operation already at the host, whose owner gives it back without taking
-//! another. The wine-host build's legacy I/O thread also takes slots, one at a time, holding
-//! none while it waits. (Were the cap ever larger than [`SLOTS`], workers each holding
-//! slots and waiting for one more could wait for each other forever.)
+//! back. Slots are taken two ways, and that wait always ends:
+//! - under the direct path's cap: its reads' and writes' segments, at most [`SLOTS`] host
+//!   operations started and not yet waited for per volume, counted across all its workers.
+//!   Among these alone a taker that waits holds a permit for the slot it waits for, so the
+//!   others hold fewer than [`SLOTS`] and a slot is free.
+//! - outside the cap, one at a time: a direct flush (`KernelHost::flush`, on a worker) and the
+//!   wine-host build's legacy I/O thread. Such a taker holds no slot while it waits for one,
+//!   and once it has one it only sends its own request and waits for it, so that slot comes
+//!   back when the host completes the request, whatever the others wait for.
+//!
+//! So a capped taker may wait while one-at-a-time takers hold slots, but only until their
+//! requests complete. (Were the cap ever larger than [`SLOTS`], workers each holding slots and
+//! waiting for one more could wait for each other forever.)
 
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;

@@ -34,6 +34,8 @@ use crate::Status;
 pub use child_irp::ChildIo;
 use child_irp::{ChildRequest, ChildSlots};
 pub use open::OpenParams;
+#[cfg(not(feature = "wine-host"))]
+pub(crate) use product::fs_control;
 
 /// The device a volume lives on. Dropping it waits for every child request (R13), then
 /// releases the device reference and closes the handle.
@@ -62,6 +64,8 @@ pub struct KernelHost {
     driver: *mut wdk_sys::DRIVER_OBJECT,
     /// Held by every child request until it completed and was freed.
     children: RemoveLock,
+    /// A raw host that answered IOCTL_DISK_IS_WRITABLE with STATUS_MEDIA_WRITE_PROTECTED (W11).
+    write_protected: bool,
 }
 
 // SAFETY: the raw pointers are referenced kernel objects valid until Drop; the kernel routines
@@ -95,6 +99,12 @@ impl KernelHost {
 }
 
 impl KernelHost {
+    /// True when the raw host answered IOCTL_DISK_IS_WRITABLE with STATUS_MEDIA_WRITE_PROTECTED:
+    /// the mount is then read-only whatever was asked, as VeraCrypt's (W11).
+    pub fn write_protected(&self) -> bool {
+        self.write_protected
+    }
+
     /// The host device's AlignmentRequirement (the volume device takes it, W11).
     pub fn alignment_requirement(&self) -> u32 {
         // SAFETY: the device is referenced until `self` drops (type invariant); the field is

@@ -12,6 +12,7 @@ use super::product;
 use super::wine;
 use super::KernelHost;
 use crate::platform::{HostKind, HostLimits};
+use crate::volume::geometry::{host_sector_size, host_write_protected};
 use crate::Status;
 
 /// StorageAdapterProperty.
@@ -52,24 +53,20 @@ impl KernelHost {
         }
     }
 
-    /// Completes the host description from its answers (shared by both builds).
-    pub(super) fn describe(
-        kind: HostKind,
-        size: u64,
-        sector_size: Option<u32>,
-        adapter: Option<(u32, u32, u32)>,
-    ) -> (u64, HostLimits) {
+    /// Completes the host description from its answers (shared by both builds): its size and
+    /// limits, and whether it said it is write-protected (W11). A raw host that did not
+    /// answer the geometry query is not mountable (`host_sector_size`: the query's status).
+    pub(super) fn describe(&mut self, size: Option<u64>, probed: Probed) -> Result<(), Status> {
+        let kind = self.kind;
+        let size = size.ok_or(Status::InvalidDeviceRequest)?;
         let mut limits = HostLimits {
-            sector_size: 512,
+            sector_size: host_sector_size(kind, probed.sector)?,
             max_transfer: DEFAULT_MAX_TRANSFER,
             max_physical_pages: DEFAULT_MAX_PAGES,
             alignment_mask: 511,
             page_size: 4096,
         };
-        if let Some(s) = sector_size.filter(|s| s.is_power_of_two() && (512..=4096).contains(s)) {
-            limits.sector_size = s;
-        }
-        if let Some((max_transfer, max_pages, mask)) = adapter {
+        if let Some((max_transfer, max_pages, mask)) = probed.adapter {
             if max_transfer >= 4096 {
                 limits.max_transfer = max_transfer;
             }
@@ -80,8 +77,10 @@ impl KernelHost {
                 limits.alignment_mask = mask;
             }
         }
-        let _ = kind;
-        (size, limits)
+        self.size = size;
+        self.limits = limits;
+        self.write_protected = host_write_protected(kind, probed.is_writable);
+        Ok(())
     }
 }
 
@@ -96,12 +95,23 @@ fn le64(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from(lo) | (u64::from(hi) << 32))
 }
 
-/// The answers of [`probe`]: size, sector size, adapter (max transfer, max pages, mask).
-type Probed = (Option<u64>, Option<u32>, Option<(u32, u32, u32)>);
+/// The answers of [`probe`].
+pub(super) struct Probed {
+    /// The size (IOCTL_DISK_GET_LENGTH_INFO), `None` without an answer.
+    pub size: Option<u64>,
+    /// IOCTL_DISK_GET_DRIVE_GEOMETRY's BytesPerSector, `Ok(None)` for a short reply, or the
+    /// query's status.
+    pub sector: Result<Option<u32>, Status>,
+    /// Max transfer, max pages, alignment mask (IOCTL_STORAGE_QUERY_PROPERTY).
+    pub adapter: Option<(u32, u32, u32)>,
+    /// IOCTL_DISK_IS_WRITABLE's status (raw hosts only; a container is not asked: `Ok`).
+    pub is_writable: Result<(), Status>,
+}
 
-/// Asks the host for its size, sector size and adapter limits through `query` (a device
-/// control sent the build's way); `None` where it did not answer.
+/// Asks the host for its size, sector size, adapter limits and (a raw host) whether it is
+/// writable through `query` (a device control sent the build's way).
 pub(super) fn probe(
+    kind: HostKind,
     mut query: impl FnMut(u32, &mut [u8], usize) -> Result<usize, Status>,
 ) -> Probed {
     let mut b = [0u8; 64];
@@ -110,10 +120,11 @@ pub(super) fn probe(
         .filter(|n| *n >= at::LENGTH_INFO_SIZE)
         .and_then(|_| le64(&b, at::LENGTH_INFO_LENGTH));
     let mut b = [0u8; 64];
-    let sector = query(ioctl::DISK_GET_DRIVE_GEOMETRY, &mut b, 0)
-        .ok()
-        .filter(|n| *n >= at::GEOMETRY_SIZE)
-        .and_then(|_| le32(&b, at::GEOMETRY_BYTES_PER_SECTOR));
+    let sector = query(ioctl::DISK_GET_DRIVE_GEOMETRY, &mut b, 0).map(|n| {
+        (n >= at::GEOMETRY_SIZE)
+            .then(|| le32(&b, at::GEOMETRY_BYTES_PER_SECTOR))
+            .flatten()
+    });
     let mut b = [0u8; 64];
     let id = at::PROPERTY_QUERY_ID;
     b[id..id + 4].copy_from_slice(&STORAGE_ADAPTER_PROPERTY.to_le_bytes());
@@ -132,5 +143,15 @@ pub(super) fn probe(
             le32(&b, at::ADAPTER_ALIGNMENT_MASK)?,
         ))
     });
-    (size, sector, adapter)
+    // W11: asked as VeraCrypt asks a raw host (no buffers); a container is not asked.
+    let is_writable = match kind {
+        HostKind::RawDevice => query(ioctl::DISK_IS_WRITABLE, &mut [], 0).map(|_| ()),
+        HostKind::FileContainer => Ok(()),
+    };
+    Probed {
+        size,
+        sector,
+        adapter,
+        is_writable,
+    }
 }

@@ -152,27 +152,25 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         file,
         handle,
         children: RemoveLock::new(),
+        write_protected: false,
     };
     if raw {
         // Lets reads and writes reach the whole device past the file system's idea of
         // its end (VeraCrypt does the same); harmless when refused.
         // SAFETY: the kernel handle opened above, closed only when `host` drops.
-        let _ = unsafe { fs_control(handle, ioctl::FSCTL_ALLOW_EXTENDED_DASD_IO) };
+        let _ = unsafe { fs_control(handle, ioctl::FSCTL_ALLOW_EXTENDED_DASD_IO, &mut []) };
     }
-    let (size, sector, adapter) = probe(|code, buf, input| {
+    let probed = probe(host.kind, |code, buf, input| {
         // SAFETY: as above.
         unsafe { device_control(handle, code, buf, input) }
     });
     let size = if raw {
-        size
+        probed.size
     } else {
         // SAFETY: as above.
         unsafe { file_size(handle) }
     };
-    let size = size.ok_or(Status::InvalidDeviceRequest)?;
-    let (size, limits) = KernelHost::describe(host.kind, size, sector, adapter);
-    host.size = size;
-    host.limits = limits;
+    host.describe(size, probed)?;
     Ok(host)
 }
 
@@ -215,13 +213,27 @@ unsafe fn device_control(
     Ok(iosb.Information as usize)
 }
 
-/// A file system control without buffers on the handle.
+/// A file system control on the handle, without input, with `output` (may be empty) for the
+/// reply: the glue's one ZwFsControlFile wrapper (the host open's FSCTL_ALLOW_EXTENDED_DASD_IO,
+/// the dismount sequence's lock, dismount and NTFS query).
+///
+/// IRQL: PASSIVE_LEVEL.
 ///
 /// # Safety
-/// As [`device_control`].
-unsafe fn fs_control(handle: HANDLE, code: u32) -> Result<(), Status> {
+/// `handle` is an open kernel handle of ours, opened for synchronous I/O (the call returns
+/// when the request is done, so `output`, a kernel buffer, outlives it).
+pub(crate) unsafe fn fs_control(
+    handle: HANDLE,
+    code: u32,
+    output: &mut [u8],
+) -> Result<(), Status> {
     let mut iosb = IO_STATUS_BLOCK::default();
-    // SAFETY: a control without buffers on our synchronous kernel handle (contract).
+    let (out, out_len) = match output.is_empty() {
+        true => (core::ptr::null_mut(), 0),
+        false => (output.as_mut_ptr().cast(), output.len() as u32),
+    };
+    // SAFETY: our synchronous kernel handle (contract); `output` is valid for `out_len` bytes
+    // (or none) until the call returns; no input buffer.
     let status = unsafe {
         ZwFsControlFile(
             handle,
@@ -232,8 +244,8 @@ unsafe fn fs_control(handle: HANDLE, code: u32) -> Result<(), Status> {
             code,
             core::ptr::null_mut(),
             0,
-            core::ptr::null_mut(),
-            0,
+            out,
+            out_len,
         )
     };
     if status < 0 {

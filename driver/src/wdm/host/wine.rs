@@ -82,13 +82,11 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         file: core::ptr::null_mut(),
         driver,
         children: RemoveLock::new(),
+        write_protected: false,
     };
-    let (size, sector, adapter) =
+    let probed =
         // SAFETY: the device of the driver referenced above, until `host` drops.
-        probe(|code, buf, input| unsafe { device_control(device, code, buf, input) });
-    let size = size.ok_or(Status::InvalidDeviceRequest)?;
-    let (size, limits) = KernelHost::describe(HostKind::RawDevice, size, sector, adapter);
-    host.size = size;
-    host.limits = limits;
+        probe(HostKind::RawDevice, |code, buf, input| unsafe { device_control(device, code, buf, input) });
+    host.describe(probed.size, probed)?;
     Ok(host)
 }

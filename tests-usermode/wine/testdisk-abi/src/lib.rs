@@ -50,6 +50,9 @@ pub const IOCTL_COUNTERS: u32 = ctl(0x802);
 pub const IOCTL_SET_LATENCY: u32 = ctl(0x803);
 /// Zero the event counters (reads, writes, bytes, faults hit, violations, max in flight).
 pub const IOCTL_RESET_COUNTERS: u32 = ctl(0x804);
+/// Write protection: input u32, 1 on, 0 off. While on, IOCTL_DISK_IS_WRITABLE answers
+/// STATUS_MEDIA_WRITE_PROTECTED and writes fail with it (as a write-protected disk's do).
+pub const IOCTL_SET_WRITE_PROTECTED: u32 = ctl(0x805);
 
 /// Most faults active at once.
 pub const MAX_FAULTS: usize = 8;

@@ -24,7 +24,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use vctestdisk_abi::{
     self as td, counter, Fault, COUNTERS, DEFAULT_MAX_TRANSFER, FAULT_READ, FAULT_WRITE,
     IOCTL_CLEAR_FAULTS, IOCTL_COUNTERS, IOCTL_RESET_COUNTERS, IOCTL_SET_FAULT, IOCTL_SET_LATENCY,
-    MAX_FAULTS, PAGE, SECTOR,
+    IOCTL_SET_WRITE_PROTECTED, MAX_FAULTS, PAGE, SECTOR,
 };
 use wdk_sys::ntddk::{
     DbgPrint, IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink,
@@ -52,6 +52,7 @@ const STATUS_NOT_SUPPORTED: NTSTATUS = 0xC000_00BBu32 as i32;
 const STATUS_DEVICE_BUSY: NTSTATUS = 0x8000_0011u32 as i32;
 const STATUS_INSUFFICIENT_RESOURCES: NTSTATUS = 0xC000_009Au32 as i32;
 const STATUS_END_OF_FILE: NTSTATUS = 0xC000_0011u32 as i32;
+const STATUS_MEDIA_WRITE_PROTECTED: NTSTATUS = 0xC000_00A2u32 as i32;
 
 const IRP_MJ_CREATE: usize = 0x00;
 const IRP_MJ_CLOSE: usize = 0x02;
@@ -243,6 +244,8 @@ struct Disk {
     file: UnsafeCell<HANDLE>,
     bytes: AtomicU64,
     latency_us: AtomicU32,
+    /// Write-protected (IOCTL_SET_WRITE_PROTECTED); off at load (the extension is zeroed).
+    write_protected: AtomicBool,
     max_transfer: AtomicU32,
     max_pages: AtomicU32,
     alignment_mask: AtomicU32,
@@ -845,6 +848,8 @@ unsafe fn serve(disk: &Disk, irp: *mut IRP) {
         if let Some(status) = disk.fault_for(op, offset, u64::from(length)) {
             disk.count(counter::FAULTS_HIT, 1);
             (status, 0)
+        } else if write && disk.write_protected.load(Ordering::Relaxed) {
+            (STATUS_MEDIA_WRITE_PROTECTED, 0)
         } else {
             // SAFETY: checked at dispatch that a system address exists.
             match unsafe { system_address(irp) } {
@@ -1119,6 +1124,9 @@ unsafe fn disk_ioctl(disk: &Disk, irp: *mut IRP, st: &IO_STACK_LOCATION) -> (NTS
             buffer[20..24].copy_from_slice(&SECTOR.to_le_bytes());
             (STATUS_SUCCESS, 24)
         }
+        IOCTL_DISK_IS_WRITABLE if disk.write_protected.load(Ordering::Relaxed) => {
+            (STATUS_MEDIA_WRITE_PROTECTED, 0)
+        }
         IOCTL_DISK_IS_WRITABLE => (STATUS_SUCCESS, 0),
         IOCTL_STORAGE_QUERY_PROPERTY => {
             if input < 8 {
@@ -1194,6 +1202,14 @@ unsafe fn control_ioctl(disk: &Disk, irp: *mut IRP, st: &IO_STACK_LOCATION) -> (
             };
             disk.latency_us
                 .store(u32::from_le_bytes(value), Ordering::Relaxed);
+            (STATUS_SUCCESS, 0)
+        }
+        IOCTL_SET_WRITE_PROTECTED => {
+            let Ok(value) = <[u8; 4]>::try_from(&buffer[..input]) else {
+                return (STATUS_INVALID_PARAMETER, 0);
+            };
+            disk.write_protected
+                .store(u32::from_le_bytes(value) != 0, Ordering::Relaxed);
             (STATUS_SUCCESS, 0)
         }
         IOCTL_RESET_COUNTERS => {
