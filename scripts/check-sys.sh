@@ -127,4 +127,8 @@ done
 inf_min="$(sed -n 's/^; Minimum Windows for this INF: \(.*(build [0-9]*)\).*/\1/p' "$ROOT/inf/vcdirect.inx")"
 [ -n "$inf_min" ] && grep -qF "INF route: $inf_min" "$ROOT/README.md"
 check "README's INF-route minimum Windows agrees with inf/vcdirect.inx (${inf_min:-none})" $? "README.md does not say \"INF route: $inf_min\""
+# sys/Cargo.lock is committed as Windows resolves it: wdk-build from crates.io, with its checksum
+# (linux-cross.toml's [patch] rewrites the entry during a build; keep_lock puts it back).
+grep -A3 '^name = "wdk-build"$' "$ROOT/sys/Cargo.lock" | grep -q '^source = "registry+'
+check "sys/Cargo.lock keeps wdk-build's crates.io source" $? "the Linux [patch] entry was committed: git checkout sys/Cargo.lock"
 if [ "$failures" -eq 0 ]; then echo "check-sys: PASS"; else echo "check-sys: FAIL ($failures)"; exit 1; fi
