@@ -19,6 +19,9 @@ pub enum Fault {
     /// Direct path: a worker waits for another host-operation permit while it holds some
     /// (8 workers each holding one then wait for each other forever).
     CapWaitWhileHolding = 1 << 5,
+    /// Completion: a finishing thread queues its own work item whenever one is free, even
+    /// while earlier requests wait at the completion thread for one (it overtakes them).
+    CompletionOvertakes = 1 << 6,
 }
 
 #[cfg(feature = "fault-switches")]
