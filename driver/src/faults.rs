@@ -23,6 +23,9 @@ pub enum Fault {
     /// holds its queue's spin lock: a wait at DISPATCH_LEVEL, a bugcheck on Windows, which the
     /// user-mode platforms' virtual IRQL must report with its site.
     W9WaitInsideLock = 1 << 6,
+    /// Completion: a finishing thread queues its own work item whenever one is free, even
+    /// while earlier requests wait at the completion thread for one (it overtakes them).
+    CompletionOvertakes = 1 << 7,
 }
 
 #[cfg(feature = "fault-switches")]

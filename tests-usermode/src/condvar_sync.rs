@@ -58,32 +58,54 @@ macro_rules! condvar_primitives {
         }
 
         #[doc = concat!("A counting semaphore over ", $what, "'s mutex and condition variable.")]
+        ///
+        /// A release wakes a waiter only when one waits: a notify with nobody waiting is a
+        /// system call on Linux (futex wake) for nothing.
         pub struct $semaphore {
-            permits: Mutex<usize>,
+            /// Permits, and threads waiting for one.
+            state: Mutex<(usize, usize)>,
             cv: Condvar,
         }
 
         impl vcdirect::platform::Semaphore for $semaphore {
             fn new(initial: usize) -> Self {
                 $semaphore {
-                    permits: Mutex::new(initial),
+                    state: Mutex::new((initial, 0)),
                     cv: Condvar::new(),
                 }
             }
             #[track_caller]
             fn release(&self) {
                 crate::irql::check(vcdirect::platform::irql::Call::Signal);
-                *lock(&self.permits) += 1;
-                self.cv.notify_one();
+                let waiters = {
+                    let mut g = lock(&self.state);
+                    g.0 += 1;
+                    g.1
+                };
+                if waiters > 0 {
+                    self.cv.notify_one();
+                }
             }
             #[track_caller]
             fn acquire(&self) {
                 crate::irql::check(vcdirect::platform::irql::Call::Wait);
-                let mut g = lock(&self.permits);
-                while *g == 0 {
+                let mut g = lock(&self.state);
+                while g.0 == 0 {
+                    g.1 += 1;
                     g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+                    g.1 -= 1;
                 }
-                *g -= 1;
+                g.0 -= 1;
+            }
+            #[track_caller]
+            fn try_acquire(&self) -> bool {
+                crate::irql::check(vcdirect::platform::irql::Call::TryAcquire);
+                let mut g = lock(&self.state);
+                let took = g.0 > 0;
+                if took {
+                    g.0 -= 1;
+                }
+                took
             }
         }
 

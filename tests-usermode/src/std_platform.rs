@@ -156,10 +156,12 @@ impl<T: Send + 'static> WorkItems<T> for StdWorkItems<T> {
         if start {
             s.threads += 1;
         }
+        // With no thread idle, a busy one takes the payload when it looks again: no wake-up.
+        let idle = s.idle > 0;
         drop(s);
         if start {
             self.pool.start_thread();
-        } else {
+        } else if idle {
             self.pool.cv.notify_one();
         }
         Ok(())

@@ -133,6 +133,92 @@ fn r1_reentrant_completions_that_wait_cannot_deadlock_and_never_run_on_engine_th
     });
 }
 
+/// R1 with one hand-off less (issue 23): a request finished while a work item is free and no
+/// earlier request waits for one has its work item queued by the thread that finished it (a
+/// direct worker, the legacy completion thread); once every work item is busy, later requests
+/// go to the completion thread, which waits for one, so the bound still holds. Either way the
+/// upper completion runs on a system worker, never on an engine thread.
+#[test]
+fn r1_finishers_queue_free_work_items_themselves_and_the_bound_still_holds() {
+    with_watchdog(WAIT, "r1 finisher hand-off", || {
+        let mut p = params(4 * MIB, BOTH_ON);
+        p.tunables.max_work_items = 2;
+        let vol = mount(host_for(&p), p);
+        // Lone requests one after the other, direct (4 KiB) and legacy (over 1 MiB): at most
+        // one routine is active when the next request finishes, so a work item is free.
+        let lone = [4096u32, (1 << 20) + 4096, 4096, (1 << 20) + 4096];
+        for (i, len) in lone.iter().enumerate() {
+            let c = wait(&submit_read(&vol, i as u64 * 8192, *len));
+            assert_eq!(c.status, Status::Success);
+        }
+        assert_eq!(vol.completions_queued_by_finisher(), lone.len() as u64);
+        wait_for("every work item free", || vol.completions_idle());
+        let c = vol.counters.snapshot();
+        assert!(c.direct_reads == 2 && c.legacy_reads == 2, "{c:?}");
+
+        // Six requests whose upper completions block until the gate opens: the first two
+        // finishers take the two work items, the other four wait at the completion thread.
+        type Gate = (Mutex<(bool, usize, usize)>, std::sync::Condvar);
+        let gate: Arc<Gate> = Arc::new((Mutex::new((false, 0, 0)), std::sync::Condvar::new()));
+        let threads = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        for i in 0..6u64 {
+            let (gate, threads, tx) = (Arc::clone(&gate), Arc::clone(&threads), tx.clone());
+            vol.dispatch(TestRequest::read(i * 8192, 4096, move |c: Completion| {
+                threads.lock().unwrap().push(thread_name());
+                let (state, cv) = &*gate;
+                let mut g = state.lock().unwrap();
+                g.1 += 1;
+                g.2 = g.2.max(g.1);
+                cv.notify_all();
+                while !g.0 {
+                    g = cv.wait(g).unwrap();
+                }
+                g.1 -= 1;
+                drop(g);
+                let _ = tx.send(c.status);
+            }));
+        }
+        wait_for("two upper completions blocked", || {
+            gate.0.lock().unwrap().1 == 2
+        });
+        wait_for("all six finished by their workers", || {
+            vol.counters.snapshot().direct_reads == 2 + 6
+        });
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(gate.0.lock().unwrap().1, 2, "the bound of 2 was exceeded");
+        assert_eq!(
+            vol.completions_queued_by_finisher(),
+            lone.len() as u64 + 2,
+            "only the two finishers that found a free work item queue one themselves"
+        );
+        {
+            let (state, cv) = &*gate;
+            state.lock().unwrap().0 = true;
+            cv.notify_all();
+        }
+        for _ in 0..6 {
+            let status = rx
+                .recv_timeout(WAIT)
+                .expect("a blocked completion never ran");
+            assert_eq!(status, Status::Success);
+        }
+        assert_eq!(gate.0.lock().unwrap().2, 2, "most routines active at once");
+        let threads = threads.lock().unwrap().clone();
+        assert!(
+            threads.iter().all(|n| n == "system-worker"),
+            "completions ran on {threads:?}"
+        );
+        // Once nothing waits and the routines have returned, a lone request's finisher queues
+        // its own work item again.
+        wait_for("every work item free again", || vol.completions_idle());
+        assert_eq!(wait(&submit_read(&vol, 0, 4096)).status, Status::Success);
+        assert_eq!(vol.completions_queued_by_finisher(), lone.len() as u64 + 3);
+        vol.dismount();
+        assert_eq!(vol.completions(), lone.len() as u64 + 7);
+    });
+}
+
 /// R9, at compile time: completion takes the request by value, so nothing can read it
 /// afterwards (this line does not compile if `complete` borrowed it).
 const _COMPLETE_CONSUMES: fn(TestRequest, Status, usize) = <TestRequest as UpperRequest>::complete;

@@ -14,6 +14,15 @@
 //! is handed to the completion thread, which queues another work item for it, and the blocked
 //! routine wakes. Our completion thread itself never blocks on an upper routine.
 //!
+//! Who queues the work item (issue 23, fewer hand-offs): the thread that finishes a request
+//! (a direct worker, the legacy completion thread, a cancel) queues its work item itself when
+//! a work item is free (a permit taken without waiting) and no earlier request waits in the
+//! stage; only otherwise does the request go to the completion thread, which waits for a free
+//! work item, in arrival order. Either way the routine runs on a system worker thread, never on
+//! the finishing thread (R1), and the permits bound the active routines the same way; taking a
+//! permit without waiting, queueing a work item and the rundown's spin lock are all allowed at
+//! DISPATCH_LEVEL (a cancel routine finishes there), and nothing is allocated (W6).
+//!
 //! At the bound: when `max_work_items` routines are active at once (all blocked, say), the
 //! completion thread waits for one to return before queueing the next, as VeraCrypt's does.
 //! Requests keep being served meanwhile, but their completions queue up behind the bound; if
@@ -23,7 +32,7 @@
 //! unreachable. The simulator models the pool with the same bound.
 
 use alloc::sync::Arc;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::faults::{self, Fault};
 use crate::platform::{
@@ -73,6 +82,8 @@ struct Shared<P: Platform> {
     /// Active work items; stop waits until none is.
     active: Rundown<P>,
     completed: AtomicU64,
+    /// Work items queued by the finishing thread itself (the rest by the completion thread).
+    direct: AtomicU64,
 }
 
 /// What one work item carries: the finished request and the stage it reports back to (a
@@ -89,14 +100,18 @@ fn complete_on_worker<P: Platform>(handoff: Handoff<P>) {
     finished
         .request
         .complete(finished.status, finished.information);
-    stage.active.exit();
+    // The permit first: once the rundown shows no routine active, every work item is free.
     stage.permits.release();
+    stage.active.exit();
 }
 
 /// The completion stage of one volume.
 pub struct Completer<P: Platform> {
     /// Finished requests waiting for the completion thread, linked through themselves.
     queue: RequestQueue<P>,
+    /// Requests handed to the completion thread whose work item it has not queued yet: while
+    /// any is, a finishing thread does not queue its own (it would overtake them).
+    waiting: AtomicUsize,
     shared: Arc<Shared<P>>,
     /// As many work items as may be active, allocated at mount.
     items: P::WorkItems<Handoff<P>>,
@@ -108,16 +123,20 @@ impl<P: Platform> Completer<P> {
         let count = max_work_items.max(1) as usize;
         Ok(Completer {
             queue: RequestQueue::new(),
+            waiting: AtomicUsize::new(0),
             shared: platform.try_arc(Shared {
                 permits: P::Semaphore::new(count),
                 active: Rundown::new(),
                 completed: AtomicU64::new(0),
+                direct: AtomicU64::new(0),
             })?,
             items: platform.work_items(count, complete_on_worker::<P>)?,
         })
     }
 
-    /// Hands a finished request to the stage. Never blocks, never runs upper code.
+    /// Hands a finished request to the stage: queues its work item now when one is free and
+    /// no earlier request waits for one, else hands it to the completion thread. Never blocks,
+    /// never runs upper code, allocates nothing; callable up to DISPATCH_LEVEL.
     pub fn push(&self, finished: Finished<P::Request>) {
         if faults::is_on(Fault::R1CompleteOnEngineThread) {
             // The seed proposal's bug: complete on the calling engine thread.
@@ -127,12 +146,61 @@ impl<P: Platform> Completer<P> {
                 .complete(finished.status, finished.information);
             return;
         }
+        let finished = match self.queue_now(finished) {
+            Ok(()) => return,
+            Err(finished) => finished,
+        };
+        // Counted before it is queued, so a later finisher sees it waiting.
+        self.waiting.fetch_add(1, Ordering::AcqRel);
         self.queue.push(finished.park());
+    }
+
+    /// The finishing thread's own hand-off: a work item for `finished` if one is free now
+    /// and nobody is ahead of it; hands `finished` back otherwise. Out of line: the direct
+    /// worker's stack is tight in the kernel image, and this is the deepest part of its
+    /// finish.
+    #[inline(never)]
+    fn queue_now(&self, finished: Finished<P::Request>) -> Result<(), Finished<P::Request>> {
+        let shared = &self.shared;
+        let behind =
+            self.waiting.load(Ordering::Acquire) != 0 && !faults::is_on(Fault::CompletionOvertakes);
+        if behind || !shared.permits.try_acquire() {
+            return Err(finished);
+        }
+        if !shared.active.enter() {
+            // Stopped (cannot happen: every push comes before stop); the thread decides.
+            shared.permits.release();
+            return Err(finished);
+        }
+        let handoff = Handoff {
+            stage: Arc::clone(shared),
+            finished,
+        };
+        // Counted before the routine can run (and its issuer look).
+        shared.direct.fetch_add(1, Ordering::Relaxed);
+        self.items.queue(handoff).map_err(|back| {
+            // A permit means an idle work item (the platform's contract); should the platform
+            // still refuse, the completion thread waits for one.
+            shared.direct.fetch_sub(1, Ordering::Relaxed);
+            shared.permits.release();
+            shared.active.exit();
+            back.finished
+        })
     }
 
     /// Requests completed so far.
     pub fn completed(&self) -> u64 {
         self.shared.completed.load(Ordering::Relaxed)
+    }
+
+    /// Work items the finishing threads queued themselves (without the completion thread).
+    pub fn queued_directly(&self) -> u64 {
+        self.shared.direct.load(Ordering::Relaxed)
+    }
+
+    /// True when no request waits in the stage and no work item is queued or running.
+    pub fn is_idle(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) == 0 && self.shared.active.active() == 0
     }
 
     /// Body of the completion thread; returns after [`Completer::stop`].
@@ -157,6 +225,7 @@ impl<P: Platform> Completer<P> {
                         shared.permits.acquire();
                         shared.permits.release();
                     }
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
                 }
             }
         }

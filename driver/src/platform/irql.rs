@@ -71,6 +71,9 @@ pub enum Call {
     QueueWorkItem,
     /// Setting an event or releasing a semaphore without waiting: DISPATCH.
     Signal,
+    /// Taking a semaphore permit only if one is free (KeWaitForSingleObject with a zero
+    /// timeout, which never blocks): DISPATCH. The completion stage's finishing thread.
+    TryAcquire,
     /// Completing an upper request (IoCompleteRequest): DISPATCH.
     CompleteRequest,
     /// Acquiring a spin lock (KeAcquireSpinLock*): DISPATCH.
@@ -92,6 +95,7 @@ impl Call {
             | Call::NonPagedPool
             | Call::QueueWorkItem
             | Call::Signal
+            | Call::TryAcquire
             | Call::CompleteRequest
             | Call::AcquireSpinLock => Irql::Dispatch,
         }
@@ -113,6 +117,7 @@ impl Call {
             Call::NonPagedPool => "nonpaged pool",
             Call::QueueWorkItem => "IoQueueWorkItem",
             Call::Signal => "event set / semaphore release",
+            Call::TryAcquire => "semaphore take without waiting",
             Call::CompleteRequest => "IoCompleteRequest",
             Call::AcquireSpinLock => "spin lock acquire",
         }

@@ -62,6 +62,9 @@ pub trait Semaphore: Send + Sync {
     fn release(&self);
     /// Blocks until a permit is available and takes it.
     fn acquire(&self);
+    /// Takes a permit if one is available now, without waiting (KeWaitForSingleObject with a
+    /// zero timeout in the kernel: allowed up to DISPATCH_LEVEL). True when it took one.
+    fn try_acquire(&self) -> bool;
 }
 
 /// Work items preallocated for one user (the completion stage of a volume), each carrying a

@@ -508,6 +508,22 @@ impl<P: Platform> Volume<P> {
         self.direct.host_ops_max()
     }
 
+    /// Completion work items queued by the thread that finished the request (a work item
+    /// was free and no request waited for one), without the completion thread.
+    pub fn completions_queued_by_finisher(&self) -> u64 {
+        self.completer.queued_directly()
+    }
+
+    /// Requests completed through the completion stage so far (work items that ran).
+    pub fn completions(&self) -> u64 {
+        self.completer.completed()
+    }
+
+    /// True when no finished request waits for a work item and none is queued or running.
+    pub fn completions_idle(&self) -> bool {
+        self.completer.is_idle()
+    }
+
     /// Requests admitted and not yet handed to completion.
     pub fn in_flight(&self) -> usize {
         self.admitted.active()

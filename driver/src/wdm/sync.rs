@@ -15,7 +15,7 @@ use wdk_sys::ntddk::{
 };
 use wdk_sys::{
     _EVENT_TYPE::NotificationEvent, _KWAIT_REASON::Executive, _MODE::KernelMode, KEVENT,
-    KSEMAPHORE, KSPIN_LOCK, MAXLONG,
+    KSEMAPHORE, KSPIN_LOCK, LARGE_INTEGER, MAXLONG, STATUS_SUCCESS,
 };
 
 use super::irql::{self, Raised};
@@ -218,5 +218,27 @@ impl Semaphore for KernelSemaphore {
                 core::ptr::null_mut(),
             )
         };
+    }
+
+    #[cfg_attr(feature = "wine-host", track_caller)]
+    fn try_acquire(&self) -> bool {
+        irql::check(Call::TryAcquire);
+        // A zero relative timeout: the wait returns at once, STATUS_SUCCESS with a permit
+        // taken or STATUS_TIMEOUT without one; it never blocks, so it is allowed at
+        // IRQL <= DISPATCH_LEVEL (the completion stage calls it from a finishing thread).
+        let mut zero = LARGE_INTEGER { QuadPart: 0 };
+        // SAFETY: initialized semaphore owned by `self`; `zero` lives across the call; a
+        // kernel-mode, non-alertable wait with a zero timeout does not block at any IRQL up to
+        // DISPATCH_LEVEL.
+        let status = unsafe {
+            KeWaitForSingleObject(
+                self.semaphore.get().cast(),
+                Executive,
+                KernelMode as i8,
+                0,
+                &mut zero,
+            )
+        };
+        status == STATUS_SUCCESS
     }
 }

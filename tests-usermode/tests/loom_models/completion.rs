@@ -1,4 +1,5 @@
-//! Completion hand-off: work items, exactly once, bounded (docs/review.md R1).
+//! Completion hand-off: work items, exactly once, bounded (docs/review.md R1); a finishing
+//! thread queues its own work item only when one is free and nobody waits (issue 23).
 
 use std::sync::Arc;
 
@@ -87,4 +88,57 @@ fn completion_bound_two_completes_each_once_on_system_workers() {
 fn completion_model_catches_r1_completion_on_engine_thread() {
     let _f = FaultsOn::new(&[Fault::R1CompleteOnEngineThread]);
     explore("completion_r1_fault", 1, || completion_model(1));
+}
+
+/// One finishing thread hands three requests to a stage with one work item: whichever queued
+/// each work item (the finisher itself, or the completion thread once the previous routine
+/// returned), they complete in the order they were handed over, one at a time, each once, on
+/// system workers (5 threads: this one, the completion thread, a system worker per request).
+fn completion_order_model() {
+    let env = Lp::new(WorkItems::Thread);
+    let completer = Arc::new(Completer::new(&env, 1).expect("work items"));
+    let order = Arc::new(loom::sync::Mutex::new(Vec::new()));
+    let thread = {
+        let c = Arc::clone(&completer);
+        env.spawn(ThreadRole::Completion, Box::new(move || c.run()))
+            .expect("spawn")
+    };
+    for i in 0..3usize {
+        let order = Arc::clone(&order);
+        completer.push(Finished {
+            request: TestRequest::flush(move |_| {
+                assert_eq!(current_thread_name(), SYSTEM_WORKER, "engine thread");
+                crate::lock(&order).push(i);
+            }),
+            status: Status::Success,
+            information: 0,
+        });
+    }
+    completer.stop();
+    vcdirect::platform::Thread::join(thread);
+    completer.wait_idle();
+    assert_eq!(
+        *crate::lock(&order),
+        [0, 1, 2],
+        "completions overtook each other"
+    );
+    assert_eq!(completer.completed(), 3);
+    assert!(completer.is_idle());
+}
+
+#[test]
+fn completion_finisher_hand_off_keeps_order_and_bound() {
+    let _g = ordinary();
+    explore("completion_order", 3, completion_order_model);
+}
+
+#[test]
+#[should_panic(expected = "overtook")]
+fn completion_model_catches_a_finisher_overtaking_waiting_requests() {
+    let _f = FaultsOn::new(&[Fault::CompletionOvertakes]);
+    explore(
+        "completion_order_overtakes_fault",
+        2,
+        completion_order_model,
+    );
 }
