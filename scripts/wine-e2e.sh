@@ -838,12 +838,17 @@ w sc-stop-testdisk2 60 wine sc stop vctestdisk
 # VcdirectWineFaultWaitInReadDispatch=1 every read dispatch wait on one: calls that bugcheck on
 # Windows (the events are set first, so the waits cannot hang). VcdirectWineFaultIrpLifecycle=1
 # completes every read with its cancel routine set and reads its note after the completion
-# poison (the routine is taken back before the real completion). A short run (load, mount, one
-# read, dismount, unload) passes only if the driver reports each with its call site.
+# poison (the routine's "still set" is a flag of the check, the real one is never installed
+# again). VcdirectWineFaultVerifyAtApc=1 runs IOCTL_DISK_VERIFY's dispatch at virtual APC_LEVEL
+# (as the paging path can send a device control on Windows): VERIFY must then be refused with
+# STATUS_INVALID_DEVICE_STATE (ERROR_BAD_COMMAND, 22), not wait for a host read. A short run
+# (load, mount, one read, one VERIFY, dismount, unload) passes only if the driver reports each
+# wrong call with its call site.
 if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     reg_add vcdirect VcdirectWineFaultWaitInsideSpinLock REG_DWORD 1
     reg_add vcdirect VcdirectWineFaultWaitInReadDispatch REG_DWORD 1
     reg_add vcdirect VcdirectWineFaultIrpLifecycle REG_DWORD 1
+    reg_add vcdirect VcdirectWineFaultVerifyAtApc REG_DWORD 1
     reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\volume.img'
     MOUNT_ARGS="${MOUNT_ARGS/hidden.img/volume.img}"
     printf '%s\n' "$PASSWORD" > "$C/vctest/password.txt"
@@ -854,12 +859,13 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     await_log "$sw_log" "vcdirect: loaded (wine-host build" 30 || true
     if mount_volume w9-switch-mount ""; then
         client w9-switch-read expect-status --device "$VOLUME_PATH" --op read --offset 0 --length 4096 --expect ok --name read-with-the-switch-on
+        client w9-switch-verify-at-apc-refused expect-status --device "$VOLUME_PATH" --op ioctl --code 0x70014 --in-len 16 --expect 22 --name verify-at-virtual-apc-level-refused-with-status-invalid-device-state
         vcctl w9-switch-dismount dismount "$VOL"
     fi
     w w9-switch-stop 60 wine sc stop vcdirect
     await_log "$sw_log" "vcdirect: unloaded" 10 || true
     w w9-switch-stop-disk 60 wine sc stop vctestdisk
-    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch VcdirectWineFaultIrpLifecycle; do
+    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch VcdirectWineFaultIrpLifecycle VcdirectWineFaultVerifyAtApc; do
         w reg-delete 60 wine reg delete 'HKLM\System\CurrentControlSet\Services\vcdirect' /v "$v" /f
     done
     # Each wrong call, named with its site: the wait inside the spin lock in
@@ -878,17 +884,17 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     others=$(w9_violations "$sw_log" | grep -vF -e "${caught:-no line}" -e "${caught_read:-no line}" \
         -e "${caught_cancel:-no line}" -e "${caught_touch:-no line}" | wc -l)
     switches=$(grep -ac 'vcdirect: W9 fault switch on' "$sw_log")
-    if [ "$switches" -eq 3 ] && [ -n "$caught_cancel" ] && [ -n "$caught_touch" ] && [ "$others" -eq 0 ]; then
+    if [ "$switches" -eq 4 ] && [ -n "$caught_cancel" ] && [ -n "$caught_touch" ] && [ "$others" -eq 0 ]; then
         result PASS w9-switch-irp-lifecycle-caught "${caught_cancel#*vcdirect: }; ${caught_touch#*vcdirect: }"
     else
         result FAIL w9-switch-irp-lifecycle-caught "$switches switch lines, caught '${caught_cancel:-none}' and '${caught_touch:-none}', $others other violation lines ($sw_log)"
     fi
-    if [ "$switches" -eq 3 ] && [ -n "$caught" ] && [ "$others" -eq 0 ]; then
+    if [ "$switches" -eq 4 ] && [ -n "$caught" ] && [ "$others" -eq 0 ]; then
         result PASS w9-switch-caught "${caught#*vcdirect: }"
     else
         result FAIL w9-switch-caught "$switches switch lines, caught '${caught:-none}', $others other violation lines ($sw_log)"
     fi
-    if [ "$switches" -eq 3 ] && [ -n "$caught_read" ] && [ "$others" -eq 0 ]; then
+    if [ "$switches" -eq 4 ] && [ -n "$caught_read" ] && [ "$others" -eq 0 ]; then
         result PASS w9-switch-read-dispatch-caught "${caught_read#*vcdirect: }"
     else
         result FAIL w9-switch-read-dispatch-caught "$switches switch lines, caught '${caught_read:-none}', $others other violation lines ($sw_log)"

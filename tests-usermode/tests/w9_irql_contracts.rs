@@ -242,7 +242,7 @@ fn w9_every_checked_wrapper_reports_its_call_and_site_when_called_at_dispatch() 
     let mut buf = Buf::zeroed_aligned(4096, 4096);
     let line = line!() + 1;
     let text = violation_at_dispatch(|| drop(buf.map()));
-    assert_violation(&text, "MDL mapping", line);
+    assert_violation(&text, "MDL mapping (engine policy W7)", line);
     assert!(!buf.was_mapped());
 
     let host = StdHost::from_spec("memory:64K", 0).unwrap();

@@ -48,14 +48,18 @@ pub enum Call {
     Wait,
     /// Joining a thread (waits on the thread object).
     JoinThread,
+    /// IoReleaseRemoveLockAndWait: PASSIVE (the WDK's contract; stricter than [`Call::Wait`]).
+    RemoveLockWait,
     /// Starting a system thread (PsCreateSystemThread).
     SpawnThread,
     /// A Zw* call (ZwCreateFile, ZwReadFile, ZwWriteFile, ZwFsControlFile, ZwClose...).
     ZwCall,
     /// Synchronous host I/O: builds a request and waits for it.
     HostSyncIo,
-    /// Mapping an MDL into system space (MmGetSystemAddressForMdlSafe): at most DISPATCH, but
-    /// the engine maps only on its own threads (W7), so the contract here is PASSIVE.
+    /// Mapping an MDL into system space (MmGetSystemAddressForMdlSafe). Not the WDK contract
+    /// (that is IRQL <= DISPATCH_LEVEL): PASSIVE is this engine's policy (docs/review.md W7:
+    /// upper buffers are mapped only on the engine's own threads, never in dispatch), and the
+    /// report names it so.
     MapMdl,
     /// Building or allocating an IRP or MDL (IoAllocateIrp, IoBuildPartialMdl...): DISPATCH.
     BuildIrp,
@@ -89,6 +93,7 @@ impl Call {
             | Call::ZwCall
             | Call::HostSyncIo
             | Call::MapMdl
+            | Call::RemoveLockWait
             | Call::RegistryRead => Irql::Passive,
             Call::BuildIrp
             | Call::CallDriver
@@ -109,7 +114,8 @@ impl Call {
             Call::SpawnThread => "thread start",
             Call::ZwCall => "Zw* call",
             Call::HostSyncIo => "synchronous host I/O",
-            Call::MapMdl => "MDL mapping",
+            Call::MapMdl => "MDL mapping (engine policy W7)",
+            Call::RemoveLockWait => "remove-lock release-and-wait",
             Call::BuildIrp => "IRP/MDL building",
             Call::CallDriver => "IoCallDriver",
             Call::RegistryRead => "registry read",
@@ -354,6 +360,13 @@ mod tests {
         assert_eq!(Call::ZwCall.max(), Irql::Passive);
         assert_eq!(Call::RegistryRead.max(), Irql::Passive);
         assert_eq!(Call::PagedPool.max(), Irql::Apc);
+        // IoReleaseRemoveLockAndWait is PASSIVE, unlike a plain wait (APC allowed).
+        assert_eq!(Call::RemoveLockWait.max(), Irql::Passive);
+        assert!(Call::RemoveLockWait.max() < Call::Wait.max());
+        // MDL mapping: the engine's W7 policy (PASSIVE), stricter than the WDK's DISPATCH,
+        // and the report says it is a policy.
+        assert_eq!(Call::MapMdl.max(), Irql::Passive);
+        assert!(Call::MapMdl.name().contains("policy"));
         assert_eq!(Call::CompleteRequest.max(), Irql::Dispatch);
         assert_eq!(Call::AcquireSpinLock.max(), Irql::Dispatch);
     }

@@ -1,7 +1,7 @@
 //! A fixed, lock-free table of the threads that are above PASSIVE_LEVEL (docs/review.md W9).
 //!
 //! Owns: where a platform without thread-locals keeps each thread's virtual IRQL (the Wine
-//! build of the glue, `wdm/irql.rs`, keyed by `KeGetCurrentThread()`): one entry per raised
+//! build of the glue, `wdm/irql.rs`, keyed by the thread's TEB address): one entry per raised
 //! thread, claimed by compare-exchange on its first raise and given back when it is at
 //! PASSIVE_LEVEL again, so the table bounds concurrently raised threads, not threads; a thread
 //! without an entry is at PASSIVE_LEVEL. Allocates nothing and never blocks (it is used inside

@@ -205,7 +205,27 @@ impl Irp {
         // SAFETY: the caller's contract.
         let link = unsafe { Self::link(irp) };
         // SAFETY: `park` or `IrpList` wrote the link of the parked IRP.
-        unsafe { link.read() }.cast::<IRP>()
+        let next = unsafe { link.read() }.cast::<IRP>();
+        // W9 (wine-host build): a completion-poisoned link (the IRP was completed while still
+        // linked; `unpark` reports its note) is not followed, which would crash winedevice and
+        // lose the unload summary: reported, and the list ends here.
+        #[cfg(feature = "wine-host")]
+        if next as usize == POISON {
+            Self::report_poisoned_link();
+            return core::ptr::null_mut();
+        }
+        next
+    }
+
+    /// W9, wine-host build: [`parked_next`](Self::parked_next) found a poisoned link. Cold and
+    /// out of line: the list walks that inline `parked_next` stay small.
+    #[cfg(feature = "wine-host")]
+    #[cold]
+    #[inline(never)]
+    fn report_poisoned_link() {
+        super::irql::report_lifecycle(
+            "IRP list link read after completion (the list is cut there)",
+        );
     }
 
     /// Sets the link of the parked `irp`.
@@ -252,6 +272,11 @@ impl RequestList<Irp> for IrpList {
         Some(unsafe { Irp::unpark(head) })
     }
 
+    // Always inlined: the cancel routine's call (inside the queue's spin lock) then calls its
+    // `pick` closure directly. Out of line, the `dyn FnMut` call is an indirect call that the
+    // image's stack-budget check (scripts/check-sys-image.py) must take as any closure of the
+    // image, and the cancel path goes over its budget (seen in the wine-host image).
+    #[inline(always)]
     fn remove_first(&mut self, pick: &mut dyn FnMut(&Irp) -> bool) -> Option<Irp> {
         let mut prev: *mut IRP = core::ptr::null_mut();
         let mut at = self.head;
@@ -785,16 +810,15 @@ impl UpperRequest for Irp {
         #[cfg(feature = "wine-host")]
         {
             // The fault switch VcdirectWineFaultIrpLifecycle (w9-switch-irp-lifecycle-caught):
-            // every read is completed the wrong way, with its cancel routine installed again
-            // and its note read back after the poison; both must be reported. The routine is
-            // taken back before IofCompleteRequest, so Wine's IoCancelIrp never finds it.
+            // every read is completed the wrong way, as if its cancel routine were still set,
+            // and its note read back after the poison; both must be reported. "Still set" is
+            // a synthetic flag, not the real CancelRoutine slot: installing the routine again
+            // would race a Wine IoCancelIrp, whose routine would then run for a request the
+            // engine already settled.
             let fault = super::irql::Fault::IrpLifecycle.is_on()
                 && self.kind() == RequestKind::Read
                 && self.on_cancel.is_some();
-            if fault {
-                self.exchange_cancel_routine(self.on_cancel);
-            }
-            if !self.cancel_routine_slot().load(Ordering::SeqCst).is_null() {
+            if fault || !self.cancel_routine_slot().load(Ordering::SeqCst).is_null() {
                 super::irql::report_lifecycle("IRP completed with its cancel routine set");
             }
             super::irql::check(crate::platform::irql::Call::CompleteRequest);
@@ -804,7 +828,6 @@ impl UpperRequest for Irp {
                 let context = unsafe { Self::driver_context(self.irp.as_ptr()) };
                 // SAFETY: the owned IRP's DriverContext, just written by `poison`.
                 Self::check_not_completed(unsafe { context.read() });
-                self.exchange_cancel_routine(None);
             }
         }
         // W11: a disk's boost for a transfer that succeeded, as disk class drivers and

@@ -2,7 +2,7 @@
 //! lifecycle checks.
 //!
 //! Owns: where each kernel thread's virtual level lives in the Wine build (a fixed table keyed
-//! by `KeGetCurrentThread()`), raising it where Windows runs the glue at DISPATCH_LEVEL (spin
+//! by the thread's TEB address), raising it where Windows runs the glue at DISPATCH_LEVEL (spin
 //! locks, completion routines, the cancel routine, read/write dispatch), checking it in every
 //! wrapper whose contract has a maximum level ([`check`], with the row of
 //! `crate::platform::irql::Call`), and reporting a broken contract as one DbgPrint line
@@ -15,11 +15,19 @@
 //! Why a table and not the IRQL Wine reports: Wine runs drivers in a user-mode process; its
 //! KeGetCurrentIrql always answers PASSIVE_LEVEL and its KeAcquireSpinLockRaiseToDpc and
 //! KeRaiseIrql record nothing per thread, so a wait inside a spin lock is green there. The
-//! table (`platform::irql_table`, unit-tested on the host) needs no import beyond
-//! KeGetCurrentThread (already imported; Wine caches one KTHREAD object per thread in its TEB,
-//! so the key is stable and distinct per thread: the request thread's is the object of the
-//! first client thread it served, which no other thread of the process gets), allocates nothing
+//! table (`platform::irql_table`, unit-tested on the host) needs no import, allocates nothing
 //! and takes no lock.
+//!
+//! Why the TEB and not `KeGetCurrentThread()`: under Wine the request thread's
+//! KeGetCurrentThread is the cached KTHREAD of the client thread it served, held without a
+//! reference; when the client exits Wine frees it, and a new system thread's KTHREAD can land
+//! on the same address, so two live threads would share one entry. A thread's TEB (x64:
+//! `gs:[0x30]`, NT_TIB.Self) is never 0 and is unique while the thread lives; a thread that
+//! starts (system thread, work item routine) and finds its key already raised is reported.
+//! The wine-host image is x64 only: another architecture with this feature does not compile.
+
+#[cfg(all(feature = "wine-host", not(target_arch = "x86_64")))]
+compile_error!("the wine-host build is x64 only (its virtual IRQL is keyed by gs:[0x30])");
 
 #[cfg(feature = "wine-host")]
 pub(crate) use wine::*;
@@ -50,6 +58,10 @@ mod product {
     /// Product build: no check.
     #[inline(always)]
     pub(crate) fn check_returned_at(_expected: Irql) {}
+
+    /// Product build: no check.
+    #[inline(always)]
+    pub(crate) fn check_entered_at_passive() {}
 }
 
 #[cfg(feature = "wine-host")]
@@ -59,7 +71,6 @@ mod wine {
 
     use wdk_sys::ntddk::DbgPrint;
 
-    use super::super::thread::current_thread;
     use crate::platform::irql::{Breach, Call, Irql, Violation, VirtualIrql};
     use crate::platform::irql_table::IrqlTable;
 
@@ -68,17 +79,57 @@ mod wine {
     /// work-item threads stay far below it. A full table is reported as a violation (the run
     /// fails; nothing is checked wrongly).
     const SLOTS: usize = 256;
-    /// The raised threads, keyed by their KTHREAD address.
+    /// The raised threads, keyed by their TEB address.
     static TABLE: IrqlTable<SLOTS> = IrqlTable::new();
     /// Violations reported since load (the unload summary prints it).
     static VIOLATIONS: AtomicU32 = AtomicU32::new(0);
     /// Checks made since load (the unload summary prints it: the checks did run).
     static CHECKS: AtomicU32 = AtomicU32::new(0);
 
-    /// The calling thread's key (its KTHREAD address; 0 if it had none, which Wine 8.0 never
-    /// returns: such a thread is then not tracked rather than tracked wrongly) and its level.
+    /// The calling thread's TEB address: NT_TIB.Self at `gs:[0x30]` on x64 (Windows and Wine
+    /// both keep the TEB in gs for user-mode threads, and Wine's kernel threads are user-mode
+    /// threads of winedevice). Never 0 and unique while the thread lives.
+    #[inline(always)]
+    fn teb() -> usize {
+        let teb: usize;
+        // SAFETY: reads one pointer-sized value from the calling thread's own TEB (gs base,
+        // set by the loader for every thread, readable while the thread runs); no memory is
+        // written and no flags or stack are touched.
+        unsafe {
+            core::arch::asm!(
+                "mov {}, gs:[0x30]",
+                out(reg) teb,
+                options(nostack, readonly, preserves_flags)
+            )
+        };
+        teb
+    }
+
+    /// Threads that had no TEB (key 0, which the table cannot record): counted, reported once.
+    static UNKEYED: AtomicU32 = AtomicU32::new(0);
+
+    /// Counts a thread without a TEB (key 0, which x64 Windows and Wine never give a running
+    /// thread) and reports the first. Cold and out of line: `current` is inlined into every
+    /// spin lock guard.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn unkeyed() {
+        if UNKEYED.fetch_add(1, Ordering::Relaxed) == 0 {
+            report_rule(
+                "thread without a TEB: its virtual IRQL is not tracked",
+                Location::caller(),
+            );
+        }
+    }
+
+    /// The calling thread's key (its TEB address) and its level.
+    #[track_caller]
     fn current() -> (usize, VirtualIrql) {
-        let key = current_thread() as usize;
+        let key = teb();
+        if key == 0 {
+            unkeyed();
+        }
         let mut irql = VirtualIrql::new();
         // Raising a fresh PASSIVE_LEVEL value to a recorded level cannot fail.
         let _ = irql.raise(TABLE.level(key));
@@ -107,8 +158,20 @@ mod wine {
         /// Raises the calling thread's virtual IRQL to DISPATCH_LEVEL.
         #[track_caller]
         pub(crate) fn to_dispatch() -> Raised {
+            Self::to(Irql::Dispatch)
+        }
+
+        /// Raises the calling thread's virtual IRQL to APC_LEVEL (the fault switch
+        /// [`Fault::VerifyAtApc`]: device-control dispatch as the paging path can send it).
+        #[track_caller]
+        pub(crate) fn to_apc() -> Raised {
+            Self::to(Irql::Apc)
+        }
+
+        #[track_caller]
+        fn to(level: Irql) -> Raised {
             let (key, mut irql) = current();
-            let previous = match irql.raise(Irql::Dispatch) {
+            let previous = match irql.raise(level) {
                 Ok(previous) => previous,
                 Err(violation) => {
                     report(&violation);
@@ -141,6 +204,12 @@ mod wine {
         }
     }
 
+    /// The calling thread is at virtual PASSIVE_LEVEL (IOCTL_DISK_VERIFY's `can_read_host`).
+    #[track_caller]
+    pub(crate) fn at_passive() -> bool {
+        current().1.level() == Irql::Passive
+    }
+
     /// Checks that the calling thread returns to the system (thread exit, work item end) at
     /// `expected`.
     #[track_caller]
@@ -149,8 +218,28 @@ mod wine {
         let (key, irql) = current();
         if let Err(violation) = irql.check_returned_at(expected) {
             report(&violation);
-            // The thread goes back to the system: drop its entry so that a later thread
-            // with the same KTHREAD address does not inherit the level.
+            // The thread goes back to the system: drop its entry so that the thread's next
+            // work (or a later thread with the same TEB) does not inherit the level.
+            store(key, Irql::Passive);
+        }
+    }
+
+    /// Checks that a thread entering the driver fresh (a system thread's start routine, a work
+    /// item routine) has no level recorded under its key: one found raised is a stale entry
+    /// (another thread's, keyed the same, or a level leaked by the thread's previous work),
+    /// reported and dropped so that the thread starts at PASSIVE_LEVEL.
+    /// Out of line: its frame is then not part of the thread start routine's, which the
+    /// worker path's stack budget counts under the thread's whole body.
+    #[track_caller]
+    #[inline(never)]
+    pub(crate) fn check_entered_at_passive() {
+        CHECKS.fetch_add(1, Ordering::Relaxed);
+        let (key, irql) = current();
+        if irql.level() != Irql::Passive {
+            report_rule(
+                "fresh thread or work item found its key already raised",
+                Location::caller(),
+            );
             store(key, Irql::Passive);
         }
     }
@@ -248,14 +337,19 @@ mod wine {
         /// set and its engine note read after the completion poison
         /// (w9-switch-irp-lifecycle-caught).
         IrpLifecycle = 2,
+        /// `VcdirectWineFaultVerifyAtApc`: device-control dispatch of IOCTL_DISK_VERIFY runs at
+        /// virtual APC_LEVEL, where its host read cannot complete, so VERIFY must be refused
+        /// with STATUS_INVALID_DEVICE_STATE (w9-switch-verify-at-apc-refused).
+        VerifyAtApc = 3,
     }
 
     impl Fault {
         /// Every switch.
-        pub(crate) const ALL: [Fault; 3] = [
+        pub(crate) const ALL: [Fault; 4] = [
             Fault::WaitInsideSpinLock,
             Fault::WaitInReadDispatch,
             Fault::IrpLifecycle,
+            Fault::VerifyAtApc,
         ];
 
         /// The registry value's name.
@@ -264,6 +358,7 @@ mod wine {
                 Fault::WaitInsideSpinLock => "VcdirectWineFaultWaitInsideSpinLock",
                 Fault::WaitInReadDispatch => "VcdirectWineFaultWaitInReadDispatch",
                 Fault::IrpLifecycle => "VcdirectWineFaultIrpLifecycle",
+                Fault::VerifyAtApc => "VcdirectWineFaultVerifyAtApc",
             }
         }
 
@@ -321,6 +416,9 @@ mod wine {
     pub(crate) fn at_unload() {
         if TABLE.raised() != 0 {
             report_lifecycle("threads still above PASSIVE_LEVEL at unload");
+        }
+        if UNKEYED.load(Ordering::Relaxed) != 0 {
+            report_lifecycle("threads without a TEB were not tracked");
         }
         // SAFETY: NUL-terminated format with two `%u` arguments.
         unsafe {

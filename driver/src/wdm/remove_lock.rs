@@ -82,9 +82,12 @@ impl RemoveLockCell {
     /// there; Windows' starts at 1 and the remover's call releases both). Run where a volume
     /// device is deleted and where a host's child requests drain (at dismount and at unload,
     /// which dismounts what is left); a count that stays above zero means an acquisition that
-    /// is never released, reported with the remover's site. A failed acquire after removal
-    /// raises the count for an instant under Wine (increment, see Removed, decrement), so the
-    /// count is read a few times before it is reported.
+    /// is never released, reported with the remover's site. Wine's IoAcquireRemoveLockEx tests
+    /// Removed and then increments (a check-then-increment race, where Windows increments
+    /// first), and a failed acquire after removal raises the count for an instant (increment,
+    /// see Removed, decrement), so the count is read a few times before it is reported; a
+    /// count still not at zero is that race or an over- or under-release, and the message says
+    /// both.
     #[track_caller]
     fn check_drained(&self) {
         let count = || {
@@ -101,7 +104,11 @@ impl RemoveLockCell {
             }
             core::hint::spin_loop();
         }
-        super::irql::report_lifecycle("remove lock count not back to zero after release_and_wait");
+        super::irql::report_lifecycle(
+            "remove lock count not back to zero after release_and_wait (Wine's \
+             IoAcquireRemoveLockEx tests Removed then increments: that race, or an acquisition \
+             over- or under-released)",
+        );
     }
 }
 
@@ -147,6 +154,9 @@ impl RemoveLock {
 
     /// Releases `guard` (the remover's own acquisition), refuses new ones and blocks until all
     /// other holders released theirs.
+    ///
+    /// IRQL: PASSIVE_LEVEL.
+    #[cfg_attr(feature = "wine-host", track_caller)]
     pub fn release_and_wait(guard: RemoveLockGuard<'_>) {
         guard.release_and_wait();
     }
@@ -159,7 +169,7 @@ impl RemoveLockGuard<'_> {
     /// IRQL: PASSIVE_LEVEL.
     #[cfg_attr(feature = "wine-host", track_caller)]
     pub fn release_and_wait(self) {
-        super::irql::check(crate::platform::irql::Call::Wait);
+        super::irql::check(crate::platform::irql::Call::RemoveLockWait);
         let (cell, lock, tag) = (self.lock, self.lock.lock.get(), self.tag);
         core::mem::forget(self);
         // SAFETY: the caller held one acquisition (the forgotten guard) taken with `tag`, as

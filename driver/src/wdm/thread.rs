@@ -48,8 +48,8 @@ pub(crate) fn current_thread() -> wdk_sys::PETHREAD {
 ///
 /// IRQL: PASSIVE_LEVEL, on the system thread itself, before its first wait.
 pub(crate) fn run_at_low_realtime_priority() {
-    // SAFETY: the current thread's own KTHREAD, valid while it runs; KeSetPriorityThread is
-    // callable at IRQL <= DISPATCH_LEVEL and 16 is a valid priority (1..31). The previous
+    // SAFETY: the current thread's own KTHREAD, valid while it runs; KeSetPriorityThread
+    // requires PASSIVE_LEVEL (WDK), which this function's contract gives, and 16 is a valid priority (1..31). The previous
     // priority it returns is not needed.
     let _ = unsafe { KeSetPriorityThread(current_thread().cast(), LOW_REALTIME_PRIORITY) };
 }
@@ -161,6 +161,9 @@ unsafe extern "C" fn thread_start(context: PVOID) {
             core::ptr::null_mut(),
         )
     };
+    // W9 (wine-host build): a fresh system thread starts at PASSIVE_LEVEL; a level found
+    // under its key is a stale entry, reported.
+    irql::check_entered_at_passive();
     let Start { run, body, .. } = *start;
     if run.load(Ordering::Acquire) {
         body();

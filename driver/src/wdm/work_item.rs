@@ -218,6 +218,9 @@ unsafe extern "C" fn run_slot<T: Send + 'static>(_device: PDEVICE_OBJECT, contex
     // SAFETY: `context` is a slot queued by `queue`; its storage lives until this routine
     // gives the slot back below (it counts in `in_flight`).
     let slot = unsafe { &*context.cast::<Slot<T>>() };
+    // W9 (wine-host build): a work item routine starts at PASSIVE_LEVEL; a level found under
+    // its thread's key is a stale entry, reported.
+    super::irql::check_entered_at_passive();
     // SAFETY: the slot is ours until we give it back below.
     let payload = unsafe { (*slot.payload.get()).take() };
     let (item, home, index) = (slot.item, slot.home, slot.index);
@@ -289,6 +292,8 @@ unsafe extern "C" fn run_allocated(_device: PDEVICE_OBJECT, context: PVOID) {
     // SAFETY: `context` is the `Option<Queued>` leaked by `queue_allocated` for this work item
     // only.
     let queued = unsafe { Box::from_raw(context.cast::<Option<Queued>>()) };
+    // W9 (wine-host build): as in `run_slot`.
+    super::irql::check_entered_at_passive();
     // Always `Some`: filled before it was queued.
     let Some(Queued { item, body }) = *queued else {
         return;

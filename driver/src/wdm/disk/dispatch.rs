@@ -127,6 +127,13 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
                 request.complete(status, 0);
                 return nt(status);
             }
+            // W9, wine-host build: the fault switch VcdirectWineFaultVerifyAtApc runs VERIFY's
+            // dispatch at virtual APC_LEVEL (as the paging path can send a device control on
+            // Windows), where `can_read_host` must refuse it.
+            #[cfg(feature = "wine-host")]
+            let _apc_level = (super::super::irql::Fault::VerifyAtApc.is_on()
+                && request.ioctl_parameters().0 == crate::disk_ioctl::code::DISK_VERIFY)
+                .then(super::super::irql::Raised::to_apc);
             let (status, info) = disk_control(mounted, &mut request);
             request.complete(status, info);
             nt(status)

@@ -33,13 +33,14 @@ fn can_read_host() -> bool {
     unsafe { wdk_sys::ntddk::KeAreAllApcsDisabled() == 0 }
 }
 
-/// The wine-host build skips the check: Wine runs drivers in a user-mode process with no IRQL
-/// and no kernel APC delivery for this check to guard, and its KeAreAllApcsDisabled answers
+/// The wine-host build asks the virtual IRQL (W9) instead: Wine's KeAreAllApcsDisabled answers
 /// TRUE in a driver's dispatch routine (seen in the Wine end to end), which would refuse every
-/// VERIFY there.
+/// VERIFY there, and Wine has no real IRQL. The virtual level is PASSIVE_LEVEL unless the glue
+/// raised it (or the fault switch `VcdirectWineFaultVerifyAtApc` runs device-control dispatch
+/// at APC_LEVEL, as the paging path can on Windows).
 #[cfg(feature = "wine-host")]
 fn can_read_host() -> bool {
-    true
+    super::super::irql::at_passive()
 }
 
 /// Serves one device control; returns the status and the bytes of the reply.
