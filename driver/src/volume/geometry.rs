@@ -46,6 +46,19 @@ pub fn host_sector_size(
     }
 }
 
+/// The host's sector-size answer as VeraCrypt 1.26 asks (`TCOpenVolume`): the answer to
+/// IOCTL_DISK_GET_DRIVE_GEOMETRY_EX when it has one, else (failed or too short) the answer
+/// to IOCTL_DISK_GET_DRIVE_GEOMETRY, asked only then; when both fail, the second's status.
+pub fn geometry_answer(
+    ex: Result<Option<u32>, Status>,
+    classic: impl FnOnce() -> Result<Option<u32>, Status>,
+) -> Result<Option<u32>, Status> {
+    match ex {
+        Ok(Some(sector)) => Ok(Some(sector)),
+        _ => classic(),
+    }
+}
+
 /// Whether the host's answer to IOCTL_DISK_IS_WRITABLE makes the mount read-only: a raw host
 /// that answers STATUS_MEDIA_WRITE_PROTECTED is mounted read-only (and its volume device gets
 /// FILE_READ_ONLY_DEVICE), as VeraCrypt 1.26 does (`TCOpenVolume`:
@@ -58,6 +71,27 @@ pub fn host_write_protected(kind: HostKind, is_writable: Result<(), Status>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn w15_geometry_ex_first_then_the_older_query_and_its_status() {
+        let unasked = || -> Result<Option<u32>, Status> { panic!("asked after _EX answered") };
+        // _EX answers: the older query is not asked.
+        assert_eq!(geometry_answer(Ok(Some(4096)), unasked), Ok(Some(4096)));
+        // _EX fails or replies short: the older query's answer, whichever it is.
+        for ex in [Err(Status::InvalidDeviceRequest), Ok(None)] {
+            assert_eq!(geometry_answer(ex, || Ok(Some(512))), Ok(Some(512)));
+            assert_eq!(geometry_answer(ex, || Ok(None)), Ok(None));
+        }
+        // Both fail: the second's status, and the raw host is not mountable with it.
+        let both = geometry_answer(Err(Status::InvalidDeviceRequest), || {
+            Err(Status::Host(0xC000_00BB))
+        });
+        assert_eq!(both, Err(Status::Host(0xC000_00BB)));
+        assert_eq!(
+            host_sector_size(HostKind::RawDevice, both),
+            Err(Status::Host(0xC000_00BB))
+        );
+    }
 
     #[test]
     fn w15_a_raw_host_without_geometry_is_not_mountable() {
