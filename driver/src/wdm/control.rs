@@ -316,7 +316,7 @@ fn self_test(device: *mut DEVICE_OBJECT) {
     };
     // SAFETY: the control device lives until Unload, and the platform is dropped at the end of
     // this function, after every thread and work item of the test finished.
-    let Ok(platform) = (unsafe { KernelPlatform::new(device, 4, None) }) else {
+    let Ok(platform) = (unsafe { KernelPlatform::new(device, None) }) else {
         return;
     };
     match super::selftest::run(&platform) {
@@ -1011,10 +1011,9 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         gates: DRIVER_GATES.snapshot(),
         tunables: state.tunables,
     };
-    // SAFETY: the control device outlives every volume (Unload dismounts them first).
-    // One boxed work item: the completion stage brings its own pool of `max_work_items`
-    // (`Platform::work_items`), and nothing on a volume's I/O path queues a boxed closure.
-    let platform = unsafe { KernelPlatform::new(state.control, 1, Some(security)) }?;
+    // SAFETY: the control device outlives every volume (Unload dismounts them first). The
+    // completion stage makes its own pool of `max_work_items` (`Platform::work_items`).
+    let platform = unsafe { KernelPlatform::new(state.control, Some(security)) }?;
     let volume = Volume::mount(platform, host, &request.key, params)?;
     // W3: no unload may start from here on (DriverUnload cleared before the device exists), and
     // none may be pending already (the probe).
