@@ -46,6 +46,36 @@ pub fn host_sector_size(
     }
 }
 
+/// Asks the host its logical sector size through `query` (a device control with no input:
+/// the code and the output buffer; the bytes it returned, or its status), as VeraCrypt 1.26
+/// does: IOCTL_DISK_GET_DRIVE_GEOMETRY_EX, then IOCTL_DISK_GET_DRIVE_GEOMETRY only when that
+/// fails or replies short ([`geometry_answer`]); for [`host_sector_size`].
+pub fn ask_sector_size(
+    mut query: impl FnMut(u32, &mut [u8]) -> Result<usize, Status>,
+) -> Result<Option<u32>, Status> {
+    use crate::disk_ioctl::code::{DISK_GET_DRIVE_GEOMETRY, DISK_GET_DRIVE_GEOMETRY_EX};
+    use crate::disk_ioctl::layout as at;
+    let mut ask = |code: u32, min: usize, at: usize| {
+        let mut b = [0u8; 64];
+        query(code, &mut b).map(|n| {
+            let field = b.get(at..at + 4)?;
+            (n >= min).then(|| u32::from_le_bytes([field[0], field[1], field[2], field[3]]))
+        })
+    };
+    let ex = ask(
+        DISK_GET_DRIVE_GEOMETRY_EX,
+        at::GEOMETRY_EX_FIXED_SIZE,
+        at::GEOMETRY_EX_BYTES_PER_SECTOR,
+    );
+    geometry_answer(ex, || {
+        ask(
+            DISK_GET_DRIVE_GEOMETRY,
+            at::GEOMETRY_SIZE,
+            at::GEOMETRY_BYTES_PER_SECTOR,
+        )
+    })
+}
+
 /// The host's sector-size answer as VeraCrypt 1.26 asks (`TCOpenVolume`): the answer to
 /// IOCTL_DISK_GET_DRIVE_GEOMETRY_EX when it has one, else (failed or too short) the answer
 /// to IOCTL_DISK_GET_DRIVE_GEOMETRY, asked only then; when both fail, the second's status.

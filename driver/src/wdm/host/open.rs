@@ -12,7 +12,7 @@ use super::product;
 use super::wine;
 use super::KernelHost;
 use crate::platform::{HostKind, HostLimits};
-use crate::volume::geometry::{geometry_answer, host_sector_size, host_write_protected};
+use crate::volume::geometry::{ask_sector_size, host_sector_size, host_write_protected};
 use crate::Status;
 
 /// StorageAdapterProperty.
@@ -121,22 +121,7 @@ pub(super) fn probe(
         .filter(|n| *n >= at::LENGTH_INFO_SIZE)
         .and_then(|_| le64(&b, at::LENGTH_INFO_LENGTH));
     // W15: as VeraCrypt 1.26 asks, _EX first, the older query only when that fails.
-    let mut b = [0u8; 64];
-    let sector = geometry_answer(
-        query(ioctl::DISK_GET_DRIVE_GEOMETRY_EX, &mut b, 0).map(|n| {
-            (n >= at::GEOMETRY_EX_FIXED_SIZE)
-                .then(|| le32(&b, at::GEOMETRY_EX_BYTES_PER_SECTOR))
-                .flatten()
-        }),
-        || {
-            let mut b = [0u8; 64];
-            query(ioctl::DISK_GET_DRIVE_GEOMETRY, &mut b, 0).map(|n| {
-                (n >= at::GEOMETRY_SIZE)
-                    .then(|| le32(&b, at::GEOMETRY_BYTES_PER_SECTOR))
-                    .flatten()
-            })
-        },
-    );
+    let sector = ask_sector_size(|code, buf| query(code, buf, 0));
     let mut b = [0u8; 64];
     let id = at::PROPERTY_QUERY_ID;
     b[id..id + 4].copy_from_slice(&STORAGE_ADAPTER_PROPERTY.to_le_bytes());
