@@ -491,6 +491,42 @@ w6_wine_allocation_failure() {
     fi
 }
 
+# W6 (Wine build): the hand-off of try_arc's reserved block. VcdirectWineHandOffArcAt = k makes
+# the pool have nothing for the Arc::new of the mount's k-th try_arc, so the global allocator
+# hands it the block try_arc reserved. Every k in turn: the mount succeeds with exactly one
+# block handed over (the mount's own W6 line, the last one), reads serve the model's bytes (first k only: the rest just mount), the
+# dismount frees the block, and the driver process is the same throughout.
+w6_wine_reservation_handoff() {
+    gates 1 1
+    reg_add vcdirect VcdirectWineFailAllocationAt REG_DWORD 0
+    local arcs pid_before k ok=0 bad=""
+    arcs=$(grep -aoE "[0-9]+ try_arc, [0-9]+ reserved" "$BOTH_LOG" | tail -n1 | sed -E 's/^([0-9]+) .*/\1/')
+    if [ -z "$arcs" ] || [ "$arcs" -lt 2 ]; then
+        result FAIL w6-wine-reservation-handoff "no try_arc count or too few (${arcs:-none}) in $BOTH_LOG"
+        return
+    fi
+    pid_before=$(loaded_pid)
+    for k in $(seq 1 "$arcs"); do
+        reg_add vcdirect VcdirectWineHandOffArcAt REG_DWORD "$k"
+        if vcctl "w6-wine-handoff-$k" "$MOUNT_ARGS" && grep -aq '"volume_id"' "$LAST_LOG" \
+            && grep -a "W6 mount asked" "$BOTH_LOG" | tail -n1 | grep -aq "; $arcs try_arc, 1 reserved blocks handed"; then
+            if [ "$k" = 1 ]; then
+                client w6-wine-handoff-verify verify --device "$VOLUME_PATH" --model "$VM"
+            fi
+            vcctl "w6-wine-handoff-$k-dismount" dismount "$VOL" && ok=$((ok + 1)) || bad="$bad $k"
+        else
+            bad="$bad $k"
+            grep -aq '"volume_id"' "$LAST_LOG" && vcctl "w6-wine-handoff-$k-dismount" dismount "$VOL"
+        fi
+    done
+    reg_add vcdirect VcdirectWineHandOffArcAt REG_DWORD 0
+    if [ -z "$bad" ] && [ -n "$pid_before" ] && [ "$(loaded_pid)" = "$pid_before" ]; then
+        result PASS w6-wine-reservation-handoff "each of the $arcs try_arc of a mount got its reserved block from the global allocator: mounted, dismounted (block freed), winedevice.exe $pid_before throughout"
+    else
+        result FAIL w6-wine-reservation-handoff "$ok of $arcs mounted and dismounted; not:$bad; winedevice.exe $pid_before, now $(loaded_pid) (see the w6-wine-handoff-N logs and $BOTH_LOG)"
+    fi
+}
+
 # W11 (Wine build): a write-protected host (the test disk answers IOCTL_DISK_IS_WRITABLE with
 # STATUS_MEDIA_WRITE_PROTECTED) mounted read-write is mounted read-only, as VeraCrypt does:
 # the status says read_only, a write to the volume fails with ERROR_WRITE_PROTECT (19) and
@@ -563,6 +599,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     done
 
     w6_wine_allocation_failure
+    w6_wine_reservation_handoff
     w11_wine_write_protected_host
 
     # W1 (stand-in): a dismount with "open files" (a client holding the volume device open:

@@ -34,12 +34,12 @@ crate::condvar_sync::condvar_primitives!(
     loom::thread::JoinHandle<()>
 );
 
-/// Where [`Platform::queue_work_item`] runs an item.
+/// Where a work item (`Platform::work_items`) runs its payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkItems {
     /// On a new loom thread named [`SYSTEM_WORKER`] (the kernel's behaviour).
     Thread,
-    /// On the calling thread, before `queue_work_item` returns. Only for models that cannot
+    /// On the calling thread, before `queue` returns. Only for models that cannot
     /// afford another thread and do not check where upper completion code runs.
     Inline,
 }
@@ -110,18 +110,6 @@ impl<H: HostDevice> Platform for LoomPlatform<H> {
             .spawn(body)
             .map(LoomThread)
             .map_err(|_| Status::InsufficientResources)
-    }
-
-    fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
-        match self.work_items {
-            WorkItems::Thread => {
-                loom::thread::Builder::new()
-                    .name(SYSTEM_WORKER.into())
-                    .spawn(item)
-                    .expect("spawn a loom system worker");
-            }
-            WorkItems::Inline => item(),
-        }
     }
 
     fn work_items<T: Send + 'static>(

@@ -27,8 +27,6 @@ crate::condvar_sync::condvar_primitives!(
     std::thread::JoinHandle<()>
 );
 
-type WorkItem = Box<dyn FnOnce() + Send>;
-
 /// Runs an engine thread's body or a work item (entered at PASSIVE_LEVEL, which it must
 /// return at). A panic aborts the process once the panic hook has printed it (see the module
 /// documentation).
@@ -40,54 +38,6 @@ fn run_as_system(what: &str, f: impl FnOnce()) {
     if outcome.is_err() {
         eprintln!("{what} panicked (message above); aborting: it would leave requests hanging");
         std::process::abort();
-    }
-}
-
-#[derive(Default)]
-struct WorkerState {
-    queue: VecDeque<WorkItem>,
-    idle: usize,
-}
-
-/// The OS's shared worker threads: a work item never waits behind another one (a new thread
-/// is started whenever no idle thread is free for it), as blocked upper completions must not
-/// hold up later ones (docs/review.md R1).
-#[derive(Default)]
-struct SystemWorkers {
-    state: Mutex<WorkerState>,
-    cv: Condvar,
-}
-
-impl SystemWorkers {
-    fn queue(self: &Arc<Self>, item: WorkItem) {
-        let mut s = lock(&self.state);
-        s.queue.push_back(item);
-        if s.queue.len() > s.idle {
-            let me = Arc::clone(self);
-            drop(s);
-            std::thread::Builder::new()
-                .name("system-worker".into())
-                .spawn(move || me.run())
-                .expect("spawn a system worker");
-        } else {
-            drop(s);
-            self.cv.notify_one();
-        }
-    }
-
-    fn run(&self) {
-        let mut s = lock(&self.state);
-        loop {
-            if let Some(item) = s.queue.pop_front() {
-                drop(s);
-                run_as_system("a work item", item);
-                s = lock(&self.state);
-                continue;
-            }
-            s.idle += 1;
-            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
-            s.idle -= 1;
-        }
     }
 }
 
@@ -199,7 +149,6 @@ impl Drop for AliveGuard {
 /// The std platform for volumes on hosts of type `H`.
 pub struct StdPlatform<H> {
     crypto: Arc<rayon::ThreadPool>,
-    workers: Arc<SystemWorkers>,
     engine: Arc<EngineThreads>,
     cpus: usize,
     /// Run the encryption pool's pieces in order on the caller (see `with_inline_pieces`).
@@ -213,7 +162,6 @@ impl<H> Clone for StdPlatform<H> {
     fn clone(&self) -> Self {
         StdPlatform {
             crypto: Arc::clone(&self.crypto),
-            workers: Arc::clone(&self.workers),
             engine: Arc::clone(&self.engine),
             cpus: self.cpus,
             inline_pieces: self.inline_pieces,
@@ -235,7 +183,6 @@ impl<H> StdPlatform<H> {
             .expect("build the encryption pool");
         StdPlatform {
             crypto: Arc::new(crypto),
-            workers: Arc::new(SystemWorkers::default()),
             engine: Arc::new(EngineThreads::default()),
             cpus,
             inline_pieces: false,
@@ -317,12 +264,6 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
             })
             .map(StdThread)
             .map_err(|_| Status::InsufficientResources)
-    }
-
-    #[track_caller]
-    fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
-        crate::irql::check(Call::QueueWorkItem);
-        self.workers.queue(item);
     }
 
     fn work_items<T: Send + 'static>(

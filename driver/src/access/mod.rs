@@ -54,6 +54,14 @@ impl Sid {
         }
     }
 
+    /// A copy in a fallibly allocated buffer (W6: STATUS_INSUFFICIENT_RESOURCES instead of
+    /// the allocation-error handler; asks the allocation-failure injection).
+    pub fn try_clone(&self) -> Result<Sid, Status> {
+        let mut bytes = crate::io::try_vec(self.0.len())?;
+        bytes.extend_from_slice(&self.0);
+        Ok(Sid(bytes))
+    }
+
     /// A SID from its authority and sub-authorities (S-1-`authority`-`sub`...).
     pub fn new(authority: u64, sub_authorities: &[u32]) -> Sid {
         let count = sub_authorities.len().min(15);

@@ -321,6 +321,9 @@ pub(crate) const GEOMETRY_SECTORS_PER_TRACK: usize = offset_of!(DISK_GEOMETRY, S
 pub(crate) const GEOMETRY_BYTES_PER_SECTOR: usize = offset_of!(DISK_GEOMETRY, BytesPerSector);
 pub(crate) const GEOMETRY_SIZE: usize = size_of::<DISK_GEOMETRY>();
 pub(crate) const GEOMETRY_EX_DISK_SIZE: usize = offset_of!(DISK_GEOMETRY_EX, DiskSize);
+/// BytesPerSector inside DISK_GEOMETRY_EX's leading DISK_GEOMETRY (the host probe reads it).
+pub(crate) const GEOMETRY_EX_BYTES_PER_SECTOR: usize =
+    offset_of!(DISK_GEOMETRY_EX, Geometry) + GEOMETRY_BYTES_PER_SECTOR;
 /// DISK_GEOMETRY_EX without its variable `Data` (no partition or detection information).
 pub(crate) const GEOMETRY_EX_FIXED_SIZE: usize = offset_of!(DISK_GEOMETRY_EX, Data);
 
@@ -476,6 +479,7 @@ const _: () = {
     assert!(GEOMETRY_SIZE == 24);
     assert!(GEOMETRY_EX_SIZE == 40);
     assert!(GEOMETRY_EX_DISK_SIZE == 24);
+    assert!(GEOMETRY_EX_BYTES_PER_SECTOR == 20);
     assert!(DISK_PARTITION_INFO_SIZE == 24);
     assert!(DISK_DETECTION_INFO_SIZE == 56);
     assert!(GEOMETRY_EX_PARTITION == 32);

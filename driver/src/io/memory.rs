@@ -7,6 +7,19 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{faults, Status};
 
+/// What `Arc::new` allocates for a `T`: `alloc::sync::ArcInner<T>`, a `#[repr(C)]` struct of
+/// the strong and weak counts followed by the value. The kernel's `try_arc` reserves a block
+/// of this layout and hands it to `Arc::new` (W6); `tests-usermode/tests/w6_arc_layout.rs`
+/// checks on every toolchain CI builds with that `Arc::new::<T>` asks exactly
+/// `Layout::new::<ArcShape<T>>()`.
+#[doc(hidden)]
+#[repr(C)]
+pub struct ArcShape<T> {
+    strong: core::sync::atomic::AtomicUsize,
+    weak: core::sync::atomic::AtomicUsize,
+    data: T,
+}
+
 /// An empty vector with room for `capacity` elements, or STATUS_INSUFFICIENT_RESOURCES: the
 /// engine's one fallible allocation route (W6; stable Rust has no `Vec::try_with_capacity`).
 /// Every mount-time table and buffer of a volume is made through it, so a failed allocation

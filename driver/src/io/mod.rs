@@ -27,8 +27,8 @@ pub use counters::{CounterSnapshot, Counters, LegacyReason};
 pub use job::Path;
 pub(crate) use job::{IoJob, JobKind};
 pub(crate) use job_queue::{JobQueue, Next};
-pub use memory::VolumeMemory;
 pub(crate) use memory::{try_vec, MemoryBook, Purpose};
+pub use memory::{ArcShape, VolumeMemory};
 pub use segment::{SegmentLimits, MAX_DIRECT_REQUEST};
 
 /// Range-lock entries per volume: the legacy queue's requests, the direct slots and their

@@ -160,10 +160,6 @@ pub trait Platform: Clone + Send + Sync + 'static {
         body: Box<dyn FnOnce() + Send>,
     ) -> Result<Self::Thread, Status>;
 
-    /// Runs `item` on the OS's shared worker threads (IoQueueWorkItem on the DelayedWorkQueue
-    /// in the kernel), never on a thread of the engine. The caller bounds how many are active.
-    fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>);
-
     /// Allocates, now, `count` work items that each run `run` on the `T` they are queued with
     /// (the completion stage's hand-off: nothing is allocated per item afterwards). Fails with
     /// STATUS_INSUFFICIENT_RESOURCES (the mount then fails) when they cannot be allocated.

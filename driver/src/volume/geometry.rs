@@ -46,6 +46,49 @@ pub fn host_sector_size(
     }
 }
 
+/// Asks the host its logical sector size through `query` (a device control with no input:
+/// the code and the output buffer; the bytes it returned, or its status), as VeraCrypt 1.26
+/// does: IOCTL_DISK_GET_DRIVE_GEOMETRY_EX, then IOCTL_DISK_GET_DRIVE_GEOMETRY only when that
+/// fails or replies short ([`geometry_answer`]); for [`host_sector_size`].
+pub fn ask_sector_size(
+    mut query: impl FnMut(u32, &mut [u8]) -> Result<usize, Status>,
+) -> Result<Option<u32>, Status> {
+    use crate::disk_ioctl::code::{DISK_GET_DRIVE_GEOMETRY, DISK_GET_DRIVE_GEOMETRY_EX};
+    use crate::disk_ioctl::layout as at;
+    let mut ask = |code: u32, min: usize, at: usize| {
+        let mut b = [0u8; 64];
+        query(code, &mut b).map(|n| {
+            let field = b.get(at..at + 4)?;
+            (n >= min).then(|| u32::from_le_bytes([field[0], field[1], field[2], field[3]]))
+        })
+    };
+    let ex = ask(
+        DISK_GET_DRIVE_GEOMETRY_EX,
+        at::GEOMETRY_EX_FIXED_SIZE,
+        at::GEOMETRY_EX_BYTES_PER_SECTOR,
+    );
+    geometry_answer(ex, || {
+        ask(
+            DISK_GET_DRIVE_GEOMETRY,
+            at::GEOMETRY_SIZE,
+            at::GEOMETRY_BYTES_PER_SECTOR,
+        )
+    })
+}
+
+/// The host's sector-size answer as VeraCrypt 1.26 asks (`TCOpenVolume`): the answer to
+/// IOCTL_DISK_GET_DRIVE_GEOMETRY_EX when it has one, else (failed or too short) the answer
+/// to IOCTL_DISK_GET_DRIVE_GEOMETRY, asked only then; when both fail, the second's status.
+pub fn geometry_answer(
+    ex: Result<Option<u32>, Status>,
+    classic: impl FnOnce() -> Result<Option<u32>, Status>,
+) -> Result<Option<u32>, Status> {
+    match ex {
+        Ok(Some(sector)) => Ok(Some(sector)),
+        _ => classic(),
+    }
+}
+
 /// Whether the host's answer to IOCTL_DISK_IS_WRITABLE makes the mount read-only: a raw host
 /// that answers STATUS_MEDIA_WRITE_PROTECTED is mounted read-only (and its volume device gets
 /// FILE_READ_ONLY_DEVICE), as VeraCrypt 1.26 does (`TCOpenVolume`:
@@ -58,6 +101,27 @@ pub fn host_write_protected(kind: HostKind, is_writable: Result<(), Status>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn w15_geometry_ex_first_then_the_older_query_and_its_status() {
+        let unasked = || -> Result<Option<u32>, Status> { panic!("asked after _EX answered") };
+        // _EX answers: the older query is not asked.
+        assert_eq!(geometry_answer(Ok(Some(4096)), unasked), Ok(Some(4096)));
+        // _EX fails or replies short: the older query's answer, whichever it is.
+        for ex in [Err(Status::InvalidDeviceRequest), Ok(None)] {
+            assert_eq!(geometry_answer(ex, || Ok(Some(512))), Ok(Some(512)));
+            assert_eq!(geometry_answer(ex, || Ok(None)), Ok(None));
+        }
+        // Both fail: the second's status, and the raw host is not mountable with it.
+        let both = geometry_answer(Err(Status::InvalidDeviceRequest), || {
+            Err(Status::Host(0xC000_00BB))
+        });
+        assert_eq!(both, Err(Status::Host(0xC000_00BB)));
+        assert_eq!(
+            host_sector_size(HostKind::RawDevice, both),
+            Err(Status::Host(0xC000_00BB))
+        );
+    }
 
     #[test]
     fn w15_a_raw_host_without_geometry_is_not_mountable() {

@@ -38,7 +38,7 @@ pub(crate) mod nts {
 /// the answers a volume device gives, `disk_ioctl::code`) and the FSCTL it sends.
 pub(crate) mod ioctl {
     pub use crate::disk_ioctl::code::{
-        DISK_GET_DRIVE_GEOMETRY, DISK_GET_LENGTH_INFO, DISK_IS_WRITABLE, STORAGE_QUERY_PROPERTY,
+        DISK_GET_LENGTH_INFO, DISK_IS_WRITABLE, STORAGE_QUERY_PROPERTY,
     };
     /// FSCTL_ALLOW_EXTENDED_DASD_IO.
     #[cfg(not(feature = "wine-host"))]

@@ -316,7 +316,7 @@ fn self_test(device: *mut DEVICE_OBJECT) {
     };
     // SAFETY: the control device lives until Unload, and the platform is dropped at the end of
     // this function, after every thread and work item of the test finished.
-    let Ok(platform) = (unsafe { KernelPlatform::new(device, 4, None) }) else {
+    let Ok(platform) = (unsafe { KernelPlatform::new(device, None) }) else {
         return;
     };
     match super::selftest::run(&platform) {
@@ -927,22 +927,28 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
     // W6 (Wine build): the registry may name a fallible allocation of this mount to fail.
     #[cfg(feature = "wine-host")]
     {
-        let values = read_values(&state.registry_path, &[pool::injection::VALUE_NAME]);
+        use pool::injection::{HANDOFF_VALUE_NAME, VALUE_NAME};
+        let values = read_values(&state.registry_path, &[VALUE_NAME, HANDOFF_VALUE_NAME]);
         use crate::registry::RegistrySource as _;
-        let fail_at = values
-            .query(pool::injection::VALUE_NAME)
-            .and_then(|raw| crate::registry::read_dword(raw).ok())
-            .unwrap_or(0);
-        pool::injection::arm(fail_at);
+        let dword = |name| {
+            values
+                .query(name)
+                .and_then(|raw| crate::registry::read_dword(raw).ok())
+                .unwrap_or(0)
+        };
+        let fail_at = dword(VALUE_NAME);
+        pool::injection::arm(fail_at, dword(HANDOFF_VALUE_NAME));
         let result = mount_volume(state, caller, input, output_len);
-        let asked = pool::injection::disarm();
+        let counts = pool::injection::disarm();
         let failed = matches!(result, Err(Status::InsufficientResources));
-        // SAFETY: NUL-terminated format with two `%u` arguments.
+        // SAFETY: NUL-terminated format with four `%u` arguments.
         unsafe {
             DbgPrint(
-                c"vcdirect: W6 mount asked %u fallible allocations, failed at %u\n".as_ptr(),
-                asked as u32,
+                c"vcdirect: W6 mount asked %u fallible allocations, failed at %u; %u try_arc, %u reserved blocks handed to Arc::new\n".as_ptr(),
+                counts.asked as u32,
                 if failed { fail_at } else { 0 },
+                counts.arcs as u32,
+                counts.handed as u32,
             )
         };
         result
@@ -1005,10 +1011,9 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         gates: DRIVER_GATES.snapshot(),
         tunables: state.tunables,
     };
-    // SAFETY: the control device outlives every volume (Unload dismounts them first).
-    // One boxed work item: the completion stage brings its own pool of `max_work_items`
-    // (`Platform::work_items`), and nothing on a volume's I/O path queues a boxed closure.
-    let platform = unsafe { KernelPlatform::new(state.control, 1, Some(security)) }?;
+    // SAFETY: the control device outlives every volume (Unload dismounts them first). The
+    // completion stage makes its own pool of `max_work_items` (`Platform::work_items`).
+    let platform = unsafe { KernelPlatform::new(state.control, Some(security)) }?;
     let volume = Volume::mount(platform, host, &request.key, params)?;
     // W3: no unload may start from here on (DriverUnload cleared before the device exists), and
     // none may be pending already (the probe).
@@ -1018,12 +1023,15 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
     }
     // W6: the volume table's room for this entry, reserved before the device exists (mounts
     // run one at a time under the control mutex; removals only free room), so the push below
-    // allocates nothing.
-    if state.volumes.with(|v| v.try_reserve(1)).is_err() {
-        volume.dismount();
-        restore_unload(state);
-        return Err(Status::InsufficientResources);
-    }
+    // allocates nothing; and the owner's SID copied for the entry. Both ask the injection.
+    let owner = match reserve_entry(state).and_then(|()| caller.sid.try_clone()) {
+        Ok(owner) => owner,
+        Err(status) => {
+            volume.dismount();
+            restore_unload(state);
+            return Err(status);
+        }
+    };
     let id = state.next_id.fetch_add(1, Ordering::AcqRel);
     // SAFETY: `state.driver` is our driver object.
     let device = unsafe {
@@ -1045,8 +1053,8 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
             return Err(status);
         }
     };
-    // W6: a failure drops the device, which removes its links, dismounts the volume and
-    // deletes the device (PASSIVE_LEVEL, here).
+    // W6: the device is still initializing and has no links: a failure drops it, which
+    // dismounts the volume and deletes the device (PASSIVE_LEVEL, here).
     let device = match pool::try_arc(device) {
         Ok(device) => device,
         Err(status) => {
@@ -1054,11 +1062,20 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
             return Err(status);
         }
     };
+    // Everything fallible of the mount is done but the links: the entry is ready before the
+    // device is published, and the push below allocates nothing (room reserved above).
     let entry = Entry {
         device,
-        owner: caller.sid.clone(),
+        owner,
         dismounting: false,
     };
+    if let Err(status) = entry.device.publish() {
+        // Dropping the entry drops the device's only reference: the links made are gone
+        // already, the volume is dismounted and the device deleted.
+        drop(entry);
+        restore_unload(state);
+        return Err(status);
+    }
     state.volumes.with(|v| {
         v.push(entry);
         // The hold ends as the volume is in the table: it keeps DriverUnload cleared itself.
@@ -1070,6 +1087,18 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         drive_letter: request.drive_letter,
     }
     .build())
+}
+
+/// Reserves the volume table's room for one more entry (W6: fallible, and asks the Wine
+/// build's allocation-failure injection like every fallible allocation of a mount).
+fn reserve_entry(state: &DriverState) -> Result<(), Status> {
+    if crate::faults::allocation_fails() {
+        return Err(Status::InsufficientResources);
+    }
+    state
+        .volumes
+        .with(|v| v.try_reserve(1))
+        .map_err(|_| Status::InsufficientResources)
 }
 
 /// The dismount IOCTL's checks, in the caller's thread: the volume exists (else

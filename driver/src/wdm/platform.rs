@@ -17,19 +17,18 @@ use super::irp::Irp;
 use super::pool::{try_arc, try_box};
 use super::sync::{KernelEvent, KernelSemaphore, SpinLock};
 use super::thread::{run_at_low_realtime_priority, SystemThread};
-use super::work_item::{call_body, queue_allocated, Body, WorkItemPool};
+use super::work_item::WorkItemPool;
 use crate::platform::{Event, Piece, Platform, Thread, ThreadRole};
 use crate::Status;
 
 /// ALL_PROCESSOR_GROUPS for KeQueryActiveProcessorCountEx.
 const ALL_PROCESSOR_GROUPS: u16 = 0xffff;
 
-/// The kernel as the engine sees it, for one volume: the device that owns its work items,
-/// the volume's preallocated work items, and the mounting user's security context (R11).
+/// The kernel as the engine sees it, for one volume: the device that owns its work items
+/// (each pool made at mount by `work_items`), and the mounting user's security context (R11).
 #[derive(Clone)]
 pub struct KernelPlatform {
     device: NonNull<DEVICE_OBJECT>,
-    work_items: Arc<WorkItemPool<Body>>,
     security: Option<Arc<ClientSecurity>>,
     /// The driver's encryption pool (started in DriverEntry), if it runs.
     encryption: Option<EncryptionPool>,
@@ -42,19 +41,17 @@ unsafe impl Send for KernelPlatform {}
 unsafe impl Sync for KernelPlatform {}
 
 impl KernelPlatform {
-    /// A platform whose `work_items` work items belong to `device`; threads that issue host
-    /// I/O impersonate `security` when given.
+    /// A platform whose work items belong to `device`; threads that issue host I/O
+    /// impersonate `security` when given.
     ///
     /// # Safety
     /// `device` is a device object of this driver that outlives every clone of the platform.
     pub unsafe fn new(
         device: NonNull<DEVICE_OBJECT>,
-        work_items: usize,
         security: Option<Arc<ClientSecurity>>,
     ) -> Result<Self, Status> {
         Ok(KernelPlatform {
             device,
-            work_items: WorkItemPool::new(device.as_ptr(), work_items.max(1), call_body)?,
             security,
             encryption: encryption_pool::driver_pool(),
         })
@@ -140,18 +137,6 @@ impl Platform for KernelPlatform {
         try_arc(value)
     }
 
-    fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
-        if let Err(item) = self.work_items.queue(item) {
-            if let Err(item) = queue_allocated(self.device.as_ptr(), item) {
-                // W6: no work item to be had. The engine never calls this (its completion
-                // stage has its own preallocated items); the self-test's item runs here
-                // rather than a failed allocation stopping the machine.
-                log_no_work_item();
-                item();
-            }
-        }
-    }
-
     fn work_items<T: Send + 'static>(
         &self,
         count: usize,
@@ -173,16 +158,6 @@ impl Platform for KernelPlatform {
             None => pieces.iter_mut().for_each(work),
         }
     }
-}
-
-fn log_no_work_item() {
-    // SAFETY: a NUL-terminated format without arguments.
-    unsafe {
-        wdk_sys::ntddk::DbgPrint(
-            c"vcdirect: no work item could be allocated: the body ran on the caller's thread\n"
-                .as_ptr(),
-        )
-    };
 }
 
 /// Active processors in all groups (KeQueryActiveProcessorCountEx), at least 1.

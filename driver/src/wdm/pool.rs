@@ -76,6 +76,11 @@ pub struct KernelAllocator;
 // `layout.align()`, and `dealloc` frees exactly the pool block that `alloc` obtained.
 unsafe impl GlobalAlloc for KernelAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // W6, Wine build: the injection may say the pool has nothing for this `Arc::new`.
+        #[cfg(feature = "wine-host")]
+        if injection::pool_empty_for_arc() {
+            return reserve::take(layout);
+        }
         let block = allocate_layout(layout);
         if block.is_null() {
             // W6: the one allocation `try_arc` is making, from the block it reserved.
@@ -178,16 +183,11 @@ pub fn try_allocate_zeroed(layout: Layout) -> *mut u8 {
     block
 }
 
-/// What `Arc::new` allocates for a `T`: `alloc::sync::ArcInner<T>`, a `#[repr(C)]` struct of
-/// the strong and weak counts followed by the value. Used only for the size and alignment
-/// of the block [`try_arc`] reserves; should the standard library ever allocate differently,
-/// the reserved block does not fit and is not handed out (`reserve::take` checks).
-#[repr(C)]
-struct ArcShape<T> {
-    strong: core::sync::atomic::AtomicUsize,
-    weak: core::sync::atomic::AtomicUsize,
-    data: T,
-}
+/// What `Arc::new` allocates for a `T` (`crate::io::ArcShape`, checked against the standard
+/// library by a user-mode test). Used only for the size and alignment of the block
+/// [`try_arc`] reserves; should the standard library ever allocate differently, the reserved
+/// block does not fit and is not handed out (`reserve::take` checks).
+use crate::io::ArcShape;
 
 /// `Arc::new`, but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES (W6). Stable Rust
 /// has no `Arc::try_new`, and an `Arc` cannot be built around a block allocated elsewhere, so
@@ -196,7 +196,11 @@ struct ArcShape<T> {
 /// on this thread (`reserve`), so the allocation-error handler is never reached. The reserved
 /// block is freed when `Arc::new` did not need it.
 ///
-/// IRQL: <= DISPATCH_LEVEL (nonpaged pool; KeGetCurrentThread).
+/// IRQL: PASSIVE_LEVEL or APC_LEVEL only. The reserved block is keyed by the calling thread,
+/// and at DISPATCH_LEVEL or above "the current thread" is whichever thread the processor
+/// interrupted, so the hand-off is refused there (`reserve`): at DISPATCH_LEVEL this returns
+/// STATUS_INSUFFICIENT_RESOURCES without calling `Arc::new`. Every caller is the mount's
+/// thread at PASSIVE_LEVEL.
 pub fn try_arc<T>(value: T) -> Result<Arc<T>, crate::Status> {
     let layout = Layout::new::<ArcShape<T>>();
     let block = try_allocate(layout);
@@ -208,7 +212,11 @@ pub fn try_arc<T>(value: T) -> Result<Arc<T>, crate::Status> {
         unsafe { free_layout(block, layout) };
         return Err(crate::Status::InsufficientResources);
     };
+    #[cfg(feature = "wine-host")]
+    injection::reserved();
     let arc = Arc::new(value);
+    #[cfg(feature = "wine-host")]
+    injection::released();
     let unused = reserve::end(slot);
     if !unused.is_null() {
         // SAFETY: the reserved block, which `Arc::new` did not take: ours, freed once.
@@ -240,6 +248,29 @@ mod reserve {
         align: AtomicUsize,
     }
 
+    /// Below DISPATCH_LEVEL, where the current thread cannot change under us and is the one
+    /// that reserved (W6). x64 product: the IRQL is CR8 (what the WDK's inline
+    /// KeGetCurrentIrql reads; no import). Wine build: user mode, where reading CR8 faults
+    /// and Wine's KeGetCurrentIrql always answers PASSIVE_LEVEL: the mount's thread, always
+    /// passive. ARM64: the WDK's KeGetCurrentIrql is inline there too (a PCR read) and is not
+    /// reproduced yet, so the check is not made (every caller is at PASSIVE_LEVEL).
+    fn below_dispatch() -> bool {
+        #[cfg(all(target_arch = "x86_64", not(feature = "wine-host")))]
+        {
+            let irql: u64;
+            // SAFETY: reading CR8 (the task priority register, the IRQL on x64) is allowed at
+            // ring 0 and changes nothing: no memory, stack or flags touched.
+            unsafe {
+                core::arch::asm!("mov {}, cr8", out(reg) irql, options(nomem, nostack, preserves_flags))
+            };
+            irql < u64::from(wdk_sys::DISPATCH_LEVEL)
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(feature = "wine-host"))))]
+        {
+            true
+        }
+    }
+
     const SLOTS: usize = 4;
     #[allow(clippy::declare_interior_mutable_const)]
     const FREE: Reserved = Reserved {
@@ -258,6 +289,9 @@ mod reserve {
     /// Records `block` (of `layout`) for the calling thread; the slot's index, or `None`
     /// when every slot is taken.
     pub(super) fn put(block: *mut u8, layout: Layout) -> Option<usize> {
+        if !below_dispatch() {
+            return None;
+        }
         let me = current();
         let at = SLOT.iter().position(|r| {
             r.thread
@@ -272,7 +306,8 @@ mod reserve {
         let r = &SLOT[at];
         r.size.store(layout.size(), Ordering::Relaxed);
         r.align.store(layout.align(), Ordering::Relaxed);
-        r.block.store(block, Ordering::Relaxed);
+        // Release: whoever sees the block (Acquire in `take`) sees its size and alignment.
+        r.block.store(block, Ordering::Release);
         Some(at)
     }
 
@@ -289,10 +324,13 @@ mod reserve {
     /// The calling thread's reserved block when it fits `layout` (as large, as aligned, and
     /// of the same alignment class, so the allocator frees it the same way), else NULL.
     pub(super) fn take(layout: Layout) -> *mut u8 {
+        if !below_dispatch() {
+            return core::ptr::null_mut();
+        }
         let me = current();
         for r in &SLOT {
             // Only the owning thread touches its slot's block after `put`.
-            if r.thread.load(Ordering::Acquire) != me {
+            if r.thread.load(Ordering::Acquire) != me || r.block.load(Ordering::Acquire).is_null() {
                 continue;
             }
             let (size, align) = (
@@ -303,7 +341,7 @@ mod reserve {
                 && layout.align() <= align
                 && (layout.align() <= POOL_ALIGNMENT) == (align <= POOL_ALIGNMENT);
             if fits {
-                return r.block.swap(core::ptr::null_mut(), Ordering::Relaxed);
+                return r.block.swap(core::ptr::null_mut(), Ordering::AcqRel);
             }
         }
         core::ptr::null_mut()
@@ -316,37 +354,105 @@ mod reserve {
 /// semaphores' and work items' allocations, and the engine's `try_vec`, which asks through
 /// `faults::allocation_fails`): the mount must fail with STATUS_INSUFFICIENT_RESOURCES and
 /// undo what it made. 0 or missing: none fails. The count of fallible allocations a mount
-/// asked is printed (DbgPrint) when it ends.
+/// asked is printed (DbgPrint) when it ends. A second value, [`injection::HANDOFF_VALUE_NAME`]
+/// = k, makes the pool have nothing for the `Arc::new` of the mount's k-th `try_arc`, so the
+/// global allocator hands it the reserved block (`reserve::take`): the mount must succeed
+/// and the later dismount free that block like any other.
 #[cfg(feature = "wine-host")]
 pub mod injection {
-    use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+
+    use super::super::thread::current_thread;
 
     /// The registry value that names the allocation to fail.
     pub const VALUE_NAME: &str = "VcdirectWineFailAllocationAt";
 
-    static ARMED: AtomicBool = AtomicBool::new(false);
+    /// The registry value that names the `try_arc` whose `Arc::new` gets the reserved block.
+    pub const HANDOFF_VALUE_NAME: &str = "VcdirectWineHandOffArcAt";
+
+    /// The mounting thread whose allocations are counted (NULL: disarmed).
+    static ARMED: AtomicPtr<core::ffi::c_void> = AtomicPtr::new(core::ptr::null_mut());
     static SEEN: AtomicU64 = AtomicU64::new(0);
     static FAIL_AT: AtomicU64 = AtomicU64::new(0);
+    /// `try_arc` calls of the mount, the one whose `Arc::new` finds the pool empty, and the
+    /// reserved blocks handed out.
+    static ARCS: AtomicU64 = AtomicU64::new(0);
+    static HANDOFF_AT: AtomicU64 = AtomicU64::new(0);
+    static HANDED: AtomicU64 = AtomicU64::new(0);
+    /// Set while the chosen `try_arc`'s reservation is held, until its block is handed out.
+    static POOL_EMPTY: AtomicBool = AtomicBool::new(false);
 
-    /// Starts counting a mount's fallible allocations; the `fail_at`-th fails (0: none).
-    pub fn arm(fail_at: u32) {
+    /// What a mount asked, reported when it ends.
+    pub struct Counts {
+        /// Fallible allocations.
+        pub asked: u64,
+        /// `try_arc` calls.
+        pub arcs: u64,
+        /// Reserved blocks `Arc::new` got from the global allocator.
+        pub handed: u64,
+    }
+
+    /// Starts counting the calling (mounting) thread's fallible allocations; the `fail_at`-th
+    /// fails (0: none); the `handoff_at`-th `try_arc` finds the pool empty (0: none).
+    pub fn arm(fail_at: u32, handoff_at: u32) {
         SEEN.store(0, Ordering::SeqCst);
+        ARCS.store(0, Ordering::SeqCst);
+        HANDED.store(0, Ordering::SeqCst);
         FAIL_AT.store(u64::from(fail_at), Ordering::SeqCst);
-        ARMED.store(true, Ordering::SeqCst);
+        HANDOFF_AT.store(u64::from(handoff_at), Ordering::SeqCst);
+        ARMED.store(current_thread().cast(), Ordering::SeqCst);
     }
 
-    /// Stops counting; the fallible allocations asked since `arm`.
-    pub fn disarm() -> u64 {
-        ARMED.store(false, Ordering::SeqCst);
+    /// Stops counting; what was asked since `arm`.
+    pub fn disarm() -> Counts {
+        ARMED.store(core::ptr::null_mut(), Ordering::SeqCst);
         FAIL_AT.store(0, Ordering::SeqCst);
-        SEEN.load(Ordering::SeqCst)
+        HANDOFF_AT.store(0, Ordering::SeqCst);
+        POOL_EMPTY.store(false, Ordering::SeqCst);
+        Counts {
+            asked: SEEN.load(Ordering::SeqCst),
+            arcs: ARCS.load(Ordering::SeqCst),
+            handed: HANDED.load(Ordering::SeqCst),
+        }
     }
 
-    /// True when this fallible allocation is the one to fail. Mounts run one at a time
-    /// (the control mutex), and a mounted volume asks no fallible allocation while it serves
-    /// (W6), so the count is the mount's own.
+    fn mounting_thread() -> bool {
+        let armed = ARMED.load(Ordering::SeqCst);
+        !armed.is_null() && armed == current_thread().cast()
+    }
+
+    /// `try_arc` holds its reservation: the chosen one's `Arc::new` finds the pool empty.
+    pub fn reserved() {
+        if mounting_thread() {
+            let n = ARCS.fetch_add(1, Ordering::SeqCst) + 1;
+            POOL_EMPTY.store(n == HANDOFF_AT.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+    }
+
+    /// `try_arc`'s `Arc::new` returned.
+    pub fn released() {
+        if mounting_thread() {
+            POOL_EMPTY.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// True (once) when the global allocator is to act as if the pool had nothing: the
+    /// mounting thread's allocation inside the chosen `try_arc`'s `Arc::new`.
+    pub fn pool_empty_for_arc() -> bool {
+        if !POOL_EMPTY.load(Ordering::SeqCst) || !mounting_thread() {
+            return false;
+        }
+        POOL_EMPTY.store(false, Ordering::SeqCst);
+        HANDED.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+
+    /// True when this fallible allocation is the one to fail. Only the mounting thread's
+    /// allocations count (keyed by its KTHREAD, stable per thread under Wine), so another
+    /// thread's (a serving volume's, a dismount's, the engine threads the mount starts)
+    /// cannot shift n; mounts run one at a time (the control mutex).
     pub fn fails() -> bool {
-        if !ARMED.load(Ordering::SeqCst) {
+        if !mounting_thread() {
             return false;
         }
         let n = SEEN.fetch_add(1, Ordering::SeqCst) + 1;

@@ -147,6 +147,22 @@ impl RemoveLock {
         RemoveLock { lock }
     }
 
+    /// [`RemoveLock::new`], but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES
+    /// (W6: at mount; asks the Wine build's allocation-failure injection).
+    pub fn try_new() -> Result<Self, Status> {
+        let layout = core::alloc::Layout::new::<RemoveLockCell>();
+        let raw = super::pool::try_allocate_zeroed(layout).cast::<RemoveLockCell>();
+        if raw.is_null() {
+            return Err(Status::InsufficientResources);
+        }
+        // SAFETY: allocated above as the global allocator allocates the boxed type's layout,
+        // all-zero (a valid IO_REMOVE_LOCK before initialization); the box owns it now.
+        let lock = unsafe { Box::from_raw(raw) };
+        // SAFETY: zeroed pool memory that does not move for the lock's life; first use.
+        unsafe { lock.init() };
+        Ok(RemoveLock { lock })
+    }
+
     /// Takes a reference, or `DeviceNotReady` once removal has begun (STATUS_DELETE_PENDING).
     pub fn acquire(&self) -> Result<RemoveLockGuard<'_>, Status> {
         self.lock.acquire()

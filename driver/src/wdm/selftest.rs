@@ -12,7 +12,16 @@ use alloc::sync::Arc;
 use super::platform::KernelPlatform;
 use super::remove_lock::RemoveLock;
 use super::sync::{KernelEvent, SpinLock};
+use super::work_item::WorkItemPool;
 use crate::platform::{Event, Lock, Platform, Thread, WorkQueue};
+
+/// A boxed closure, the payload of the self-test's work-item pools.
+type Body = Box<dyn FnOnce() + Send>;
+
+/// The routine of a pool of boxed closures: calls the closure.
+fn call_body(body: Body) {
+    body();
+}
 
 /// Runs the checks; `Err` names the first one that failed.
 pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
@@ -42,15 +51,20 @@ pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
         return Err("work queue across a system thread");
     }
 
-    // Work item signalling a notification event.
+    // Work item signalling a notification event (a pool of one, as `Platform::work_items`).
     let done = Arc::new(KernelEvent::new());
     let ran_on = Arc::new(SpinLock::new(false));
     {
+        let pool = WorkItemPool::new(platform.device().as_ptr(), 1, call_body)
+            .map_err(|_| "work item pool")?;
         let (done, ran_on) = (Arc::clone(&done), Arc::clone(&ran_on));
-        platform.queue_work_item(Box::new(move || {
+        let queued = pool.queue(Box::new(move || {
             ran_on.with(|r| *r = true);
             done.set();
         }));
+        if queued.is_err() {
+            return Err("work item: no idle item");
+        }
     }
     done.wait();
     if !ran_on.with(|r| *r) {
@@ -84,8 +98,6 @@ pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
 /// routines still run; each then frees its own item and the last frees the slots' storage
 /// (work_item.rs), and both bodies ran to the end.
 fn work_item_teardown(platform: &KernelPlatform) -> Result<(), &'static str> {
-    use super::work_item::{call_body, WorkItemPool};
-
     let pool = WorkItemPool::new(platform.device().as_ptr(), 2, call_body)
         .map_err(|_| "work item pool")?;
     let gate = Arc::new(KernelEvent::new());

@@ -61,9 +61,12 @@ impl OwnedUnicode {
         Ok(OwnedUnicode { chars, header })
     }
 
-    /// Copies `chars`; see [`OwnedUnicode::new`].
+    /// Copies `chars` into a fallibly allocated buffer (W6: STATUS_INSUFFICIENT_RESOURCES,
+    /// asks the allocation-failure injection); see [`OwnedUnicode::new`].
     pub(crate) fn copy(chars: &[u16]) -> Result<Self, Status> {
-        Self::new(chars.to_vec())
+        let mut owned = crate::io::try_vec(chars.len())?;
+        owned.extend_from_slice(chars);
+        Self::new(owned)
     }
 
     /// Encodes `s` as UTF-16; see [`OwnedUnicode::new`].

@@ -1,5 +1,4 @@
-//! I/O work items (IoAllocateWorkItem / IoQueueWorkItem): `Platform::work_items` and
-//! `Platform::queue_work_item`.
+//! I/O work items (IoAllocateWorkItem / IoQueueWorkItem): `Platform::work_items`.
 //!
 //! Owns: pools of IO_WORKITEMs allocated at mount (VeraCrypt 1.26.18 preallocates its
 //! completion work items the same way), each slot carrying its payload `T` in place, so
@@ -30,14 +29,6 @@ use super::pool::{try_arc, try_box};
 use super::sync::SpinLock;
 use crate::platform::Lock;
 use crate::Status;
-
-/// A boxed closure (`Platform::queue_work_item`).
-pub type Body = Box<dyn FnOnce() + Send>;
-
-/// The routine of a pool of boxed closures: calls the closure.
-pub fn call_body(body: Body) {
-    body();
-}
 
 /// One preallocated work item and what it runs next.
 struct Slot<T: Send + 'static> {
@@ -256,51 +247,4 @@ unsafe extern "C" fn run_slot<T: Send + 'static>(_device: PDEVICE_OBJECT, contex
     }
     // W9 (wine-host build): a work item routine returns at PASSIVE_LEVEL.
     super::irql::check_returned_at(crate::platform::irql::Irql::Passive);
-}
-
-struct Queued {
-    item: PIO_WORKITEM,
-    body: Body,
-}
-
-/// The fallback of `Platform::queue_work_item` (never the I/O path, whose completion stage
-/// keeps its bound; the engine never calls it): a work item allocated for this one call.
-/// Hands `body` back, not queued, when the work item or its context cannot be allocated (W6:
-/// no panic on a failed allocation).
-pub fn queue_allocated(device: PDEVICE_OBJECT, body: Body) -> Result<(), Body> {
-    // SAFETY: `device` is a live device object of this driver (contract of `queue`).
-    let item = unsafe { IoAllocateWorkItem(device) };
-    if item.is_null() {
-        return Err(body);
-    }
-    // The context's room first, so a failure can still hand the body back.
-    let Ok(mut queued) = try_box(None::<Queued>) else {
-        // SAFETY: allocated above, never queued.
-        unsafe { IoFreeWorkItem(item) };
-        return Err(body);
-    };
-    *queued = Some(Queued { item, body });
-    let queued = Box::into_raw(queued);
-    super::irql::check(crate::platform::irql::Call::QueueWorkItem);
-    // SAFETY: `item` was just allocated for `device`; `queued` is handed to `run_allocated`,
-    // which reclaims it exactly once.
-    unsafe { IoQueueWorkItem(item, Some(run_allocated), DelayedWorkQueue, queued.cast()) };
-    Ok(())
-}
-
-unsafe extern "C" fn run_allocated(_device: PDEVICE_OBJECT, context: PVOID) {
-    // SAFETY: `context` is the `Option<Queued>` leaked by `queue_allocated` for this work item
-    // only.
-    let queued = unsafe { Box::from_raw(context.cast::<Option<Queued>>()) };
-    // W9 (wine-host build): as in `run_slot`.
-    super::irql::check_entered_at_passive();
-    // Always `Some`: filled before it was queued.
-    let Some(Queued { item, body }) = *queued else {
-        return;
-    };
-    body();
-    // W9 (wine-host build): a work item routine returns at PASSIVE_LEVEL.
-    super::irql::check_returned_at(crate::platform::irql::Irql::Passive);
-    // SAFETY: the work item's routine may free its own item; nothing else references it.
-    unsafe { IoFreeWorkItem(item) };
 }

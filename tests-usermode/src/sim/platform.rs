@@ -71,18 +71,6 @@ impl Platform for SimPlatform {
             .map_err(|_| Status::InsufficientResources)
     }
 
-    #[track_caller]
-    fn queue_work_item(&self, item: Box<dyn FnOnce() + Send>) {
-        crate::irql::check(Call::QueueWorkItem);
-        shuttle::thread::Builder::new()
-            .name("system-worker".into())
-            .spawn(move || {
-                item();
-                crate::irql::check_returned_at_passive();
-            })
-            .expect("spawn a simulated system worker");
-    }
-
     fn work_items<T: Send + 'static>(
         &self,
         _count: usize,

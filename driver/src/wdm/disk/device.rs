@@ -81,11 +81,13 @@ unsafe impl Send for VolumeDevice {}
 unsafe impl Sync for VolumeDevice {}
 
 impl VolumeDevice {
-    /// Creates the device `\Device\VcVolume<id>` and its links for `volume`, with the
-    /// descriptor that limits raw opens to system, administrators and `owner` (W4), and the
-    /// names of `names` (`VolumeNames::new(id, letter, unique id)`, W2). The caller checked
-    /// that the letter is free (`crate::namespace::letter_free`) before anything of the mount
-    /// was created.
+    /// Creates the device `\Device\VcVolume<id>` for `volume`, with the descriptor that
+    /// limits raw opens to system, administrators and `owner` (W4), and the names of `names`
+    /// (`VolumeNames::new(id, letter, unique id)`, W2). The device stays initializing and has
+    /// no links until [`VolumeDevice::publish`]: everything fallible of the mount happens
+    /// between the two (W6), so a failure there deletes a device nobody could open. The caller
+    /// checked that the letter is free (`crate::namespace::letter_free`) before anything of
+    /// the mount was created. On failure the volume is not dismounted (the caller's).
     ///
     /// IRQL: PASSIVE_LEVEL.
     ///
@@ -104,7 +106,8 @@ impl VolumeDevice {
         let sector_size = volume_sector(&volume);
         // W11: what the device says about itself matches a disk on this host.
         let host_alignment = volume.host().alignment_requirement();
-        let mounted = Arc::new(MountedVolume {
+        // W6: allocated fallibly, before the device exists.
+        let mounted = super::super::pool::try_arc(MountedVolume {
             id,
             flags,
             drive_letter,
@@ -113,7 +116,7 @@ impl VolumeDevice {
             names,
             read_only,
             sector_size,
-        });
+        })?;
         let mut name = OwnedUnicode::copy(mounted.names.device_name())?;
         let mut device: *mut DEVICE_OBJECT = core::ptr::null_mut();
         // SAFETY: `driver` is our driver object (contract); the name is valid for the call.
@@ -175,24 +178,32 @@ impl VolumeDevice {
             drop(this);
             return Err(status);
         }
-        d.Flags &= !DO_DEVICE_INITIALIZING;
-        // The links, once the device can be opened (the mount manager asks it its names). A
-        // letterless mount never reaches the mount manager. On failure `Links` removed what it
-        // made, and dropping `this` deletes the device; the caller still owns the (not yet
-        // dismounted) volume's other reference.
-        let made = {
-            // SAFETY: `device` is our live volume device until `this` drops, after `mm`.
-            let mm = drive_letter.and_then(|_| unsafe { links::mount_manager(device) });
-            Links::establish(&KernelNamespace, mm.as_ref(), &DIRS, &this.mounted.names)
-        };
-        match made {
-            Ok(made) => this.links.with(|l| *l = made),
-            Err(status) => {
-                drop(this);
-                return Err(status);
-            }
-        }
         Ok(this)
+    }
+
+    /// Makes the created device usable: clears DO_DEVICE_INITIALIZING, then creates its
+    /// links (once the device can be opened: the mount manager asks it its names; a
+    /// letterless mount never reaches the mount manager). The caller made everything else of
+    /// the mount first, so only the links can fail from here; on failure `Links` removed what
+    /// it made and dropping the caller's `Arc` (its only one) dismounts the volume and deletes
+    /// the device.
+    ///
+    /// IRQL: PASSIVE_LEVEL. Called once per device.
+    pub fn publish(self: &Arc<Self>) -> Result<(), Status> {
+        let device = self.device;
+        // SAFETY: our live volume device (type invariant); nobody dispatches to it while it
+        // is initializing, and the I/O manager reads Flags only after we clear the bit.
+        unsafe { (*device.as_ptr()).Flags &= !DO_DEVICE_INITIALIZING };
+        let made = {
+            // SAFETY: `device` is our live volume device until `self` drops, after `mm`.
+            let mm = self
+                .mounted
+                .drive_letter
+                .and_then(|_| unsafe { links::mount_manager(device) });
+            Links::establish(&KernelNamespace, mm.as_ref(), &DIRS, &self.mounted.names)
+        }?;
+        self.links.with(|l| *l = made);
+        Ok(())
     }
 
     /// The mounted volume.

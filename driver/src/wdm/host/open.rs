@@ -12,7 +12,7 @@ use super::product;
 use super::wine;
 use super::KernelHost;
 use crate::platform::{HostKind, HostLimits};
-use crate::volume::geometry::{host_sector_size, host_write_protected};
+use crate::volume::geometry::{ask_sector_size, host_sector_size, host_write_protected};
 use crate::Status;
 
 /// StorageAdapterProperty.
@@ -99,8 +99,9 @@ fn le64(b: &[u8], at: usize) -> Option<u64> {
 pub(super) struct Probed {
     /// The size (IOCTL_DISK_GET_LENGTH_INFO), `None` without an answer.
     pub size: Option<u64>,
-    /// IOCTL_DISK_GET_DRIVE_GEOMETRY's BytesPerSector, `Ok(None)` for a short reply, or the
-    /// query's status.
+    /// BytesPerSector of IOCTL_DISK_GET_DRIVE_GEOMETRY_EX, or when that fails of
+    /// IOCTL_DISK_GET_DRIVE_GEOMETRY (`geometry_answer`): `Ok(None)` for a short reply, or the
+    /// second query's status.
     pub sector: Result<Option<u32>, Status>,
     /// Max transfer, max pages, alignment mask (IOCTL_STORAGE_QUERY_PROPERTY).
     pub adapter: Option<(u32, u32, u32)>,
@@ -119,12 +120,8 @@ pub(super) fn probe(
         .ok()
         .filter(|n| *n >= at::LENGTH_INFO_SIZE)
         .and_then(|_| le64(&b, at::LENGTH_INFO_LENGTH));
-    let mut b = [0u8; 64];
-    let sector = query(ioctl::DISK_GET_DRIVE_GEOMETRY, &mut b, 0).map(|n| {
-        (n >= at::GEOMETRY_SIZE)
-            .then(|| le32(&b, at::GEOMETRY_BYTES_PER_SECTOR))
-            .flatten()
-    });
+    // W15: as VeraCrypt 1.26 asks, _EX first, the older query only when that fails.
+    let sector = ask_sector_size(|code, buf| query(code, buf, 0));
     let mut b = [0u8; 64];
     let id = at::PROPERTY_QUERY_ID;
     b[id..id + 4].copy_from_slice(&STORAGE_ADAPTER_PROPERTY.to_le_bytes());

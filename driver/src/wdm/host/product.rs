@@ -40,6 +40,8 @@ const IO_TYPE_FILE: i16 = 5;
 
 pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
     let mut name = OwnedUnicode::copy(params.path)?;
+    // W6: the child requests' remove lock, allocated fallibly before anything needs undoing.
+    let children = RemoveLock::try_new()?;
     let mut attributes = OBJECT_ATTRIBUTES {
         Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
         RootDirectory: core::ptr::null_mut(),
@@ -151,7 +153,7 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         slots,
         file,
         handle,
-        children: RemoveLock::new(),
+        children,
         write_protected: false,
     };
     if raw {
@@ -186,7 +188,12 @@ unsafe fn device_control(
 ) -> Result<usize, Status> {
     let mut iosb = IO_STATUS_BLOCK::default();
     let len = buf.len() as u32;
-    let ptr = buf.as_mut_ptr().cast();
+    // An empty buffer is NULL, not a dangling non-null pointer (IOCTL_DISK_IS_WRITABLE has
+    // neither input nor output), as `fs_control` passes it.
+    let ptr = match buf.is_empty() {
+        true => core::ptr::null_mut(),
+        false => buf.as_mut_ptr().cast(),
+    };
     // SAFETY: `buf` is valid for `len` bytes as input (first `input` bytes) and output;
     // the handle is ours and synchronous (contract), so the call returns when the request is done.
     let status = unsafe {

@@ -30,6 +30,8 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
     let mut name: Vec<u16> = "\\Driver\\".encode_utf16().collect();
     name.extend_from_slice(params.wine_driver_name);
     let mut unicode = OwnedUnicode::new(name)?;
+    // W6: the child requests' remove lock, allocated fallibly before anything needs undoing.
+    let children = RemoveLock::try_new()?;
     let mut object: PVOID = core::ptr::null_mut();
     // SAFETY: `unicode` is alive for the call; no access state, type or
     // parse context (Wine's implementation looks the name up among loaded drivers).
@@ -81,7 +83,7 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         slots,
         file: core::ptr::null_mut(),
         driver,
-        children: RemoveLock::new(),
+        children,
         write_protected: false,
     };
     let probed =
