@@ -1,9 +1,12 @@
 //! The batched XTS-AES-256 data-unit cipher.
 //!
 //! Per batch of up to 8 data units: the 8 initial tweaks are one `encrypt_blocks` call on the
-//! tweak key, the 256 block tweaks follow by multiplication with alpha, and all 256 blocks are
-//! one call on the data key, so AES-NI runs 8 blocks wide. (One block per call, as `xts-mode`
-//! does, reached 0.15-0.6 GB/s here; this form reaches several GB/s.)
+//! tweak key; then per pass of 2 units, the 64 block tweaks follow by multiplication with alpha
+//! and the 64 blocks are one call on the data key, so AES-NI runs 8 blocks wide. (One block per
+//! call, as `xts-mode` does, reached 0.15-0.6 GB/s here; this form reaches several GB/s.) The
+//! block tweaks of a pass live on the stack of the thread that encrypts, a kernel worker's
+//! among them, whose stack is budgeted (docs/review.md W13): 1 KiB for a pass of 2 units, where
+//! a whole batch's 256 tweaks took 4 KiB.
 
 use aes::{Aes256, Aes256Enc};
 use cipher::consts::U16;
@@ -17,6 +20,8 @@ use cipher::{
 pub const DATA_UNIT: usize = 512;
 const BLOCKS_PER_UNIT: usize = DATA_UNIT / 16;
 const BATCH_UNITS: usize = 8;
+/// Data units per call on the data key (see the module's text for why not a whole batch).
+const PASS_UNITS: usize = 2;
 
 /// The two AES-256 keys of XTS: `data` (primary) and `tweak` (secondary). Round keys are
 /// zeroized when dropped (`aes` with its `zeroize` feature).
@@ -54,42 +59,52 @@ impl XtsCipher {
             buf.len().is_multiple_of(DATA_UNIT),
             "XTS buffers are whole data units"
         );
-        let mut tweaks = [0u128; BLOCKS_PER_UNIT * BATCH_UNITS];
+        let mut initial = [0u128; BATCH_UNITS];
+        let mut tweaks = [0u128; BLOCKS_PER_UNIT * PASS_UNITS];
         let mut unit = first_unit;
         for batch in buf.chunks_mut(DATA_UNIT * BATCH_UNITS) {
             let units = batch.len() / DATA_UNIT;
-            let tweaks = &mut tweaks[..units * BLOCKS_PER_UNIT];
-            self.fill_tweaks(unit, tweaks);
-            let pass = XtsPass {
-                data: batch,
-                tweaks,
-            };
-            match dir {
-                Direction::Encrypt => self.data.encrypt_with_backend(pass),
-                Direction::Decrypt => self.data.decrypt_with_backend(pass),
+            let initial = &mut initial[..units];
+            self.initial_tweaks(unit, initial);
+            for (data, pass_initial) in batch
+                .chunks_mut(DATA_UNIT * PASS_UNITS)
+                .zip(initial.chunks(PASS_UNITS))
+            {
+                let tweaks = &mut tweaks[..pass_initial.len() * BLOCKS_PER_UNIT];
+                expand_tweaks(pass_initial, tweaks);
+                let pass = XtsPass { data, tweaks };
+                match dir {
+                    Direction::Encrypt => self.data.encrypt_with_backend(pass),
+                    Direction::Decrypt => self.data.decrypt_with_backend(pass),
+                }
             }
             unit = unit.wrapping_add(units as u64);
         }
     }
 
-    /// Tweaks of every block of `tweaks.len() / 32` units starting at `first_unit`.
-    fn fill_tweaks(&self, first_unit: u64, tweaks: &mut [u128]) {
-        let units = tweaks.len() / BLOCKS_PER_UNIT;
-        let mut initial = [GenericArray::<u8, U16>::default(); BATCH_UNITS];
-        for (i, block) in initial[..units].iter_mut().enumerate() {
+    /// The initial tweak of each of `out.len()` (at most 8) units from `first_unit` on: one
+    /// call on the tweak key.
+    fn initial_tweaks(&self, first_unit: u64, out: &mut [u128]) {
+        let mut blocks = [GenericArray::<u8, U16>::default(); BATCH_UNITS];
+        let blocks = &mut blocks[..out.len()];
+        for (i, block) in blocks.iter_mut().enumerate() {
             // The data-unit number as a little-endian u64, zero-padded to 16 bytes.
             block[..8].copy_from_slice(&first_unit.wrapping_add(i as u64).to_le_bytes());
         }
-        self.tweak.encrypt_blocks(&mut initial[..units]);
-        for (block, unit_tweaks) in initial[..units]
-            .iter()
-            .zip(tweaks.chunks_exact_mut(BLOCKS_PER_UNIT))
-        {
-            let mut t = u128::from_le_bytes((*block).into());
-            for slot in unit_tweaks {
-                *slot = t;
-                t = mul_alpha(t);
-            }
+        self.tweak.encrypt_blocks(blocks);
+        for (tweak, block) in out.iter_mut().zip(blocks.iter()) {
+            *tweak = u128::from_le_bytes((*block).into());
+        }
+    }
+}
+
+/// The tweak of every block of the units whose initial tweaks are `initial`.
+fn expand_tweaks(initial: &[u128], tweaks: &mut [u128]) {
+    for (&first, unit_tweaks) in initial.iter().zip(tweaks.chunks_exact_mut(BLOCKS_PER_UNIT)) {
+        let mut t = first;
+        for slot in unit_tweaks {
+            *slot = t;
+            t = mul_alpha(t);
         }
     }
 }
