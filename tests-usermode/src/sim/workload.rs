@@ -509,7 +509,7 @@ fn submit(
     nested_depth: u32,
     rng: &mut StdRng,
 ) -> Arc<SimEvent> {
-    let done = Arc::new(SimEvent::new());
+    let done = Arc::new(SimEvent::new().expect("a request's event"));
     let id = ctx.next_id.fetch_add(1, Ordering::SeqCst);
     let len = (sectors * SECTOR) as usize;
     let mut offset = (first * SECTOR) as i64;
