@@ -35,11 +35,14 @@ macro_rules! condvar_primitives {
         }
 
         impl vcdirect::platform::Event for $event {
-            fn new() -> Self {
-                $event {
+            fn new() -> Result<Self, vcdirect::Status> {
+                if vcdirect::faults::allocation_fails() {
+                    return Err(vcdirect::Status::InsufficientResources);
+                }
+                Ok($event {
                     set: Mutex::new(false),
                     cv: Condvar::new(),
-                }
+                })
             }
             #[track_caller]
             fn set(&self) {
@@ -68,11 +71,14 @@ macro_rules! condvar_primitives {
         }
 
         impl vcdirect::platform::Semaphore for $semaphore {
-            fn new(initial: usize) -> Self {
-                $semaphore {
+            fn new(initial: usize) -> Result<Self, vcdirect::Status> {
+                if vcdirect::faults::allocation_fails() {
+                    return Err(vcdirect::Status::InsufficientResources);
+                }
+                Ok($semaphore {
                     state: Mutex::new((initial, 0)),
                     cv: Condvar::new(),
-                }
+                })
             }
             #[track_caller]
             fn release(&self) {

@@ -110,7 +110,10 @@ impl<P: Platform<Request = TestRequest>> ModelDevice<P> {
             self.late_writes.fetch_add(1, Ordering::AcqRel);
             return Status::Host(0xC000_0056);
         }
-        let done = Arc::new(P::Event::new());
+        let done = match P::Event::new() {
+            Ok(event) => Arc::new(event),
+            Err(status) => return status,
+        };
         let result = Arc::new(StdMutex::new(None));
         let (d, r) = (Arc::clone(&done), Arc::clone(&result));
         let req = TestRequest::write(sector * SECTOR, data, move |c: Completion| {
@@ -180,7 +183,7 @@ struct Resource<P: Platform, T: Send> {
 impl<P: Platform, T: Send> Resource<P, T> {
     fn new(value: T) -> Self {
         Resource {
-            held: P::Semaphore::new(1),
+            held: P::Semaphore::new(1).expect("the filesystem's semaphore"),
             slot: P::Lock::new(Some(value)),
         }
     }

@@ -184,8 +184,8 @@ fn w9_a_lock_raises_to_dispatch_for_its_closure_and_lowers_after_a_panic() {
     assert_eq!(irql::level(), Irql::Passive);
     assert_eq!(lock.with(|_| irql::level()), Irql::Dispatch);
     // Nested locks stay at DISPATCH; signals are allowed there.
-    let event = StdEvent::new();
-    let sem = StdSemaphore::new(0);
+    let event = StdEvent::new().unwrap();
+    let sem = StdSemaphore::new(0).unwrap();
     lock.with(|_| {
         lock_inner().with(|_| assert_eq!(irql::level(), Irql::Dispatch));
         event.set();
@@ -214,13 +214,13 @@ fn w9_every_checked_wrapper_reports_its_call_and_site_when_called_at_dispatch() 
     let _g = ordinary();
     // Each is set up so that, were the check missing, it would return at once (the test then
     // fails on "not reported") instead of blocking.
-    let event = StdEvent::new();
+    let event = StdEvent::new().unwrap();
     event.set();
     let line = line!() + 1;
     let text = violation_at_dispatch(|| event.wait());
     assert_violation(&text, "wait", line);
 
-    let sem = StdSemaphore::new(1);
+    let sem = StdSemaphore::new(1).unwrap();
     let line = line!() + 1;
     let text = violation_at_dispatch(|| sem.acquire());
     assert_violation(&text, "wait", line);

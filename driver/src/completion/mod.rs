@@ -122,11 +122,11 @@ impl<P: Platform> Completer<P> {
     pub fn new(platform: &P, max_work_items: u32) -> Result<Self, Status> {
         let count = max_work_items.max(1) as usize;
         Ok(Completer {
-            queue: RequestQueue::new(),
+            queue: RequestQueue::new()?,
             waiting: AtomicUsize::new(0),
             shared: platform.try_arc(Shared {
-                permits: P::Semaphore::new(count),
-                active: Rundown::new(),
+                permits: P::Semaphore::new(count)?,
+                active: Rundown::new()?,
                 completed: AtomicU64::new(0),
                 direct: AtomicU64::new(0),
             })?,

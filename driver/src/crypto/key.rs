@@ -39,7 +39,7 @@ impl<P: Platform> VolumeKey<P> {
     pub fn new(platform: &P, master: &[u8; 64]) -> Result<Self, Status> {
         Ok(VolumeKey {
             cipher: P::Lock::new(Some(platform.try_arc(XtsCipher::new(master))?)),
-            rundown: Rundown::new(),
+            rundown: Rundown::new()?,
             blocked: AtomicBool::new(false),
             erased: AtomicBool::new(false),
             late_users: AtomicU64::new(0),

@@ -19,6 +19,7 @@
 
 use crate::faults::{self, Fault};
 use crate::platform::{Lock, Platform, Semaphore};
+use crate::Status;
 
 /// Host operations in flight per volume on the direct path.
 pub const HOST_OPS: usize = 8;
@@ -46,9 +47,10 @@ pub struct HostOps<P: Platform> {
 }
 
 impl<P: Platform> HostOps<P> {
-    /// A cap of `permits` operations in flight.
-    pub fn new(permits: usize) -> Self {
-        HostOps {
+    /// A cap of `permits` operations in flight, or STATUS_INSUFFICIENT_RESOURCES when its
+    /// semaphore's allocation fails (W6).
+    pub fn new(permits: usize) -> Result<Self, Status> {
+        Ok(HostOps {
             state: P::Lock::new(State {
                 free: permits,
                 waiters: 0,
@@ -57,8 +59,8 @@ impl<P: Platform> HostOps<P> {
                 held: 0,
                 max_held: 0,
             }),
-            wake: P::Semaphore::new(0),
-        }
+            wake: P::Semaphore::new(0)?,
+        })
     }
 
     /// Takes a permit for one more host operation of a worker that holds `holding`: with none

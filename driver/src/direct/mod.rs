@@ -58,15 +58,16 @@ pub(crate) struct DirectPath<P: Platform> {
 }
 
 impl<P: Platform> DirectPath<P> {
-    /// The direct path of a volume (its FIFO allocates nothing, used or not).
-    pub(crate) fn new(context: Arc<PathContext<P>>) -> Self {
-        DirectPath {
+    /// The direct path of a volume (its FIFO allocates nothing per request, used or not; its
+    /// two semaphores are made here: STATUS_INSUFFICIENT_RESOURCES when that fails, W6).
+    pub(crate) fn new(context: Arc<PathContext<P>>) -> Result<Self, Status> {
+        Ok(DirectPath {
             context,
-            ready: JobQueue::new(),
+            ready: JobQueue::new()?,
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
-            ops: HostOps::new(HOST_OPS),
-        }
+            ops: HostOps::new(HOST_OPS)?,
+        })
     }
 
     /// The limits every segment of this volume is cut by: the workers cut by them, and the

@@ -9,6 +9,7 @@
 
 use super::{Finisher, IoJob};
 use crate::platform::{Platform, RequestQueue, Taken, UpperRequest};
+use crate::Status;
 
 /// What a path's thread takes next.
 pub(crate) enum Next<R: UpperRequest> {
@@ -24,10 +25,11 @@ pub(crate) struct JobQueue<P: Platform> {
 }
 
 impl<P: Platform> JobQueue<P> {
-    pub(crate) fn new() -> Self {
-        JobQueue {
-            requests: RequestQueue::new(),
-        }
+    /// An empty queue, or STATUS_INSUFFICIENT_RESOURCES when its semaphore's allocation fails.
+    pub(crate) fn new() -> Result<Self, Status> {
+        Ok(JobQueue {
+            requests: RequestQueue::new()?,
+        })
     }
 
     /// Queues a granted job.

@@ -46,8 +46,12 @@ pub trait Lock<T>: Send + Sync {
 
 /// A notification (manual-reset) event: once set, every waiter passes until it is reset.
 pub trait Event: Send + Sync {
-    /// An event that is not signalled.
-    fn new() -> Self;
+    /// An event that is not signalled; STATUS_INSUFFICIENT_RESOURCES when its allocation
+    /// fails (W6: in the kernel the KEVENT lives in pool memory, so a mount that makes one
+    /// fails instead of bugchecking).
+    fn new() -> Result<Self, Status>
+    where
+        Self: Sized;
     /// Signals the event.
     fn set(&self);
     /// Blocks until the event is signalled. There is no timeout, on purpose (docs/review.md R13).
@@ -56,8 +60,11 @@ pub trait Event: Send + Sync {
 
 /// A counting semaphore (KSEMAPHORE in the kernel).
 pub trait Semaphore: Send + Sync {
-    /// A semaphore with `initial` permits.
-    fn new(initial: usize) -> Self;
+    /// A semaphore with `initial` permits; STATUS_INSUFFICIENT_RESOURCES when its allocation
+    /// fails (W6, as [`Event::new`]).
+    fn new(initial: usize) -> Result<Self, Status>
+    where
+        Self: Sized;
     /// Adds one permit, waking one waiter.
     fn release(&self);
     /// Blocks until a permit is available and takes it.

@@ -8,6 +8,7 @@
 
 use super::{Event, Lock, Platform, RequestList, Semaphore, UpperRequest};
 use crate::faults::{self, Fault};
+use crate::Status;
 
 struct Fifo<R: UpperRequest> {
     list: R::List,
@@ -32,22 +33,17 @@ pub struct RequestQueue<P: Platform> {
     ready: P::Semaphore,
 }
 
-impl<P: Platform> Default for RequestQueue<P> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<P: Platform> RequestQueue<P> {
-    /// An empty queue (allocates nothing).
-    pub fn new() -> Self {
-        RequestQueue {
+    /// An empty queue (allocates only its semaphore), or STATUS_INSUFFICIENT_RESOURCES when
+    /// that allocation fails (W6).
+    pub fn new() -> Result<Self, Status> {
+        Ok(RequestQueue {
             fifo: P::Lock::new(Fifo {
                 list: <P::Request as UpperRequest>::List::new(),
                 stops: 0,
             }),
-            ready: P::Semaphore::new(0),
-        }
+            ready: P::Semaphore::new(0)?,
+        })
     }
 
     /// Arms `request`'s cancel hook and appends it, under the queue's lock, so its cancel
@@ -85,11 +81,11 @@ impl<P: Platform> RequestQueue<P> {
             self.ready.acquire();
             // The W9 fault switch: a wait inside the spin lock (on a signalled event, so the
             // faulted run records the violation and goes on instead of hanging).
-            let signalled = faults::is_on(Fault::W9WaitInsideLock).then(|| {
-                let event = P::Event::new();
-                event.set();
-                event
-            });
+            // (Test-only: an event that cannot be made skips the violation.)
+            let signalled = faults::is_on(Fault::W9WaitInsideLock)
+                .then(|| P::Event::new().ok())
+                .flatten()
+                .inspect(|event| event.set());
             let taken = self.fifo.with(|f| {
                 if let Some(event) = &signalled {
                     event.wait();

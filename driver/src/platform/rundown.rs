@@ -4,6 +4,7 @@
 //! (docs/review.md R3) and the dismount drain (R13).
 
 use super::{Event, Lock, Platform};
+use crate::Status;
 
 struct State {
     active: usize,
@@ -21,22 +22,17 @@ pub struct RundownGuard<'a, P: Platform> {
     rundown: &'a Rundown<P>,
 }
 
-impl<P: Platform> Default for Rundown<P> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<P: Platform> Rundown<P> {
-    /// An open rundown with no users.
-    pub fn new() -> Self {
-        Rundown {
+    /// An open rundown with no users, or STATUS_INSUFFICIENT_RESOURCES when its event's
+    /// allocation fails (W6).
+    pub fn new() -> Result<Self, Status> {
+        Ok(Rundown {
             state: P::Lock::new(State {
                 active: 0,
                 closed: false,
             }),
-            drained: P::Event::new(),
-        }
+            drained: P::Event::new()?,
+        })
     }
 
     /// Takes a reference, or `None` once closing has begun.

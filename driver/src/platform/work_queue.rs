@@ -25,7 +25,7 @@ impl<P: Platform, T: Send> WorkQueue<P, T> {
             .map_err(|_| Status::InsufficientResources)?;
         Ok(WorkQueue {
             items: P::Lock::new(items),
-            ready: P::Semaphore::new(0),
+            ready: P::Semaphore::new(0)?,
         })
     }
 

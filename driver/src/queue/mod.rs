@@ -114,11 +114,11 @@ impl<P: Platform> LegacyQueue<P> {
         free.extend((0..item_count).rev());
         Ok(LegacyQueue {
             context,
-            input: JobQueue::new(),
+            input: JobQueue::new()?,
             to_io: WorkQueue::with_capacity(tunables.io_request_count as usize)?,
             to_completion: WorkQueue::with_capacity(tunables.io_request_count as usize)?,
-            item_permits: P::Semaphore::new(item_count),
-            request_permits: P::Semaphore::new(tunables.io_request_count.max(1) as usize),
+            item_permits: P::Semaphore::new(item_count)?,
+            request_permits: P::Semaphore::new(tunables.io_request_count.max(1) as usize)?,
             fragment_buffers,
             items: P::Lock::new(Items { slots, free }),
             fragment_size: tunables.fragment_size,

@@ -195,7 +195,7 @@ impl<P: Platform> Volume<P> {
         let legacy = shared(&platform, || {
             LegacyQueue::new(Arc::clone(&context), &tunables, !params.read_only)
         })?;
-        let direct = shared(&platform, || Ok(DirectPath::new(Arc::clone(&context))))?;
+        let direct = shared(&platform, || DirectPath::new(Arc::clone(&context)))?;
         let completer = shared(&platform, || {
             Completer::new(&platform, tunables.max_work_items)
         })?;
@@ -213,7 +213,7 @@ impl<P: Platform> Volume<P> {
                 legacy,
                 direct,
                 completer,
-                admitted: Rundown::new(),
+                admitted: Rundown::new()?,
                 threads: P::Lock::new(try_vec(MAX_THREADS)?),
                 protection_tripped: AtomicBool::new(false),
                 counters,

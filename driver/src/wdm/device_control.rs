@@ -31,7 +31,7 @@ pub(crate) unsafe fn device_control(
 ) -> Result<usize, Status> {
     // W9 (wine-host build): IoBuildDeviceIoControlRequest and the wait for it: PASSIVE_LEVEL.
     super::irql::check(crate::platform::irql::Call::HostSyncIo);
-    let event = KernelEvent::new();
+    let event = KernelEvent::try_new()?;
     let mut iosb = IO_STATUS_BLOCK::default();
     let len = buf.len() as u32;
     let ptr: PVOID = buf.as_mut_ptr().cast();

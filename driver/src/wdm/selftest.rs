@@ -52,7 +52,7 @@ pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
     }
 
     // Work item signalling a notification event (a pool of one, as `Platform::work_items`).
-    let done = Arc::new(KernelEvent::new());
+    let done = Arc::new(KernelEvent::try_new().map_err(|_| "KernelEvent: allocation")?);
     let ran_on = Arc::new(SpinLock::new(false));
     {
         let pool = WorkItemPool::new(platform.device().as_ptr(), 1, call_body)
@@ -100,8 +100,8 @@ pub(crate) fn run(platform: &KernelPlatform) -> Result<usize, &'static str> {
 fn work_item_teardown(platform: &KernelPlatform) -> Result<(), &'static str> {
     let pool = WorkItemPool::new(platform.device().as_ptr(), 2, call_body)
         .map_err(|_| "work item pool")?;
-    let gate = Arc::new(KernelEvent::new());
-    let done = Arc::new(KernelEvent::new());
+    let gate = Arc::new(KernelEvent::try_new().map_err(|_| "KernelEvent: allocation")?);
+    let done = Arc::new(KernelEvent::try_new().map_err(|_| "KernelEvent: allocation")?);
     let finished = Arc::new(SpinLock::new(0u32));
     for _ in 0..2 {
         let (gate, done, finished) = (Arc::clone(&gate), Arc::clone(&done), Arc::clone(&finished));

@@ -106,7 +106,8 @@ impl KernelEvent {
 }
 
 impl KernelEvent {
-    /// As `Event::new`, but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES (W6).
+    /// `Event::new` (the trait's constructor calls it): a failed pool allocation is
+    /// STATUS_INSUFFICIENT_RESOURCES (W6: a mount fails, it never bugchecks).
     pub fn try_new() -> Result<Self, Status> {
         let layout = Layout::new::<UnsafeCell<KEVENT>>();
         let raw = super::pool::try_allocate_zeroed(layout).cast::<UnsafeCell<KEVENT>>();
@@ -123,13 +124,8 @@ impl KernelEvent {
 }
 
 impl Event for KernelEvent {
-    fn new() -> Self {
-        // SAFETY: KEVENT is a plain C struct; all-zero is a valid bit pattern before
-        // KeInitializeEvent overwrites it.
-        let event: Box<UnsafeCell<KEVENT>> = Box::new(unsafe { core::mem::zeroed() });
-        // SAFETY: `event` is in pool memory that does not move for the event's life.
-        unsafe { KeInitializeEvent(event.get(), NotificationEvent, 0) };
-        KernelEvent { event }
+    fn new() -> Result<Self, Status> {
+        Self::try_new()
     }
 
     fn set(&self) {
@@ -169,8 +165,9 @@ unsafe impl Send for KernelSemaphore {}
 unsafe impl Sync for KernelSemaphore {}
 
 impl KernelSemaphore {
-    /// As `Semaphore::new`, but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES
-    /// instead of the allocation-error handler (W6: a mount fails, it never bugchecks).
+    /// `Semaphore::new` (the trait's constructor calls it): a failed pool allocation is
+    /// STATUS_INSUFFICIENT_RESOURCES instead of the allocation-error handler (W6: a mount
+    /// fails, it never bugchecks).
     pub fn try_new(initial: usize) -> Result<Self, Status> {
         let layout = Layout::new::<UnsafeCell<KSEMAPHORE>>();
         let raw = super::pool::try_allocate_zeroed(layout).cast::<UnsafeCell<KSEMAPHORE>>();
@@ -192,10 +189,8 @@ impl KernelSemaphore {
 }
 
 impl Semaphore for KernelSemaphore {
-    fn new(initial: usize) -> Self {
-        // SAFETY: KSEMAPHORE is a plain C struct; all-zero is valid before initialization.
-        let semaphore: Box<UnsafeCell<KSEMAPHORE>> = Box::new(unsafe { core::mem::zeroed() });
-        Self::init(semaphore, initial)
+    fn new(initial: usize) -> Result<Self, Status> {
+        Self::try_new(initial)
     }
 
     fn release(&self) {

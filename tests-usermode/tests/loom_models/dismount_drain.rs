@@ -23,7 +23,7 @@ struct Drain {
 }
 
 fn drain_model() {
-    let admitted = Arc::new(Rundown::<Lp>::new());
+    let admitted = Arc::new(Rundown::<Lp>::new().unwrap());
     let queue = Arc::new(WorkQueue::<Lp, Option<usize>>::with_capacity(4).expect("queue"));
     let state = Arc::new(Mutex::new(Drain::default()));
     let submitters: Vec<_> = (0..2)

@@ -38,7 +38,7 @@ fn request(ops: &Ops, in_flight: &AtomicUsize, cap: usize, segments: usize) {
 /// `workers` workers (this thread and `workers - 1` more) each move `segments` segments
 /// through a cap of `cap`.
 fn cap_model(workers: usize, cap: usize, segments: usize) {
-    let ops = Arc::new(Ops::new(cap));
+    let ops = Arc::new(Ops::new(cap).unwrap());
     let in_flight = Arc::new(AtomicUsize::new(0));
     let others: Vec<_> = (1..workers)
         .map(|_| {

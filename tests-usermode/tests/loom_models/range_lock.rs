@@ -80,7 +80,7 @@ impl RangeModel {
     /// Registers request `id`, waits for its grant, holds the range, releases it.
     fn run(&self, id: usize) {
         let req = &self.reqs[id];
-        let event = Arc::new(LoomEvent::new());
+        let event = Arc::new(LoomEvent::new().unwrap());
         let (ticket, granted, expected) = self.table.with(|t| {
             let seq = t.next_seq;
             t.next_seq += 1;

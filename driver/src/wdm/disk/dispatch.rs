@@ -88,13 +88,15 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
         IRP_MJ_READ | IRP_MJ_WRITE | IRP_MJ_FLUSH_BUFFERS => {
             // W9, wine-host build only: the fault switch of a wait in read dispatch (a bug of
             // that kind: this wait is reported as a wait at DISPATCH_LEVEL, with this site).
-            // The event is set first, so it returns at once.
+            // The event is set first, so it returns at once (an event that cannot be made
+            // skips the deliberate violation).
             #[cfg(feature = "wine-host")]
             if major == IRP_MJ_READ && super::super::irql::Fault::WaitInReadDispatch.is_on() {
                 use crate::platform::Event;
-                let event = super::super::sync::KernelEvent::new();
-                event.set();
-                event.wait();
+                if let Ok(event) = super::super::sync::KernelEvent::try_new() {
+                    event.set();
+                    event.wait();
+                }
             }
             request.mark_pending();
             // While the engine queues it, IoCancelIrp reaches `cancel_queued`.
