@@ -51,6 +51,11 @@ pub fn resolve() -> bool {
 }
 
 /// Allocates `bytes` of nonpaged NX pool, or returns NULL.
+///
+/// Never inlined: its call through the looked-up ExAllocatePool2 pointer must stay in a
+/// `wdm::pool` function, which the image's stack check knows leads into the kernel (W13); inlined
+/// into a caller, that call would count as one to any function whose address the driver takes.
+#[inline(never)]
 fn allocate(bytes: usize) -> *mut u8 {
     let routine = EX_ALLOCATE_POOL2.load(Ordering::Acquire);
     if routine.is_null() {
