@@ -57,6 +57,9 @@ impl KernelHost {
     /// limits, and whether it said it is write-protected (W11). A raw host that did not
     /// answer the geometry query is not mountable (`host_sector_size`: the query's status).
     pub(super) fn describe(&mut self, size: Option<u64>, probed: Probed) -> Result<(), Status> {
+        if probed.starved {
+            return Err(Status::InsufficientResources);
+        }
         let kind = self.kind;
         let size = size.ok_or(Status::InvalidDeviceRequest)?;
         let mut limits = HostLimits {
@@ -107,6 +110,8 @@ pub(super) struct Probed {
     pub adapter: Option<(u32, u32, u32)>,
     /// IOCTL_DISK_IS_WRITABLE's status (raw hosts only; a container is not asked: `Ok`).
     pub is_writable: Result<(), Status>,
+    /// Some query failed with STATUS_INSUFFICIENT_RESOURCES: the answers are incomplete.
+    pub starved: bool,
 }
 
 /// Asks the host for its size, sector size, adapter limits and (a raw host) whether it is
@@ -115,6 +120,15 @@ pub(super) fn probe(
     kind: HostKind,
     mut query: impl FnMut(u32, &mut [u8], usize) -> Result<usize, Status>,
 ) -> Probed {
+    // W6: a query that could not be sent for want of memory (our request's event or IRP, or
+    // the host's own) is no answer from the host: the mount fails rather than guess its size,
+    // sector size or limits (`describe`).
+    let mut starved = false;
+    let mut query = |code: u32, buf: &mut [u8], input: usize| {
+        let answer = query(code, buf, input);
+        starved |= answer == Err(Status::InsufficientResources);
+        answer
+    };
     let mut b = [0u8; 64];
     let size = query(ioctl::DISK_GET_LENGTH_INFO, &mut b, 0)
         .ok()
@@ -150,5 +164,6 @@ pub(super) fn probe(
         sector,
         adapter,
         is_writable,
+        starved,
     }
 }
