@@ -18,7 +18,9 @@
 //! (a direct worker, the legacy completion thread, a cancel) queues its work item itself when
 //! a work item is free (a permit taken without waiting) and no earlier request waits in the
 //! stage; only otherwise does the request go to the completion thread, which waits for a free
-//! work item, in arrival order. Either way the routine runs on a system worker thread, never on
+//! work item, in the order they reached it. Completion order is best effort, as Windows promises
+//! none: a finisher that read `waiting` just before another one raised it can overtake that one
+//! (a bounded number can). Either way the routine runs on a system worker thread, never on
 //! the finishing thread (R1), and the permits bound the active routines the same way; taking a
 //! permit without waiting, queueing a work item and the rundown's spin lock are all allowed at
 //! DISPATCH_LEVEL (a cancel routine finishes there), and nothing is allocated (W6).
@@ -110,7 +112,8 @@ pub struct Completer<P: Platform> {
     /// Finished requests waiting for the completion thread, linked through themselves.
     queue: RequestQueue<P>,
     /// Requests handed to the completion thread whose work item it has not queued yet: while
-    /// any is, a finishing thread does not queue its own (it would overtake them).
+    /// any is, a finishing thread does not queue its own (it would overtake them; best effort, see
+    /// the module's text).
     waiting: AtomicUsize,
     shared: Arc<Shared<P>>,
     /// As many work items as may be active, allocated at mount.
