@@ -17,14 +17,25 @@ pub const BUFFER_TOO_SMALL: Status = Status::Host(0xC000_0023);
 /// (success, a refused or malformed request, a reply too large) leaves request bytes in the
 /// buffer the I/O manager copies back and frees. The reply is written only if it fits
 /// `output_len`. Returns the status and the IoStatus.Information (reply length).
+///
+/// The copy is as long as the caller's input, which any user who may open the control device
+/// chooses: it is allocated fallibly (W6), and a copy that cannot be made is
+/// STATUS_INSUFFICIENT_RESOURCES with the buffer wiped all the same.
 pub fn serve(
     buf: &mut [u8],
     input_len: usize,
     output_len: usize,
     handler: impl FnOnce(&[u8], usize) -> Result<Vec<u8>, Status>,
 ) -> (Status, usize) {
-    let input = Zeroizing::new(buf[..input_len.min(buf.len())].to_vec());
+    let input_len = input_len.min(buf.len());
+    let copy = crate::io::try_vec(input_len).map(|mut v| {
+        v.extend_from_slice(&buf[..input_len]);
+        Zeroizing::new(v)
+    });
     buf.zeroize();
+    let Ok(input) = copy else {
+        return (Status::InsufficientResources, 0);
+    };
     let output_len = output_len.min(buf.len());
     match handler(&input, output_len) {
         Err(status) => (status, 0),
@@ -181,5 +192,16 @@ mod tests {
         let (status, info) = serve(&mut buf, 16, 8, |_, _| Ok(vec![1; 12]));
         assert_eq!((status, info), (BUFFER_TOO_SMALL, 0));
         assert_eq!(buf, vec![0; 16]);
+    }
+
+    #[cfg(feature = "fault-switches")]
+    #[test]
+    fn w6_an_input_copy_that_cannot_be_made_is_insufficient_resources_and_the_buffer_is_wiped() {
+        let mut buf = vec![0xAA; 64];
+        crate::faults::fail_allocation_at(1);
+        let (status, info) = serve(&mut buf, 64, 64, |_, _| panic!("the handler must not run"));
+        crate::faults::fail_allocation_at(0);
+        assert_eq!((status, info), (Status::InsufficientResources, 0));
+        assert_eq!(buf, vec![0; 64]);
     }
 }
