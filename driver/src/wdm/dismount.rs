@@ -9,7 +9,9 @@
 //! FSCTL_LOCK_VOLUME itself, so the stand-in in the volume's dispatch answers them instead).
 //! Never: decides the order or whether the volume is in use (`crate::dismount::run` does).
 
-use alloc::vec::Vec;
+use alloc::sync::Arc;
+
+use super::disk::MountedVolume;
 
 #[cfg(feature = "wine-host")]
 use crate::Status;
@@ -41,15 +43,17 @@ fn wait_retry_interval() {
 }
 
 /// The volume above `\Device\VcVolume<N>`, reached by name (product) or device (wine-host).
+/// It keeps a reference to the mounted volume for its name (W6: no copy is made until the
+/// open, which copies it fallibly).
 pub(crate) struct KernelVolumeAbove {
     #[cfg(not(feature = "wine-host"))]
-    name: Vec<u16>,
+    mounted: Arc<MountedVolume>,
     #[cfg(not(feature = "wine-host"))]
     handle: wdk_sys::HANDLE,
     #[cfg(feature = "wine-host")]
     device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
     #[cfg(feature = "wine-host")]
-    _name: Vec<u16>,
+    _mounted: Arc<MountedVolume>,
 }
 
 impl KernelVolumeAbove {
@@ -62,20 +66,20 @@ impl KernelVolumeAbove {
     /// `dismount`, comes before that; `release` does not touch it).
     pub(crate) unsafe fn new(
         device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
-        name: &[u16],
+        mounted: &Arc<MountedVolume>,
     ) -> Self {
         #[cfg(not(feature = "wine-host"))]
         {
             let _ = device;
             KernelVolumeAbove {
-                name: name.to_vec(),
+                mounted: Arc::clone(mounted),
                 handle: core::ptr::null_mut(),
             }
         }
         #[cfg(feature = "wine-host")]
         KernelVolumeAbove {
             device,
-            _name: name.to_vec(),
+            _mounted: Arc::clone(mounted),
         }
     }
 }
@@ -110,7 +114,7 @@ mod product {
             if !self.handle.is_null() {
                 return Ok(self.handle);
             }
-            let mut name = OwnedUnicode::copy(&self.name)?;
+            let mut name = OwnedUnicode::copy(self.mounted.names.device_name())?;
             let mut attributes = OBJECT_ATTRIBUTES {
                 Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
                 RootDirectory: core::ptr::null_mut(),
