@@ -825,3 +825,64 @@ fn w6_a_failed_allocation_while_preparing_links_makes_no_link() {
         }
     }
 }
+
+/// W6: a mount-manager request that fails for want of memory (the driver could not build it,
+/// or the mount manager had none) fails the mount with STATUS_INSUFFICIENT_RESOURCES, every
+/// link made removed (and the arrival taken back when it was accepted), instead of falling
+/// back to a global link as a refusal does.
+#[test]
+fn w6_a_mount_manager_request_without_memory_fails_the_mount_and_leaves_no_link() {
+    struct OutOfMemoryAt<'a> {
+        inner: &'a MountMgr<'a>,
+        arrival: bool,
+    }
+    impl MountManager for OutOfMemoryAt<'_> {
+        fn volume_arrival(&self, device: &[u16]) -> Result<(), Status> {
+            if self.arrival {
+                return Err(Status::InsufficientResources);
+            }
+            self.inner.volume_arrival(device)
+        }
+        fn create_point(&self, _: &[u16], _: &[u16]) -> Result<(), Status> {
+            Err(Status::InsufficientResources)
+        }
+        fn delete_point(&self, link: &[u16]) -> Result<(), Status> {
+            self.inner.delete_point(link)
+        }
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            self.inner.volume_removal(device)
+        }
+    }
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let n = names(4, Some('R'), 9);
+    // Attached without a letter: no suggested name is made on arrival, so the create point
+    // is asked.
+    mm.attach(&names(4, None, 9));
+    for arrival in [true, false] {
+        let before = objects.snapshot();
+        let oom = OutOfMemoryAt {
+            inner: &mm,
+            arrival,
+        };
+        let r = Links::establish(&objects, Some(&oom as &dyn MountManager), &DIRS, &n);
+        assert_eq!(
+            r.err(),
+            Some(Status::InsufficientResources),
+            "arrival {arrival}"
+        );
+        assert_eq!(
+            objects.snapshot(),
+            before,
+            "arrival {arrival}: no link left"
+        );
+        let log = mm.take_log();
+        if !arrival {
+            assert_eq!(
+                log,
+                ["arrival \\Device\\VcVolume4", "removal \\Device\\VcVolume4"],
+                "the accepted arrival is taken back"
+            );
+        }
+    }
+}

@@ -298,6 +298,18 @@ fn none_exists<N: Namespace + ?Sized>(ns: &N, paths: &[&[u16]]) -> Result<(), St
     Ok(())
 }
 
+/// Whether the mount manager took a request: refused is `false` (the letter then becomes an
+/// explicit global link), but STATUS_INSUFFICIENT_RESOURCES (W6: the request could not even
+/// be built, or the mount manager had no memory for it) fails the mount, as any other failed
+/// allocation of a mount does, instead of leaving a mount made with less than it asked for.
+fn accepted(r: Result<(), Status>) -> Result<bool, Status> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(Status::InsufficientResources) => Err(Status::InsufficientResources),
+        Err(_) => Ok(false),
+    }
+}
+
 /// One link a mount created.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Created {
@@ -444,10 +456,10 @@ impl Links {
         if let Some(mm) = mount_manager {
             // The mount manager may make the letter on arrival (the suggested name); else the
             // create point does. Either way it is ours only if it points at our device.
-            self.arrived = mm.volume_arrival(&self.device).is_ok();
+            self.arrived = accepted(mm.volume_arrival(&self.device))?;
             let made = self.arrived
                 && (self.points_here(ns, &global)?
-                    || (mm.create_point(&dos, &self.device).is_ok()
+                    || (accepted(mm.create_point(&dos, &self.device))?
                         && self.points_here(ns, &global)?));
             if made {
                 self.kind = LinkKind::MountManager;
