@@ -217,7 +217,9 @@ unsafe fn device_control(
     if status < 0 {
         return Err(Status::from_ntstatus(status as u32));
     }
-    Ok(iosb.Information as usize)
+    // W6: never more than the buffer holds, whatever the host reports (`probe` reads its
+    // replies within the buffer).
+    Ok((iosb.Information as usize).min(buf.len()))
 }
 
 /// A file system control on the handle, without input, with `output` (may be empty) for the
