@@ -130,10 +130,11 @@ fn log(line: &str) {
     unsafe { DbgPrint(c"%.*s\n".as_ptr(), line.len() as i32, line.as_ptr()) };
 }
 
-/// One log line formatted into a fixed buffer (W6: logging allocates nothing; a longer line
-/// is cut at a character boundary).
+/// One log line formatted into a fixed buffer (W6: logging allocates nothing). The longest
+/// note (a value name of 39 characters with its reason) is about 125 bytes; a longer line is
+/// cut at a character boundary.
 struct Line {
-    bytes: [u8; 256],
+    bytes: [u8; 160],
     len: usize,
 }
 
@@ -161,7 +162,7 @@ impl Write for Line {
 fn log_notes(notes: impl IntoIterator<Item = Note>) {
     for note in notes {
         let mut line = Line {
-            bytes: [0; 256],
+            bytes: [0; 160],
             len: 0,
         };
         let _ = write!(line, "{note}");
@@ -585,44 +586,21 @@ fn restore_unload(state: &DriverState) {
 /// IRQL: PASSIVE_LEVEL.
 #[cfg(not(feature = "wine-host"))]
 fn probe_control_device() -> Result<(), Status> {
-    use wdk_sys::ntddk::{ZwClose, ZwCreateFile};
-    use wdk_sys::{
-        FILE_OPEN, FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE, HANDLE,
-        IO_STATUS_BLOCK, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE,
-    };
+    use super::host::{zw_open, ZwOpen};
+    use wdk_sys::ntddk::ZwClose;
+    use wdk_sys::{FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE};
     let mut name = unicode(&DEVICE_NAME);
-    let mut attributes = OBJECT_ATTRIBUTES {
-        Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
-        RootDirectory: core::ptr::null_mut(),
-        ObjectName: &mut name,
-        Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
-        SecurityDescriptor: core::ptr::null_mut(),
-        SecurityQualityOfService: core::ptr::null_mut(),
-    };
-    let mut handle: HANDLE = core::ptr::null_mut();
-    let mut iosb = IO_STATUS_BLOCK::default();
-    // SAFETY: every pointer is valid for the call (`name` describes a static string); a kernel
-    // handle (OBJ_KERNEL_HANDLE: no user process can use it), closed below. PASSIVE_LEVEL. The
-    // IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
-    // without taking the control mutex this thread holds.
-    let status = unsafe {
-        ZwCreateFile(
-            &mut handle,
-            FILE_READ_ATTRIBUTES,
-            &mut attributes,
-            &mut iosb,
-            core::ptr::null_mut(),
-            0,
-            FILE_SHARE_READ | FILE_SHARE_WRITE,
-            FILE_OPEN,
-            0,
-            core::ptr::null_mut(),
-            0,
-        )
-    };
-    if status < 0 {
-        return Err(Status::from_ntstatus(status as u32));
-    }
+    // The IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
+    // without taking the control mutex this thread holds. PASSIVE_LEVEL.
+    let handle = zw_open(
+        &mut name,
+        ZwOpen {
+            access: FILE_READ_ATTRIBUTES,
+            share: FILE_SHARE_READ | FILE_SHARE_WRITE,
+            options: 0,
+            as_caller: false,
+        },
+    )?;
     // SAFETY: the kernel handle opened above, closed once.
     let _ = unsafe { ZwClose(handle) };
     Ok(())

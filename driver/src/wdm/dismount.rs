@@ -86,13 +86,10 @@ impl KernelVolumeAbove {
 
 #[cfg(not(feature = "wine-host"))]
 mod product {
-    use wdk_sys::ntddk::{ZwClose, ZwCreateFile};
-    use wdk_sys::{
-        FILE_OPEN, FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, IO_STATUS_BLOCK,
-        OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE, SYNCHRONIZE,
-    };
+    use wdk_sys::ntddk::ZwClose;
+    use wdk_sys::{FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, SYNCHRONIZE};
 
-    use super::super::host::fs_control;
+    use super::super::host::{fs_control, zw_open, ZwOpen};
     use super::super::strings::OwnedUnicode;
     use super::{
         KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_GET_NTFS_VOLUME_DATA, FSCTL_LOCK_VOLUME,
@@ -115,36 +112,15 @@ mod product {
                 return Ok(self.handle);
             }
             let mut name = OwnedUnicode::copy(self.mounted.names.device_name())?;
-            let mut attributes = OBJECT_ATTRIBUTES {
-                Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
-                RootDirectory: core::ptr::null_mut(),
-                ObjectName: name.as_mut(),
-                Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
-                SecurityDescriptor: core::ptr::null_mut(),
-                SecurityQualityOfService: core::ptr::null_mut(),
-            };
-            let mut handle: HANDLE = core::ptr::null_mut();
-            let mut iosb = IO_STATUS_BLOCK::default();
-            // SAFETY: every pointer is valid for the call; `name` (behind `attributes`) is
-            // alive here. PASSIVE_LEVEL on a system thread (caller's contract).
-            let status = unsafe {
-                ZwCreateFile(
-                    &mut handle,
-                    GENERIC_READ | SYNCHRONIZE,
-                    &mut attributes,
-                    &mut iosb,
-                    core::ptr::null_mut(),
-                    0,
-                    FILE_SHARE_READ | FILE_SHARE_WRITE,
-                    FILE_OPEN,
-                    FILE_SYNCHRONOUS_IO_NONALERT,
-                    core::ptr::null_mut(),
-                    0,
-                )
-            };
-            if status < 0 {
-                return Err(Status::from_ntstatus(status as u32));
-            }
+            let handle = zw_open(
+                name.as_mut(),
+                ZwOpen {
+                    access: GENERIC_READ | SYNCHRONIZE,
+                    share: FILE_SHARE_READ | FILE_SHARE_WRITE,
+                    options: FILE_SYNCHRONOUS_IO_NONALERT,
+                    as_caller: false,
+                },
+            )?;
             self.handle = handle;
             Ok(handle)
         }
