@@ -212,7 +212,7 @@ impl MountManager for MountMgr<'_> {
             .borrow_mut()
             .insert(device.clone(), names.unique_id().to_vec());
         let remembered = self.database.borrow().get(names.unique_id()).cloned();
-        let wanted = remembered.or_else(|| names.suggested_link_name().map(|l| s(&l)));
+        let wanted = remembered.or_else(|| names.suggested_link_name().map(s));
         if let Some(dos) = wanted {
             let letter = Self::letter_of(&dos);
             if self.objects.global_target(&letter).is_none() {
@@ -281,7 +281,7 @@ impl MountManager for MountMgr<'_> {
 }
 
 fn names(id: u32, letter: Option<char>, nonce: u8) -> VolumeNames {
-    VolumeNames::new(id, letter, UniqueId::new([nonce; 16]))
+    VolumeNames::new(id, letter, UniqueId::new([nonce; 16])).unwrap()
 }
 
 /// A mount as the driver's control IOCTL does it: the letter checked in the caller's context
@@ -330,7 +330,7 @@ fn w2_mount_manager_requests_arrive_in_order_and_answers_agree() {
     let v = names(3, Some('V'), 2);
     assert_eq!(s(v.device_name()), "\\Device\\VcVolume3");
     assert_eq!(
-        v.suggested_link_name().map(|l| s(&l)),
+        v.suggested_link_name().map(s),
         Some("\\DosDevices\\V:".into())
     );
     assert!(v.unique_id().starts_with(b"vcdirect"));
@@ -360,7 +360,8 @@ fn w2_mount_manager_requests_arrive_in_order_and_answers_agree() {
     // create point (the check runs in `mount`, so do the steps by hand here).
     mm.volume_arrival(w.device_name()).unwrap();
     objects.global.borrow_mut().remove("W:");
-    mm.create_point(&dos_letter('W'), w.device_name()).unwrap();
+    mm.create_point(&dos_letter('W').unwrap(), w.device_name())
+        .unwrap();
     assert_eq!(
         mm.take_log(),
         [
@@ -603,7 +604,7 @@ fn w2_reused_slot_does_not_inherit_a_remembered_letter() {
     assert_eq!(mm.database.borrow().len(), 1);
 
     // After the reboot another volume B mounts in slot 1 (same device name), with no letter.
-    let b = VolumeNames::new(1, None, UniqueId::new([17; 16]));
+    let b = VolumeNames::new(1, None, UniqueId::new([17; 16])).unwrap();
     assert_eq!(b.device_name(), a.device_name());
     assert_ne!(b.unique_id(), a.unique_id());
     let _b = mount(&objects, Some(&mm), &b).unwrap();
@@ -611,7 +612,7 @@ fn w2_reused_slot_does_not_inherit_a_remembered_letter() {
     objects.global.borrow_mut().clear();
 
     // With a letter, B gets exactly the one it asked for.
-    let b = VolumeNames::new(1, Some('W'), UniqueId::new([18; 16]));
+    let b = VolumeNames::new(1, Some('W'), UniqueId::new([18; 16])).unwrap();
     mm.attach(&b);
     let links = mount(&objects, Some(&mm), &b).unwrap();
     assert_eq!(objects.global_target("V:"), None);
@@ -626,7 +627,7 @@ fn w2_reused_slot_does_not_inherit_a_remembered_letter() {
     // never announced, so this needs B to be announced: give it a letter that differs.)
     objects.global.borrow_mut().clear();
     mm.reboot();
-    let slot_id = VolumeNames::new(1, Some('W'), UniqueId::new([16; 16]));
+    let slot_id = VolumeNames::new(1, Some('W'), UniqueId::new([16; 16])).unwrap();
     mm.attach(&slot_id);
     mm.volume_arrival(slot_id.device_name()).unwrap();
     assert_eq!(
@@ -766,6 +767,122 @@ fn w2_volume_ids_do_not_restart_at_one_on_every_load() {
     }
     assert_eq!(firsts.len(), 2000, "every load starts somewhere else");
     // The device name follows the id.
-    let n = VolumeNames::new(first_volume_id([7; 16]), None, UniqueId::new([1; 16]));
+    let n = VolumeNames::new(first_volume_id([7; 16]), None, UniqueId::new([1; 16])).unwrap();
     assert_ne!(s(n.device_name()), "\\Device\\VcVolume1");
+}
+
+/// W6: every name and record a mount's links need is made before the volume device is
+/// published (`Links::prepare`), fallibly: each of those allocations failing in turn is
+/// STATUS_INSUFFICIENT_RESOURCES with no link made and nothing sent to the mount manager; the
+/// names themselves (`VolumeNames::new`) likewise; and making the links from prepared names
+/// (`PreparedLinks::establish`, the only step after publish) asks no allocation at all.
+#[test]
+fn w6_a_failed_allocation_while_preparing_links_makes_no_link() {
+    use vcdirect::faults::{allocations_seen, fail_allocation_at};
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    for letter in [None, Some('Q')] {
+        fail_allocation_at(0);
+        let n = names(9, letter, 3);
+        let name_sites = allocations_seen();
+        assert_eq!(name_sites, if letter.is_some() { 2 } else { 1 });
+        for k in 1..=name_sites {
+            fail_allocation_at(k);
+            assert_eq!(
+                VolumeNames::new(9, letter, UniqueId::new([3; 16])).err(),
+                Some(Status::InsufficientResources),
+                "names, site {k}"
+            );
+        }
+        mm.attach(&n);
+        fail_allocation_at(0);
+        let prepared = Links::prepare(&DIRS, &n).expect("prepared");
+        let sites = allocations_seen();
+        // The device's name copy and the records' room; `VcVolume<id>`; the letter's three.
+        assert_eq!(sites, if letter.is_some() { 6 } else { 3 }, "{letter:?}");
+        fail_allocation_at(0);
+        let mut links = prepared
+            .establish(&objects, Some(&mm as &dyn MountManager))
+            .expect("mounted");
+        assert_eq!(allocations_seen(), 0, "establish allocates nothing");
+        links.remove_all(&objects, Some(&mm as &dyn MountManager));
+        mm.take_log();
+        let before = objects.snapshot();
+        for k in 1..=sites {
+            fail_allocation_at(k);
+            let r = Links::establish(&objects, Some(&mm as &dyn MountManager), &DIRS, &n);
+            fail_allocation_at(0);
+            assert_eq!(
+                r.err(),
+                Some(Status::InsufficientResources),
+                "{letter:?}: site {k}"
+            );
+            assert_eq!(objects.snapshot(), before, "{letter:?}: site {k}: no link");
+            assert!(
+                mm.take_log().is_empty(),
+                "{letter:?}: site {k}: nothing sent"
+            );
+        }
+    }
+}
+
+/// W6: a mount-manager request that fails for want of memory (the driver could not build it,
+/// or the mount manager had none) fails the mount with STATUS_INSUFFICIENT_RESOURCES, every
+/// link made removed (and the arrival taken back when it was accepted), instead of falling
+/// back to a global link as a refusal does.
+#[test]
+fn w6_a_mount_manager_request_without_memory_fails_the_mount_and_leaves_no_link() {
+    struct OutOfMemoryAt<'a> {
+        inner: &'a MountMgr<'a>,
+        arrival: bool,
+    }
+    impl MountManager for OutOfMemoryAt<'_> {
+        fn volume_arrival(&self, device: &[u16]) -> Result<(), Status> {
+            if self.arrival {
+                return Err(Status::InsufficientResources);
+            }
+            self.inner.volume_arrival(device)
+        }
+        fn create_point(&self, _: &[u16], _: &[u16]) -> Result<(), Status> {
+            Err(Status::InsufficientResources)
+        }
+        fn delete_point(&self, link: &[u16]) -> Result<(), Status> {
+            self.inner.delete_point(link)
+        }
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            self.inner.volume_removal(device)
+        }
+    }
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let n = names(4, Some('R'), 9);
+    // Attached without a letter: no suggested name is made on arrival, so the create point
+    // is asked.
+    mm.attach(&names(4, None, 9));
+    for arrival in [true, false] {
+        let before = objects.snapshot();
+        let oom = OutOfMemoryAt {
+            inner: &mm,
+            arrival,
+        };
+        let r = Links::establish(&objects, Some(&oom as &dyn MountManager), &DIRS, &n);
+        assert_eq!(
+            r.err(),
+            Some(Status::InsufficientResources),
+            "arrival {arrival}"
+        );
+        assert_eq!(
+            objects.snapshot(),
+            before,
+            "arrival {arrival}: no link left"
+        );
+        let log = mm.take_log();
+        if !arrival {
+            assert_eq!(
+                log,
+                ["arrival \\Device\\VcVolume4", "removal \\Device\\VcVolume4"],
+                "the accepted arrival is taken back"
+            );
+        }
+    }
 }

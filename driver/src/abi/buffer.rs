@@ -12,6 +12,31 @@ use crate::Status;
 /// STATUS_BUFFER_TOO_SMALL: the reply does not fit the caller's output buffer.
 pub const BUFFER_TOO_SMALL: Status = Status::Host(0xC000_0023);
 
+/// A control IOCTL's reply, as the handler gives it to [`serve`]. The small fixed-size
+/// replies (mount, gates, erase keys) are arrays, so a request that changed something never
+/// fails for want of memory for its reply (W6); the variable ones (list, status) are built
+/// in fallibly allocated vectors before anything is written.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// No output (dismount).
+    Empty,
+    /// A 16-byte message (`MountReply`, `GatesMessage`, `EraseReply`).
+    Small([u8; 16]),
+    /// A built reply (`ListReply`, `StatusReply`).
+    Built(Vec<u8>),
+}
+
+impl Answer {
+    /// The reply's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Answer::Empty => &[],
+            Answer::Small(b) => b,
+            Answer::Built(v) => v,
+        }
+    }
+}
+
 /// Serves one buffered IOCTL. The first `input_len` bytes of `buf` are copied into zeroizing
 /// storage and the whole of `buf` is zeroed before `handler` sees the copy, so no path out
 /// (success, a refused or malformed request, a reply too large) leaves request bytes in the
@@ -25,7 +50,7 @@ pub fn serve(
     buf: &mut [u8],
     input_len: usize,
     output_len: usize,
-    handler: impl FnOnce(&[u8], usize) -> Result<Vec<u8>, Status>,
+    handler: impl FnOnce(&[u8], usize) -> Result<Answer, Status>,
 ) -> (Status, usize) {
     let input_len = input_len.min(buf.len());
     let copy = crate::io::try_vec(input_len).map(|mut v| {
@@ -39,10 +64,15 @@ pub fn serve(
     let output_len = output_len.min(buf.len());
     match handler(&input, output_len) {
         Err(status) => (status, 0),
-        Ok(reply) if reply.len() > output_len => (BUFFER_TOO_SMALL, 0),
         Ok(reply) => {
-            buf[..reply.len()].copy_from_slice(&reply);
-            (Status::Success, reply.len())
+            let reply = reply.bytes();
+            match buf.get_mut(..reply.len()) {
+                Some(out) if reply.len() <= output_len => {
+                    out.copy_from_slice(reply);
+                    (Status::Success, reply.len())
+                }
+                _ => (BUFFER_TOO_SMALL, 0),
+            }
         }
     }
 }
@@ -81,7 +111,7 @@ mod tests {
     /// `fail_at` picks the step that fails (None: success).
     fn mount_handler(
         fail_at: Option<&'static str>,
-    ) -> impl FnOnce(&[u8], usize) -> Result<Vec<u8>, Status> {
+    ) -> impl FnOnce(&[u8], usize) -> Result<Answer, Status> {
         move |input, output_len| {
             let request = MountRequest::parse(input, false).map_err(|e| e.status())?;
             assert_eq!(*request.key, key(), "the handler sees the key");
@@ -93,11 +123,13 @@ mod tests {
             if output_len < MountReply::SIZE {
                 return Err(BUFFER_TOO_SMALL);
             }
-            Ok(MountReply {
-                volume_id: 7,
-                drive_letter: request.drive_letter,
-            }
-            .build())
+            Ok(Answer::Small(
+                MountReply {
+                    volume_id: 7,
+                    drive_letter: request.drive_letter,
+                }
+                .build(),
+            ))
         }
     }
 
@@ -189,7 +221,7 @@ mod tests {
     #[test]
     fn w5_a_reply_larger_than_the_output_buffer_is_not_written() {
         let mut buf = vec![0xAA; 16];
-        let (status, info) = serve(&mut buf, 16, 8, |_, _| Ok(vec![1; 12]));
+        let (status, info) = serve(&mut buf, 16, 8, |_, _| Ok(Answer::Built(vec![1; 12])));
         assert_eq!((status, info), (BUFFER_TOO_SMALL, 0));
         assert_eq!(buf, vec![0; 16]);
     }
@@ -203,5 +235,32 @@ mod tests {
         crate::faults::fail_allocation_at(0);
         assert_eq!((status, info), (Status::InsufficientResources, 0));
         assert_eq!(buf, vec![0; 64]);
+    }
+
+    /// Each fallible allocation of serving a mount request in turn (the input copy, then the
+    /// parsed host path and Wine driver name): STATUS_INSUFFICIENT_RESOURCES, the handler's
+    /// later steps never run, the buffer wiped; the mount's reply itself allocates nothing.
+    #[cfg(feature = "fault-switches")]
+    #[test]
+    fn w6_a_failed_allocation_while_serving_a_mount_is_insufficient_resources_and_wiped() {
+        let len = request_bytes().len();
+        let mut buf = request_bytes();
+        crate::faults::fail_allocation_at(0);
+        let (status, _) = serve(&mut buf, len, MountReply::SIZE, mount_handler(None));
+        let asked = crate::faults::allocations_seen();
+        assert_eq!(status, Status::Success);
+        assert_eq!(asked, 3, "the input copy and the two parsed strings");
+        for n in 1..=asked {
+            let mut buf = request_bytes();
+            crate::faults::fail_allocation_at(n);
+            let (status, info) = serve(&mut buf, len, MountReply::SIZE, mount_handler(None));
+            crate::faults::fail_allocation_at(0);
+            assert_eq!(
+                (status, info),
+                (Status::InsufficientResources, 0),
+                "site {n}"
+            );
+            assert!(buf.iter().all(|b| *b == 0), "site {n}: buffer not wiped");
+        }
     }
 }

@@ -76,7 +76,7 @@ impl MountRequest {
 
     /// Encodes the request (vcctl side). Validates what `parse` would refuse.
     pub fn build(&self) -> Result<Zeroizing<Vec<u8>>, AbiError> {
-        let mut w = Writer::new(Self::SIZE);
+        let mut w = Writer::new(Self::SIZE)?;
         w.u32(8, self.flags);
         w.u32(12, self.sector_size);
         w.u64(16, self.data_offset);
@@ -89,7 +89,7 @@ impl MountRequest {
                 .map_or(0, |c| c.to_ascii_uppercase() as u16),
         );
         w.u16(50, KEY_LENGTH as u16);
-        w.0[56..56 + KEY_LENGTH].copy_from_slice(&self.key[..]);
+        w.bytes(56, &self.key[..]);
         w.utf16(120, HOST_PATH_CHARS, &self.host_path)?;
         w.utf16(
             120 + 2 * HOST_PATH_CHARS,
@@ -153,7 +153,11 @@ impl MountRequest {
             c => return Err(AbiError::BadDriveLetter(c)),
         };
         let mut key = MasterKey::zeroed();
-        key.copy_from_slice(&buf[56..56 + KEY_LENGTH]);
+        // The buffer's length is exactly SIZE (checked above), so the field is there.
+        key.copy_from_slice(buf.get(56..56 + KEY_LENGTH).ok_or(AbiError::WrongSize {
+            expected: Self::SIZE,
+            got: buf.len(),
+        })?);
         let host_path = r.utf16(120, HOST_PATH_CHARS)?;
         if host_path.is_empty() {
             return Err(AbiError::EmptyPath);
@@ -201,8 +205,8 @@ impl VolumeRequest {
     pub const SIZE: usize = 20;
 
     /// Encodes the request.
-    pub fn build(&self) -> Result<Vec<u8>, AbiError> {
-        let mut w = Writer::new(Self::SIZE);
+    pub fn build(&self) -> Result<[u8; Self::SIZE], AbiError> {
+        let mut w = Writer::<[u8; Self::SIZE]>::fixed();
         w.u32(8, self.flags);
         match self.target {
             Target::Letter(c) => w.u16(12, c.to_ascii_uppercase() as u16),
@@ -245,8 +249,8 @@ impl EmptyRequest {
     pub const SIZE: usize = 8;
 
     /// Encodes the request.
-    pub fn build() -> Vec<u8> {
-        Writer::new(Self::SIZE).0
+    pub fn build() -> [u8; Self::SIZE] {
+        Writer::<[u8; Self::SIZE]>::fixed().0
     }
 
     /// Validates.
@@ -282,8 +286,8 @@ impl MountReply {
     pub const SIZE: usize = 16;
 
     /// Encodes the reply (driver side).
-    pub fn build(&self) -> Vec<u8> {
-        let mut w = Writer::new(Self::SIZE);
+    pub fn build(&self) -> [u8; Self::SIZE] {
+        let mut w = Writer::<[u8; Self::SIZE]>::fixed();
         w.u32(8, self.volume_id);
         w.u16(12, letter_field(self.drive_letter));
         w.0
@@ -325,8 +329,8 @@ impl GatesMessage {
     pub const SIZE: usize = 16;
 
     /// Encodes.
-    pub fn build(&self) -> Vec<u8> {
-        let mut w = Writer::new(Self::SIZE);
+    pub fn build(&self) -> [u8; Self::SIZE] {
+        let mut w = Writer::<[u8; Self::SIZE]>::fixed();
         w.u32(8, u32::from(self.read));
         w.u32(12, u32::from(self.write));
         w.0
@@ -355,8 +359,8 @@ impl EraseReply {
     pub const SIZE: usize = 16;
 
     /// Encodes.
-    pub fn build(&self) -> Vec<u8> {
-        let mut w = Writer::new(Self::SIZE);
+    pub fn build(&self) -> [u8; Self::SIZE] {
+        let mut w = Writer::<[u8; Self::SIZE]>::fixed();
         w.u32(8, self.volumes);
         w.0
     }
@@ -442,7 +446,7 @@ impl StatusReply {
             Self::SIZE
         } else {
             Self::SIZE_V1
-        });
+        })?;
         w.u32(8, self.volume_id);
         w.u32(12, self.flags);
         w.u32(
@@ -450,7 +454,7 @@ impl StatusReply {
             u32::from(self.gates.read) | (u32::from(self.gates.write) << 1),
         );
         w.u16(20, letter_field(self.drive_letter));
-        w.0[24..24 + self.backend.len()].copy_from_slice(&self.backend);
+        w.bytes(24, &self.backend);
         let named: [(&str, u64); STATUS_COUNTERS] = self.counters.fields();
         let values = named
             .iter()
@@ -484,7 +488,10 @@ impl StatusReply {
         if r.u16(22) != 0 {
             return Err(AbiError::ReservedNotZero);
         }
-        let field = &buf[24..24 + BACKEND_CHARS];
+        let field = buf.get(24..24 + BACKEND_CHARS).ok_or(AbiError::WrongSize {
+            expected,
+            got: buf.len(),
+        })?;
         let end = field
             .iter()
             .position(|b| *b == 0)
@@ -492,6 +499,8 @@ impl StatusReply {
         if field[end..].iter().any(|b| *b != 0) {
             return Err(AbiError::PaddingNotZero);
         }
+        let mut backend = crate::io::try_vec(end).map_err(|_| AbiError::NoMemory)?;
+        backend.extend_from_slice(&field[..end]);
         let c = |i: usize| r.u64(OFF_COUNTERS + 8 * i);
         let counters = CounterSnapshot {
             direct_reads: c(0),
@@ -519,7 +528,7 @@ impl StatusReply {
                 write: gates & 2 != 0,
             },
             drive_letter: parse_letter(r.u16(20))?,
-            backend: field[..end].to_vec(),
+            backend,
             counters,
             data_size: r.u64(OFF_STATUS_DATA_SIZE),
             memory: (expected == Self::SIZE).then(|| {
@@ -583,7 +592,7 @@ impl ListReply {
         if out_capacity < size {
             return Err(AbiError::OutputTooSmall { needed: size });
         }
-        let mut w = Writer::new(size);
+        let mut w = Writer::new(size)?;
         w.u32(8, self.entries.len() as u32);
         w.u32(12, u32::from(self.unload_disabled) * LIST_UNLOAD_DISABLED);
         for (i, e) in self.entries.iter().enumerate() {
@@ -614,10 +623,10 @@ impl ListReply {
         if flags & !LIST_UNLOAD_DISABLED != 0 {
             return Err(AbiError::ReservedNotZero);
         }
-        let mut entries = Vec::with_capacity(count as usize);
+        let mut entries = crate::io::try_vec(count as usize).map_err(|_| AbiError::NoMemory)?;
         for i in 0..count as usize {
             let at = 16 + 16 * i;
-            if buf[at + 12..at + 16].iter().any(|b| *b != 0) {
+            if r.u32(at + 12) != 0 {
                 return Err(AbiError::ReservedNotZero);
             }
             let kind = r.u16(at + 10);

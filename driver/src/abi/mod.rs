@@ -151,6 +151,10 @@ pub enum AbiError {
     TooLong,
     /// A list entry's letter kind other than 0, 1 or 2.
     BadLinkKind(u16),
+    /// The memory for a parsed string or a built buffer could not be allocated (W6: every
+    /// allocation of the ABI is fallible; the driver fails the IOCTL with
+    /// STATUS_INSUFFICIENT_RESOURCES).
+    NoMemory,
 }
 
 impl AbiError {
@@ -163,6 +167,7 @@ impl AbiError {
             AbiError::WrongSize { .. } => Status::Host(0xC000_0004),
             // STATUS_REVISION_MISMATCH for another ABI version.
             AbiError::WrongVersion(_) => Status::Host(0xC000_0059),
+            AbiError::NoMemory => Status::InsufficientResources,
             _ => Status::InvalidParameter,
         }
     }
@@ -199,59 +204,90 @@ impl core::fmt::Display for AbiError {
             AbiError::BadTarget => write!(f, "name the volume by drive letter or by id"),
             AbiError::TooLong => write!(f, "string too long for its field"),
             AbiError::BadLinkKind(k) => write!(f, "bad letter kind {k}"),
+            AbiError::NoMemory => write!(f, "out of memory"),
         }
     }
 }
 
-/// Little-endian reader over a buffer of checked length.
+/// Little-endian reader over a buffer of checked length: every offset a parser reads is a
+/// constant of its layout (or, for a list, bounded by a count checked against the length)
+/// inside a buffer whose length `open_exact` (or the list parser) checked first; an offset
+/// outside the buffer all the same reads as zeros, never a panic (W6).
 struct Reader<'a>(&'a [u8]);
 
 impl Reader<'_> {
+    fn array<const N: usize>(&self, at: usize) -> [u8; N] {
+        at.checked_add(N)
+            .and_then(|end| self.0.get(at..end))
+            .and_then(|b| <[u8; N]>::try_from(b).ok())
+            .unwrap_or([0; N])
+    }
     fn u16(&self, at: usize) -> u16 {
-        u16::from_le_bytes([self.0[at], self.0[at + 1]])
+        u16::from_le_bytes(self.array(at))
     }
     fn u32(&self, at: usize) -> u32 {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(&self.0[at..at + 4]);
-        u32::from_le_bytes(b)
+        u32::from_le_bytes(self.array(at))
     }
     fn u64(&self, at: usize) -> u64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&self.0[at..at + 8]);
-        u64::from_le_bytes(b)
+        u64::from_le_bytes(self.array(at))
     }
     /// A NUL-terminated UTF-16 string in `chars` code units at `at`; zero padding required.
+    /// The string is copied into fallibly allocated storage (W6: [`AbiError::NoMemory`]).
     fn utf16(&self, at: usize, chars: usize) -> Result<Vec<u16>, AbiError> {
-        let units: Vec<u16> = (0..chars).map(|i| self.u16(at + 2 * i)).collect();
-        let end = units
-            .iter()
-            .position(|c| *c == 0)
+        let unit = |i: usize| self.u16(at + 2 * i);
+        let end = (0..chars)
+            .position(|i| unit(i) == 0)
             .ok_or(AbiError::Unterminated)?;
-        if units[end..].iter().any(|c| *c != 0) {
+        if (end..chars).any(|i| unit(i) != 0) {
             return Err(AbiError::PaddingNotZero);
         }
-        Ok(units[..end].to_vec())
+        let mut s = crate::io::try_vec(end).map_err(|_| AbiError::NoMemory)?;
+        s.extend((0..end).map(unit));
+        Ok(s)
     }
 }
 
-/// Little-endian writer into a zeroed buffer.
-struct Writer(Vec<u8>);
+/// Little-endian writer into a zeroed buffer: a fixed array for the small fixed-size
+/// messages (no allocation: the driver's mount, gates and erase replies), a fallibly
+/// allocated vector for the others ([`Writer::new`]). Offsets are the layouts' constants.
+struct Writer<B>(B);
 
-impl Writer {
-    fn new(size: usize) -> Self {
-        let mut w = Writer(alloc::vec![0u8; size]);
+impl<const N: usize> Writer<[u8; N]> {
+    /// A zeroed `N`-byte message with its version and size.
+    fn fixed() -> Self {
+        let mut w = Writer([0u8; N]);
         w.u32(0, ABI_VERSION);
-        w.u32(4, size as u32);
+        w.u32(4, N as u32);
         w
     }
+}
+
+impl Writer<Vec<u8>> {
+    /// A zeroed `size`-byte message with its version and size, allocated fallibly (W6).
+    fn new(size: usize) -> Result<Self, AbiError> {
+        let mut v = crate::io::try_vec(size).map_err(|_| AbiError::NoMemory)?;
+        v.resize(size, 0);
+        let mut w = Writer(v);
+        w.u32(0, ABI_VERSION);
+        w.u32(4, size as u32);
+        Ok(w)
+    }
+}
+
+impl<B: AsMut<[u8]>> Writer<B> {
+    fn bytes(&mut self, at: usize, v: &[u8]) {
+        if let Some(field) = self.0.as_mut().get_mut(at..at + v.len()) {
+            field.copy_from_slice(v);
+        }
+    }
     fn u16(&mut self, at: usize, v: u16) {
-        self.0[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        self.bytes(at, &v.to_le_bytes());
     }
     fn u32(&mut self, at: usize, v: u32) {
-        self.0[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        self.bytes(at, &v.to_le_bytes());
     }
     fn u64(&mut self, at: usize, v: u64) {
-        self.0[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        self.bytes(at, &v.to_le_bytes());
     }
     fn utf16(&mut self, at: usize, chars: usize, s: &[u16]) -> Result<(), AbiError> {
         // One unit is kept for the terminator; an embedded NUL would truncate silently.

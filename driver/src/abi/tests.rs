@@ -477,3 +477,69 @@ proptest! {
         let _ = MountReply::parse(&buf);
     }
 }
+
+/// W6: the ABI's allocations (a parsed request's strings, a built list or status reply) are
+/// fallible: each failing in turn is `AbiError::NoMemory`, which the driver completes with
+/// STATUS_INSUFFICIENT_RESOURCES; the fixed-size messages allocate nothing.
+#[cfg(feature = "fault-switches")]
+#[test]
+fn w6_a_failed_allocation_in_a_parse_or_a_reply_is_insufficient_resources() {
+    use crate::faults::{allocations_seen, fail_allocation_at};
+    assert_eq!(AbiError::NoMemory.status(), Status::InsufficientResources);
+    let bytes = mount().build().unwrap();
+    let status = StatusReply {
+        volume_id: 1,
+        flags: 0,
+        gates: GatesMessage::default(),
+        drive_letter: None,
+        backend: b"soft".to_vec(),
+        counters: CounterSnapshot::default(),
+        data_size: 4096,
+        memory: None,
+    };
+    let list = ListReply {
+        entries: vec![ListEntry {
+            volume_id: 3,
+            flags: 0,
+            drive_letter: Some('V'),
+            letter_kind: LinkKind::GlobalLink,
+        }],
+        unload_disabled: false,
+    };
+    type Call<'a> = &'a dyn Fn() -> Result<(), AbiError>;
+    // (what, how many fallible allocations it makes, the call)
+    let cases: [(&str, u64, Call<'_>); 3] = [
+        ("mount request parse", 2, &|| {
+            MountRequest::parse(&bytes, false).map(|_| ())
+        }),
+        ("status reply", 1, &|| status.build().map(|_| ())),
+        ("list reply", 1, &|| {
+            list.build(ListReply::MAX_SIZE).map(|_| ())
+        }),
+    ];
+    for (what, sites, call) in cases {
+        fail_allocation_at(0);
+        assert_eq!(call(), Ok(()), "{what}");
+        assert_eq!(allocations_seen(), sites, "{what}: fallible allocations");
+        for n in 1..=sites {
+            fail_allocation_at(n);
+            assert_eq!(call(), Err(AbiError::NoMemory), "{what}: site {n}");
+        }
+    }
+    fail_allocation_at(0);
+    let _ = (
+        MountReply {
+            volume_id: 1,
+            drive_letter: None,
+        }
+        .build(),
+        GatesMessage::default().build(),
+        EraseReply { volumes: 1 }.build(),
+        EmptyRequest::build(),
+    );
+    assert_eq!(
+        allocations_seen(),
+        0,
+        "the fixed-size messages allocate nothing"
+    );
+}

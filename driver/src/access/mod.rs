@@ -19,8 +19,6 @@
 //! - a caller impersonating at anonymous or identification level is refused before any of
 //!   these ([`Token::usable`]: STATUS_BAD_IMPERSONATION_LEVEL).
 
-use alloc::vec::Vec;
-
 use crate::Status;
 
 #[cfg(test)]
@@ -38,9 +36,23 @@ pub const BAD_IMPERSONATION_LEVEL: Status = Status::Host(0xC000_00A5);
 /// Largest SID: revision, count, 6-byte authority and 15 sub-authorities.
 pub const MAX_SID_LENGTH: usize = 8 + 4 * 15;
 
-/// A security identifier in its binary form (revision 1, as `RtlLengthSid` measures it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sid(Vec<u8>);
+/// A security identifier in its binary form (revision 1, as `RtlLengthSid` measures it), held
+/// inline: a SID is at most [`MAX_SID_LENGTH`] bytes, so making, copying and comparing one
+/// allocates nothing (W6: the caller's SID of every control IOCTL, the owner kept for a volume,
+/// the device's security descriptor).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Sid {
+    /// Bytes used (`8 + 4 x count`).
+    len: u8,
+    /// The binary form, zero after `len`.
+    bytes: [u8; MAX_SID_LENGTH],
+}
+
+impl core::fmt::Debug for Sid {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Sid").field(&self.as_bytes()).finish()
+    }
+}
 
 impl Sid {
     /// A SID from its binary form: revision 1, at most 15 sub-authorities, and exactly
@@ -48,32 +60,39 @@ impl Sid {
     pub fn from_bytes(bytes: &[u8]) -> Result<Sid, Status> {
         match bytes {
             [1, count, ..] if *count <= 15 && bytes.len() == 8 + 4 * usize::from(*count) => {
-                Ok(Sid(bytes.to_vec()))
+                let mut sid = Sid {
+                    len: bytes.len() as u8,
+                    bytes: [0; MAX_SID_LENGTH],
+                };
+                sid.bytes[..bytes.len()].copy_from_slice(bytes);
+                Ok(sid)
             }
             _ => Err(INVALID_SID),
         }
     }
 
-    /// A copy in a fallibly allocated buffer (W6: STATUS_INSUFFICIENT_RESOURCES instead of
-    /// the allocation-error handler; asks the allocation-failure injection).
+    /// A copy (kept for the callers that copied fallibly when a SID was a heap buffer: a SID
+    /// is inline now, so this allocates nothing and cannot fail).
     pub fn try_clone(&self) -> Result<Sid, Status> {
-        let mut bytes = crate::io::try_vec(self.0.len())?;
-        bytes.extend_from_slice(&self.0);
-        Ok(Sid(bytes))
+        Ok(self.clone())
     }
 
-    /// A SID from its authority and sub-authorities (S-1-`authority`-`sub`...).
+    /// A SID from its authority and sub-authorities (S-1-`authority`-`sub`...); at most 15
+    /// sub-authorities are kept.
     pub fn new(authority: u64, sub_authorities: &[u32]) -> Sid {
         let count = sub_authorities.len().min(15);
-        let mut bytes = Vec::with_capacity(8 + 4 * count);
-        bytes.push(1);
-        bytes.push(count as u8);
+        let mut bytes = [0u8; MAX_SID_LENGTH];
+        bytes[0] = 1;
+        bytes[1] = count as u8;
         // The identifier authority is 6 bytes, big-endian.
-        bytes.extend_from_slice(&authority.to_be_bytes()[2..]);
-        for s in &sub_authorities[..count] {
-            bytes.extend_from_slice(&s.to_le_bytes());
+        bytes[2..8].copy_from_slice(&authority.to_be_bytes()[2..]);
+        for (i, s) in sub_authorities.iter().take(count).enumerate() {
+            bytes[8 + 4 * i..12 + 4 * i].copy_from_slice(&s.to_le_bytes());
         }
-        Sid(bytes)
+        Sid {
+            len: (8 + 4 * count) as u8,
+            bytes,
+        }
     }
 
     /// S-1-5-18, LocalSystem.
@@ -88,7 +107,7 @@ impl Sid {
 
     /// The binary form.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        &self.bytes[..usize::from(self.len)]
     }
 }
 

@@ -156,10 +156,17 @@ struct Input<'a> {
     len: usize,
 }
 
+// Every parser checks `len` against its structure's size first, and the copy holds the first
+// `VERIFY_SIZE` bytes, so each field a parser reads is in `bytes`.
+const _: () = assert!(at::PROPERTY_QUERY_SIZE <= at::VERIFY_SIZE);
+
 impl Input<'_> {
+    /// The u32 at `at`; a field past the bytes copied reads as 0, never a panic (W6: the
+    /// parsers' size checks make that unreachable).
     fn u32(&self, at: usize) -> u32 {
-        let b = &self.bytes[at..at + 4];
-        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        at.checked_add(4)
+            .and_then(|end| self.bytes.get(at..end))
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
     fn u64(&self, at: usize) -> u64 {
         u64::from(self.u32(at)) | (u64::from(self.u32(at + 4)) << 32)

@@ -78,14 +78,14 @@ impl Directories {
         caller: "\\??\\",
     };
 
-    /// `name` in the global directory.
-    pub fn global(&self, name: &str) -> Vec<u16> {
-        utf16(self.global).into_iter().chain(utf16(name)).collect()
+    /// `name` in the global directory (W6: fallible).
+    pub fn global(&self, name: &str) -> Result<Vec<u16>, Status> {
+        join(&[self.global, name])
     }
 
-    /// `name` as the caller sees it.
-    pub fn caller(&self, name: &str) -> Vec<u16> {
-        utf16(self.caller).into_iter().chain(utf16(name)).collect()
+    /// `name` as the caller sees it (W6: fallible).
+    pub fn caller(&self, name: &str) -> Result<Vec<u16>, Status> {
+        join(&[self.caller, name])
     }
 }
 
@@ -131,9 +131,35 @@ impl LinkKind {
     }
 }
 
-/// ASCII to UTF-16.
+/// ASCII to UTF-16 (tests and the Wine build's stand-in; the mount path uses [`join`]).
 pub fn utf16(s: &str) -> Vec<u16> {
     s.encode_utf16().collect()
+}
+
+/// `parts` one after the other in UTF-16, in room allocated fallibly (W6): every name the
+/// mount path makes goes through it, so a failed allocation is STATUS_INSUFFICIENT_RESOURCES.
+pub fn join(parts: &[&str]) -> Result<Vec<u16>, Status> {
+    let units = parts.iter().map(|p| p.encode_utf16().count()).sum();
+    let mut v = crate::io::try_vec(units)?;
+    for p in parts {
+        v.extend(p.encode_utf16());
+    }
+    Ok(v)
+}
+
+/// `n` in decimal, written into `digits` (no allocation).
+fn decimal(n: u32, digits: &mut [u8; 10]) -> &str {
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    core::str::from_utf8(&digits[at..]).unwrap_or("0")
 }
 
 fn letter_name(letter: char) -> [u8; 2] {
@@ -144,13 +170,11 @@ fn letter_str(letter: &[u8; 2]) -> &str {
     core::str::from_utf8(letter).unwrap_or("?:")
 }
 
-/// `\DosDevices\X:`, the name the mount manager and the suggested link use for a letter.
-pub fn dos_letter(letter: char) -> Vec<u16> {
+/// `\DosDevices\X:`, the name the mount manager and the suggested link use for a letter
+/// (W6: fallible).
+pub fn dos_letter(letter: char) -> Result<Vec<u16>, Status> {
     let l = letter_name(letter);
-    utf16("\\DosDevices\\")
-        .into_iter()
-        .chain(utf16(letter_str(&l)))
-        .collect()
+    join(&["\\DosDevices\\", letter_str(&l)])
 }
 
 /// Bytes of a [`UniqueId`].
@@ -200,33 +224,26 @@ pub struct VolumeNames {
     id: u32,
     device: Vec<u16>,
     letter: Option<char>,
+    /// `\DosDevices\X:` for a mount with a letter, made with the names.
+    dos: Option<Vec<u16>>,
     unique_id: UniqueId,
-}
-
-fn decimal(mut n: u32) -> Vec<u16> {
-    let mut digits = Vec::new();
-    loop {
-        digits.push(u16::from(b'0') + (n % 10) as u16);
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    digits.reverse();
-    digits
 }
 
 impl VolumeNames {
     /// The names of volume `id` (`\Device\VcVolume<id>`), its letter if any, its unique id.
-    pub fn new(id: u32, letter: Option<char>, unique_id: UniqueId) -> VolumeNames {
-        let mut device = utf16("\\Device\\VcVolume");
-        device.extend(decimal(id));
-        VolumeNames {
+    /// Allocated fallibly (W6): STATUS_INSUFFICIENT_RESOURCES when they cannot be.
+    pub fn new(id: u32, letter: Option<char>, unique_id: UniqueId) -> Result<VolumeNames, Status> {
+        let mut digits = [0u8; 10];
+        let device = join(&["\\Device\\VcVolume", decimal(id, &mut digits)])?;
+        let letter = letter.map(|c| c.to_ascii_uppercase());
+        let dos = letter.map(dos_letter).transpose()?;
+        Ok(VolumeNames {
             id,
             device,
-            letter: letter.map(|c| c.to_ascii_uppercase()),
+            letter,
+            dos,
             unique_id,
-        }
+        })
     }
 
     /// IOCTL_MOUNTDEV_QUERY_DEVICE_NAME: `\Device\VcVolume<id>`.
@@ -241,8 +258,8 @@ impl VolumeNames {
 
     /// IOCTL_MOUNTDEV_QUERY_SUGGESTED_LINK_NAME: `\DosDevices\X:` for a mount with a letter;
     /// `None` (STATUS_NOT_FOUND) without one.
-    pub fn suggested_link_name(&self) -> Option<Vec<u16>> {
-        self.letter.map(dos_letter)
+    pub fn suggested_link_name(&self) -> Option<&[u16]> {
+        self.dos.as_deref()
     }
 
     /// The drive letter asked for.
@@ -251,11 +268,10 @@ impl VolumeNames {
     }
 
     /// The `VcVolume<id>` link name (global), which vcctl and the tests open as
-    /// `\\.\VcVolume<id>`.
-    fn device_link(&self, dirs: &Directories) -> Vec<u16> {
-        let mut l = dirs.global("VcVolume");
-        l.extend(decimal(self.id));
-        l
+    /// `\\.\VcVolume<id>` (W6: fallible).
+    fn device_link(&self, dirs: &Directories) -> Result<Vec<u16>, Status> {
+        let mut digits = [0u8; 10];
+        join(&[dirs.global, "VcVolume", decimal(self.id, &mut digits)])
     }
 }
 
@@ -268,12 +284,30 @@ pub fn letter_free<N: Namespace + ?Sized>(
     letter: char,
 ) -> Result<(), Status> {
     let l = letter_name(letter);
-    for path in [dirs.global(letter_str(&l)), dirs.caller(letter_str(&l))] {
-        if ns.query(&path)?.is_some() {
+    let (global, caller) = (dirs.global(letter_str(&l))?, dirs.caller(letter_str(&l))?);
+    none_exists(ns, &[&global, &caller])
+}
+
+/// OBJECT_NAME_COLLISION when any of `paths` exists.
+fn none_exists<N: Namespace + ?Sized>(ns: &N, paths: &[&[u16]]) -> Result<(), Status> {
+    for path in paths {
+        if ns.query(path)?.is_some() {
             return Err(OBJECT_NAME_COLLISION);
         }
     }
     Ok(())
+}
+
+/// Whether the mount manager took a request: refused is `false` (the letter then becomes an
+/// explicit global link), but STATUS_INSUFFICIENT_RESOURCES (W6: the request could not even
+/// be built, or the mount manager had no memory for it) fails the mount, as any other failed
+/// allocation of a mount does, instead of leaving a mount made with less than it asked for.
+fn accepted(r: Result<(), Status>) -> Result<bool, Status> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(Status::InsufficientResources) => Err(Status::InsufficientResources),
+        Err(_) => Ok(false),
+    }
 }
 
 /// One link a mount created.
@@ -299,24 +333,87 @@ pub struct Links {
     arrived: bool,
 }
 
+/// Every name a mount's links need and the room for their records, made before the volume
+/// device is published ([`Links::prepare`]), so that [`PreparedLinks::establish`] allocates
+/// nothing in this crate: it only asks the namespace and the mount manager (W6).
+#[derive(Debug)]
+pub struct PreparedLinks {
+    links: Links,
+    device_link: Vec<u16>,
+    letter: Option<LetterPaths>,
+}
+
+/// A letter's paths: global (`\GLOBAL??\X:`), the caller's view (`\??\X:`), the mount
+/// manager's (`\DosDevices\X:`).
+#[derive(Debug)]
+struct LetterPaths {
+    global: Vec<u16>,
+    caller: Vec<u16>,
+    dos: Vec<u16>,
+}
+
 impl Links {
-    /// Creates the volume's links: `VcVolume<id>` in the global directory, and its letter if
-    /// it has one (through `mount_manager` when given, else, or when the mount manager does
-    /// not make it, as an explicit global link). On failure every link made so far is
-    /// removed and nothing else is touched.
+    /// Makes every name [`PreparedLinks::establish`] uses (the device's, `VcVolume<id>`'s, the
+    /// letter's three) and the room for both records, all fallibly (W6:
+    /// STATUS_INSUFFICIENT_RESOURCES, nothing made, nothing asked of the namespace).
+    pub fn prepare(dirs: &Directories, names: &VolumeNames) -> Result<PreparedLinks, Status> {
+        let mut device = crate::io::try_vec(names.device_name().len())?;
+        device.extend_from_slice(names.device_name());
+        let created = crate::io::try_vec(2)?;
+        let device_link = names.device_link(dirs)?;
+        let letter = match names.letter() {
+            None => None,
+            Some(letter) => {
+                let l = letter_name(letter);
+                Some(LetterPaths {
+                    global: dirs.global(letter_str(&l))?,
+                    caller: dirs.caller(letter_str(&l))?,
+                    dos: dos_letter(letter)?,
+                })
+            }
+        };
+        Ok(PreparedLinks {
+            links: Links {
+                device,
+                created,
+                kind: LinkKind::None,
+                arrived: false,
+            },
+            device_link,
+            letter,
+        })
+    }
+
+    /// [`Links::prepare`], then [`PreparedLinks::establish`] (one call, for the tests).
     pub fn establish<N: Namespace + ?Sized, M: MountManager + ?Sized>(
         ns: &N,
         mount_manager: Option<&M>,
         dirs: &Directories,
         names: &VolumeNames,
     ) -> Result<Links, Status> {
-        let mut links = Links {
-            device: names.device_name().to_vec(),
-            created: Vec::new(),
-            kind: LinkKind::None,
-            arrived: false,
-        };
-        match links.make(ns, mount_manager, dirs, names) {
+        Links::prepare(dirs, names)?.establish(ns, mount_manager)
+    }
+}
+
+impl PreparedLinks {
+    /// Creates the volume's links: `VcVolume<id>` in the global directory, and its letter if
+    /// it has one (through `mount_manager` when given, else, or when the mount manager does
+    /// not make it, as an explicit global link). On failure every link made so far is
+    /// removed and nothing else is touched. Allocates nothing in this crate (the names and
+    /// the records' room were made by [`Links::prepare`]); what the kernel's namespace and
+    /// mount manager allocate for their calls is fallible and fails this call like any other
+    /// error of theirs.
+    pub fn establish<N: Namespace + ?Sized, M: MountManager + ?Sized>(
+        self,
+        ns: &N,
+        mount_manager: Option<&M>,
+    ) -> Result<Links, Status> {
+        let PreparedLinks {
+            mut links,
+            device_link,
+            letter,
+        } = self;
+        match links.make(ns, mount_manager, device_link, letter) {
             Ok(()) => Ok(links),
             Err(status) => {
                 links.remove_all(ns, mount_manager);
@@ -324,13 +421,15 @@ impl Links {
             }
         }
     }
+}
 
+impl Links {
     fn points_here<N: Namespace + ?Sized>(&self, ns: &N, path: &[u16]) -> Result<bool, Status> {
         Ok(ns.query(path)?.as_deref() == Some(&self.device[..]))
     }
 
-    /// Records a link that exists and points here (room reserved by `make`, so it cannot
-    /// fail after the link was made).
+    /// Records a link that exists and points here (room for both records reserved by
+    /// `prepare`, so it cannot allocate or fail after the link was made).
     fn record(&mut self, path: Vec<u16>, mount_point: Option<Vec<u16>>) {
         self.created.push(Created { path, mount_point });
     }
@@ -339,31 +438,28 @@ impl Links {
         &mut self,
         ns: &N,
         mount_manager: Option<&M>,
-        dirs: &Directories,
-        names: &VolumeNames,
+        device_link: Vec<u16>,
+        letter: Option<LetterPaths>,
     ) -> Result<(), Status> {
-        // Room for both records before anything is created.
-        self.created
-            .try_reserve(2)
-            .map_err(|_| Status::InsufficientResources)?;
-        let device_link = names.device_link(dirs);
         ns.create(&device_link, &self.device)?;
         self.record(device_link, None);
-        let Some(letter) = names.letter() else {
+        let Some(LetterPaths {
+            global,
+            caller,
+            dos,
+        }) = letter
+        else {
             return Ok(());
         };
-        let l = letter_name(letter);
-        let global = dirs.global(letter_str(&l));
         // Checked again here: nothing of ours holds the letter yet, so any link is another's.
-        letter_free(ns, dirs, letter)?;
-        let dos = dos_letter(letter);
+        none_exists(ns, &[&global, &caller])?;
         if let Some(mm) = mount_manager {
             // The mount manager may make the letter on arrival (the suggested name); else the
             // create point does. Either way it is ours only if it points at our device.
-            self.arrived = mm.volume_arrival(&self.device).is_ok();
+            self.arrived = accepted(mm.volume_arrival(&self.device))?;
             let made = self.arrived
                 && (self.points_here(ns, &global)?
-                    || (mm.create_point(&dos, &self.device).is_ok()
+                    || (accepted(mm.create_point(&dos, &self.device))?
                         && self.points_here(ns, &global)?));
             if made {
                 self.kind = LinkKind::MountManager;

@@ -104,10 +104,20 @@ fn get_name(buf: &[u8], at: usize, bytes: usize) -> Result<Vec<u16>, Status> {
     }
     let end = at.checked_add(bytes).ok_or(Status::InvalidParameter)?;
     let raw = buf.get(at..end).ok_or(Status::InvalidParameter)?;
-    Ok(raw
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect())
+    let mut name = crate::io::try_vec(bytes / 2)?;
+    name.extend(
+        raw.chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]])),
+    );
+    Ok(name)
+}
+
+/// `len` zero bytes in room for at least `room` (the reply the request's buffer must also
+/// hold), allocated fallibly (W6: STATUS_INSUFFICIENT_RESOURCES, asks the injection).
+pub fn zeroed(len: usize, room: usize) -> Result<Vec<u8>, Status> {
+    let mut buf = crate::io::try_vec(len.max(room))?;
+    buf.resize(len, 0);
+    Ok(buf)
 }
 fn bytes16(name: &[u16]) -> Result<u16, Status> {
     u16::try_from(name.len() * 2).map_err(|_| Status::InvalidParameter)
@@ -116,7 +126,7 @@ fn bytes16(name: &[u16]) -> Result<u16, Status> {
 /// The arrival and removal notifications' input: MOUNTMGR_TARGET_NAME naming `device`.
 pub fn target_name(device: &[u16]) -> Result<Vec<u8>, Status> {
     let at = offset_of!(MOUNTMGR_TARGET_NAME, DeviceName);
-    let mut buf = alloc::vec![0u8; at + 2 * device.len()];
+    let mut buf = zeroed(at + 2 * device.len(), 0)?;
     put16(
         &mut buf,
         offset_of!(MOUNTMGR_TARGET_NAME, DeviceNameLength),
@@ -144,7 +154,7 @@ pub fn create_point_input(link: &[u16], device: &[u16]) -> Result<Vec<u8>, Statu
     let device_at = link_at + usize::from(link_len);
     let total = device_at + usize::from(device_len);
     let device_at16 = u16::try_from(device_at).map_err(|_| Status::InvalidParameter)?;
-    let mut buf = alloc::vec![0u8; total];
+    let mut buf = zeroed(total, 0)?;
     put16(
         &mut buf,
         offset_of!(MOUNTMGR_CREATE_POINT_INPUT, SymbolicLinkNameOffset),
@@ -197,7 +207,7 @@ pub fn parse_create_point_input(buf: &[u8]) -> Result<(Vec<u16>, Vec<u16>), Stat
 pub fn delete_points_input(link: &[u16]) -> Result<Vec<u8>, Status> {
     let head = size_of::<MOUNTMGR_MOUNT_POINT>();
     let len = bytes16(link)?;
-    let mut buf = alloc::vec![0u8; head + usize::from(len)];
+    let mut buf = zeroed(head + usize::from(len), DELETE_POINTS_OUTPUT)?;
     put32(
         &mut buf,
         offset_of!(MOUNTMGR_MOUNT_POINT, SymbolicLinkNameOffset),
@@ -260,6 +270,31 @@ mod tests {
         assert_eq!(u32::from_le_bytes([d[0], d[1], d[2], d[3]]), 24);
         assert!(d[6..24].iter().all(|b| *b == 0), "no unique id, no device");
         assert_eq!(parse_delete_points_input(&d).unwrap(), link);
+    }
+
+    /// W6: every request buffer is allocated fallibly (the delete-points one with the room
+    /// for its reply, so sending it allocates nothing more).
+    #[cfg(feature = "fault-switches")]
+    #[test]
+    fn w6_a_request_buffer_that_cannot_be_allocated_is_insufficient_resources() {
+        use crate::faults::fail_allocation_at;
+        let (dev, link) = (utf16("\\Device\\VcVolume3"), utf16("\\DosDevices\\V:"));
+        let builds: [&dyn Fn() -> Result<Vec<u8>, Status>; 3] = [
+            &|| target_name(&dev),
+            &|| create_point_input(&link, &dev),
+            &|| delete_points_input(&link),
+        ];
+        for (i, build) in builds.iter().enumerate() {
+            fail_allocation_at(1);
+            assert_eq!(build().err(), Some(Status::InsufficientResources), "{i}");
+            fail_allocation_at(0);
+            assert!(build().is_ok(), "{i}");
+        }
+        let d = delete_points_input(&link).unwrap();
+        assert!(
+            d.capacity() >= DELETE_POINTS_OUTPUT,
+            "the reply's room is made with it"
+        );
     }
 
     #[test]

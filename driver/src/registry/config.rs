@@ -7,6 +7,7 @@ use core::fmt;
 use super::parse::{parse_gate, Gate, GateState, Malformed, OffReason, RawValue};
 use super::tunables::{read_tunable, RawTunables, Tunable};
 use super::{Gates, Tunables};
+use crate::Status;
 
 /// Where registry values come from: the kernel glue (ZwQueryValueKey under
 /// [`SERVICE_KEY_NT`](super::SERVICE_KEY_NT)), a [`ValueMap`], or a test.
@@ -44,6 +45,22 @@ impl ValueMap {
         self.entries
             .push((String::from(name), value_type, Vec::from(data)));
         self
+    }
+
+    /// [`ValueMap::set`], allocating fallibly (W6: the glue fills the map through it, so a
+    /// value that cannot be held is STATUS_INSUFFICIENT_RESOURCES, never a bugcheck).
+    pub fn try_set(&mut self, name: &str, value_type: u32, data: &[u8]) -> Result<(), Status> {
+        self.remove(name);
+        let mut n = crate::io::try_vec(name.len())?;
+        n.extend_from_slice(name.as_bytes());
+        let n = String::from_utf8(n).map_err(|_| Status::InvalidParameter)?;
+        let mut d = crate::io::try_vec(data.len())?;
+        d.extend_from_slice(data);
+        self.entries
+            .try_reserve(1)
+            .map_err(|_| Status::InsufficientResources)?;
+        self.entries.push((n, value_type, d));
+        Ok(())
     }
 
     /// Sets `name` to a well-formed REG_DWORD.

@@ -11,10 +11,9 @@
 //! decides who may do what (`crate::access`) or makes engine decisions.
 
 use alloc::boxed::Box;
-use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::fmt::Write as _;
+use core::fmt::Write;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
@@ -42,6 +41,7 @@ use super::strings::{unicode, utf16};
 use super::sync::SpinLock;
 use super::thread::SystemThread;
 use super::{nt, pool};
+use crate::abi::buffer::Answer;
 use crate::abi::{
     self, AbiError, EmptyRequest, EraseReply, GatesMessage, ListEntry, ListReply, MountReply,
     MountRequest, StatusReply, Target, VolumeRequest, DISMOUNT_FORCE, MOUNT_HIDDEN,
@@ -130,11 +130,43 @@ fn log(line: &str) {
     unsafe { DbgPrint(c"%.*s\n".as_ptr(), line.len() as i32, line.as_ptr()) };
 }
 
+/// One log line formatted into a fixed buffer (W6: logging allocates nothing). The longest
+/// note (a value name of 39 characters with its reason) is about 125 bytes; a longer line is
+/// cut at a character boundary.
+struct Line {
+    bytes: [u8; 160],
+    len: usize,
+}
+
+impl Line {
+    fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl Write for Line {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let room = self.bytes.len() - self.len;
+        let mut take = s.len().min(room);
+        while !s.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.bytes[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
+        self.len += take;
+        Ok(())
+    }
+}
+
+/// Not inlined: its line buffer stays out of the control IOCTL handler's frame (W13).
+#[inline(never)]
 fn log_notes(notes: impl IntoIterator<Item = Note>) {
     for note in notes {
-        let mut line = String::new();
+        let mut line = Line {
+            bytes: [0; 160],
+            len: 0,
+        };
         let _ = write!(line, "{note}");
-        log(&line);
+        log(line.as_str());
     }
 }
 
@@ -161,12 +193,25 @@ pub unsafe fn driver_entry(
     }
     let has_pool2 = pool::resolve();
     // SAFETY: the I/O manager passes a valid UNICODE_STRING (Length in bytes) or NULL.
-    let registry_path: Vec<u16> = match unsafe { registry_path.as_ref() } {
+    let given: &[u16] = match unsafe { registry_path.as_ref() } {
         Some(p) if !p.Buffer.is_null() => {
             // SAFETY: `Buffer` holds `Length` bytes of UTF-16 for the duration of DriverEntry.
-            unsafe { core::slice::from_raw_parts(p.Buffer, usize::from(p.Length) / 2) }.to_vec()
+            unsafe { core::slice::from_raw_parts(p.Buffer, usize::from(p.Length) / 2) }
         }
-        _ => Vec::new(),
+        _ => &[],
+    };
+    // W6: what DriverEntry keeps (the registry path's copy, the control KMUTEX) is allocated
+    // fallibly before anything is created, so a failure has nothing to undo.
+    let registry_path: Vec<u16> = match crate::io::try_vec(given.len()) {
+        Ok(mut v) => {
+            v.extend_from_slice(given);
+            v
+        }
+        Err(status) => return nt(status),
+    };
+    let control_mutex = match KernelMutex::try_new() {
+        Ok(m) => m,
+        Err(status) => return nt(status),
     };
 
     let mut device_name = unicode(&DEVICE_NAME);
@@ -205,10 +250,19 @@ pub unsafe fn driver_entry(
         unsafe { IoDeleteDevice(device) };
         return nt(status);
     }
+    // Tunables once, gates now and on each reload; each odd value logged once (R8). W6: a
+    // map that cannot be allocated fails DriverEntry, the link and device undone.
+    let values = match read_values(&registry_path, &ALL_VALUE_NAMES) {
+        Ok(values) => values,
+        Err(status) => {
+            // SAFETY: the link made above.
+            let _ = unsafe { IoDeleteSymbolicLink(&mut link_name) };
+            // SAFETY: the device created above; nothing else references it yet.
+            unsafe { IoDeleteDevice(device) };
+            return nt(status);
+        }
+    };
     CONTROL_DEVICE.store(device, Ordering::Release);
-
-    // Tunables once, gates now and on each reload; each odd value logged once (R8).
-    let values = read_values(&registry_path, &ALL_VALUE_NAMES);
     let (_, tunables, notes) = Config::load(&values);
     let reload = DRIVER_GATES.reload(&values);
     log_notes(notes);
@@ -220,7 +274,10 @@ pub unsafe fn driver_entry(
         use crate::registry::RegistrySource;
         super::irql::announce();
         let names = Fault::ALL.map(Fault::value_name);
-        let switches = read_values(&registry_path, &names);
+        let switches = read_values(&registry_path, &names).unwrap_or_else(|_| {
+            log("vcdirect: W9 fault switches not read (no memory): all off");
+            crate::registry::ValueMap::new()
+        });
         for fault in Fault::ALL {
             let on = switches
                 .query(fault.value_name())
@@ -234,7 +291,9 @@ pub unsafe fn driver_entry(
     let Some(control) = NonNull::new(device) else {
         return nt(Status::InsufficientResources);
     };
-    let state = Box::new(DriverState {
+    // W6: the driver's state in a fallible pool block; on failure the link and the control
+    // device are undone (the KMUTEX and the registry path's copy go with the value).
+    let state = pool::try_box(DriverState {
         driver,
         control,
         registry_path,
@@ -249,9 +308,21 @@ pub unsafe fn driver_entry(
                 1
             }
         }),
-        control_mutex: KernelMutex::new(),
+        control_mutex,
         workers: SpinLock::new(Vec::new()),
     });
+    let state = match state {
+        Ok(state) => state,
+        Err(status) => {
+            CONTROL_DEVICE.store(core::ptr::null_mut(), Ordering::Release);
+            // SAFETY: the link made above.
+            let _ = unsafe { IoDeleteSymbolicLink(&mut link_name) };
+            // SAFETY: the device created above; no handle can be open to it yet (DriverEntry
+            // has not returned, so no dispatch routine was reachable).
+            unsafe { IoDeleteDevice(device) };
+            return nt(status);
+        }
+    };
     STATE.store(Box::into_raw(state), Ordering::Release);
     let _ = reload;
     // W1: IRP_MJ_SHUTDOWN reaches the control device when shutdown begins; every volume is
@@ -515,44 +586,21 @@ fn restore_unload(state: &DriverState) {
 /// IRQL: PASSIVE_LEVEL.
 #[cfg(not(feature = "wine-host"))]
 fn probe_control_device() -> Result<(), Status> {
-    use wdk_sys::ntddk::{ZwClose, ZwCreateFile};
-    use wdk_sys::{
-        FILE_OPEN, FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE, HANDLE,
-        IO_STATUS_BLOCK, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE,
-    };
+    use super::host::{zw_open, ZwOpen};
+    use wdk_sys::ntddk::ZwClose;
+    use wdk_sys::{FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE};
     let mut name = unicode(&DEVICE_NAME);
-    let mut attributes = OBJECT_ATTRIBUTES {
-        Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
-        RootDirectory: core::ptr::null_mut(),
-        ObjectName: &mut name,
-        Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
-        SecurityDescriptor: core::ptr::null_mut(),
-        SecurityQualityOfService: core::ptr::null_mut(),
-    };
-    let mut handle: HANDLE = core::ptr::null_mut();
-    let mut iosb = IO_STATUS_BLOCK::default();
-    // SAFETY: every pointer is valid for the call (`name` describes a static string); a kernel
-    // handle (OBJ_KERNEL_HANDLE: no user process can use it), closed below. PASSIVE_LEVEL. The
-    // IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
-    // without taking the control mutex this thread holds.
-    let status = unsafe {
-        ZwCreateFile(
-            &mut handle,
-            FILE_READ_ATTRIBUTES,
-            &mut attributes,
-            &mut iosb,
-            core::ptr::null_mut(),
-            0,
-            FILE_SHARE_READ | FILE_SHARE_WRITE,
-            FILE_OPEN,
-            0,
-            core::ptr::null_mut(),
-            0,
-        )
-    };
-    if status < 0 {
-        return Err(Status::from_ntstatus(status as u32));
-    }
+    // The IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
+    // without taking the control mutex this thread holds. PASSIVE_LEVEL.
+    let handle = zw_open(
+        &mut name,
+        ZwOpen {
+            access: FILE_READ_ATTRIBUTES,
+            share: FILE_SHARE_READ | FILE_SHARE_WRITE,
+            options: 0,
+            as_caller: false,
+        },
+    )?;
     // SAFETY: the kernel handle opened above, closed once.
     let _ = unsafe { ZwClose(handle) };
     Ok(())
@@ -576,7 +624,17 @@ fn probe_control_device() -> Result<(), Status> {
 /// IRQL: PASSIVE_LEVEL, in the caller's thread.
 fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTATUS {
     irp.mark_pending();
-    let slot = Arc::new(SpinLock::new(Some(irp)));
+    // W6: the IRP's slot and the thread's body are allocated fallibly; without them the
+    // volume is unclaimed and the IRP fails with STATUS_INSUFFICIENT_RESOURCES.
+    let slot = match pool::try_arc(SpinLock::new(None::<Irp>)) {
+        Ok(slot) => slot,
+        Err(status) => {
+            unclaim(ds, &claim.device);
+            irp.complete(status, 0);
+            return nts::PENDING;
+        }
+    };
+    slot.with(|s| *s = Some(irp));
     let device = Arc::clone(&claim.device);
     ds.control_mutex.with(|| {
         for previous in ds.workers.with(core::mem::take) {
@@ -588,7 +646,7 @@ fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTA
             .map_err(|_| Status::InsufficientResources)
             .and_then(|_| {
                 let slot = Arc::clone(&slot);
-                SystemThread::spawn(Box::new(move || {
+                pool::try_box(move || {
                     // The driver state outlives this thread: Unload joins it before freeing it.
                     let status = match state() {
                         Some(st) => match dismount_volume(st, claim.device, claim.force) {
@@ -600,8 +658,9 @@ fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTA
                     if let Some(irp) = slot.with(Option::take) {
                         irp.complete(status, 0);
                     }
-                }))
-            });
+                })
+            })
+            .and_then(|body| SystemThread::spawn(body));
         match spawned {
             Ok(thread) => {
                 keep.push(thread);
@@ -702,7 +761,7 @@ fn dismount_volume(
     // SAFETY: the table's reference (and `teardown`'s) keeps the device undeleted until
     // `delete_device`; the sequence sends every request that uses it (NTFS probe, lock,
     // dismount) before that, and `release` does not touch the device.
-    let mut above = unsafe { KernelVolumeAbove::new(device.device_object(), device.device_name()) };
+    let mut above = unsafe { KernelVolumeAbove::new(device.device_object(), device.mounted()) };
     let teardown = TableTeardown {
         state,
         device: core::cell::RefCell::new(Some(device)),
@@ -767,8 +826,9 @@ fn dismount_all_forced(state: &DriverState) {
     }
 }
 
-/// What a handler returns: the reply bytes, or the status to fail with.
-type Reply = Result<Vec<u8>, Status>;
+/// What a handler returns: the reply (W6: a fixed-size one allocates nothing, a built one
+/// was allocated fallibly), or the status to fail with.
+type Reply = Result<Answer, Status>;
 
 fn abi_err(e: AbiError) -> Status {
     e.status()
@@ -870,39 +930,46 @@ fn handle(
         }
         abi::IOCTL_GATES_RELOAD => {
             access::check(caller, Operation::GatesReload)?;
-            EmptyRequest::parse(input).map_err(abi_err).map(|_| {
-                let names = [Gate::Read.value_name(), Gate::Write.value_name()];
-                let values = read_values(&state.registry_path, &names);
-                let reload = DRIVER_GATES.reload(&values);
-                log_notes(reload.reading.notes());
-                gates_message(reload.gates)
-            })
+            EmptyRequest::parse(input).map_err(abi_err)?;
+            let names = [Gate::Read.value_name(), Gate::Write.value_name()];
+            // W6: a map that cannot be allocated fails the IOCTL, the gates unchanged.
+            let values = read_values(&state.registry_path, &names)?;
+            let reload = DRIVER_GATES.reload(&values);
+            log_notes(reload.reading.notes());
+            Ok(gates_message(reload.gates))
         }
         abi::IOCTL_ERASE_KEYS => {
             access::check(caller, Operation::EraseKeys)?;
-            EmptyRequest::parse(input).map_err(abi_err).map(|_| {
-                let all: Vec<Arc<VolumeDevice>> = state
-                    .volumes
-                    .with(|v| v.iter().map(|e| Arc::clone(&e.device)).collect());
-                for v in &all {
-                    v.mounted().volume.erase_keys();
-                }
+            EmptyRequest::parse(input).map_err(abi_err)?;
+            // W6: the volumes' references are taken into room allocated fallibly, under the
+            // table's lock (nonpaged pool; no room, no key erased: the caller is told).
+            let all = state.volumes.with(|v| {
+                let mut all: Vec<Arc<VolumeDevice>> = crate::io::try_vec(v.len())?;
+                all.extend(v.iter().map(|e| Arc::clone(&e.device)));
+                Ok::<_, Status>(all)
+            })?;
+            for v in &all {
+                v.mounted().volume.erase_keys();
+            }
+            Ok(Answer::Small(
                 EraseReply {
                     volumes: all.len() as u32,
                 }
-                .build()
-            })
+                .build(),
+            ))
         }
         _ => Err(Status::InvalidDeviceRequest),
     }
 }
 
-fn gates_message(g: Gates) -> Vec<u8> {
-    GatesMessage {
-        read: g.read,
-        write: g.write,
-    }
-    .build()
+fn gates_message(g: Gates) -> Answer {
+    Answer::Small(
+        GatesMessage {
+            read: g.read,
+            write: g.write,
+        }
+        .build(),
+    )
 }
 
 /// The volume `target` names, if `caller` may read its status (W4): not found, or
@@ -928,7 +995,8 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
     #[cfg(feature = "wine-host")]
     {
         use pool::injection::{HANDOFF_VALUE_NAME, VALUE_NAME};
-        let values = read_values(&state.registry_path, &[VALUE_NAME, HANDOFF_VALUE_NAME]);
+        let values = read_values(&state.registry_path, &[VALUE_NAME, HANDOFF_VALUE_NAME])
+            .unwrap_or_default();
         use crate::registry::RegistrySource as _;
         let dword = |name| {
             values
@@ -1033,19 +1101,23 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         }
     };
     let id = state.next_id.fetch_add(1, Ordering::AcqRel);
-    // SAFETY: `state.driver` is our driver object.
-    let device = unsafe {
-        VolumeDevice::create(
-            state.driver,
-            id,
-            flags,
-            VolumeNames::new(id, request.drive_letter, unique_id),
-            read_only,
-            Arc::clone(&volume),
-            &caller.sid,
-        )
-    };
-    let device = match device {
+    // W6: the names are allocated fallibly, and `create` makes the links' names and records'
+    // room (`prepared`), so nothing of ours allocates after `publish`.
+    let device = VolumeNames::new(id, request.drive_letter, unique_id).and_then(|names| {
+        // SAFETY: `state.driver` is our driver object.
+        unsafe {
+            VolumeDevice::create(
+                state.driver,
+                id,
+                flags,
+                names,
+                read_only,
+                Arc::clone(&volume),
+                &caller.sid,
+            )
+        }
+    });
+    let (device, prepared) = match device {
         Ok(d) => d,
         Err(status) => {
             volume.dismount();
@@ -1069,7 +1141,7 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         owner,
         dismounting: false,
     };
-    if let Err(status) = entry.device.publish() {
+    if let Err(status) = entry.device.publish(prepared) {
         // Dropping the entry drops the device's only reference: the links made are gone
         // already, the volume is dismounted and the device deleted.
         drop(entry);
@@ -1082,11 +1154,14 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         MOUNTS_HOLDING.fetch_sub(1, Ordering::AcqRel);
         allow_unload(state, true);
     });
-    Ok(MountReply {
-        volume_id: id,
-        drive_letter: request.drive_letter,
-    }
-    .build())
+    // W6: a fixed-size reply: nothing can fail once the volume is in the table.
+    Ok(Answer::Small(
+        MountReply {
+            volume_id: id,
+            drive_letter: request.drive_letter,
+        }
+        .build(),
+    ))
 }
 
 /// Reserves the volume table's room for one more entry (W6: fallible, and asks the Wine
@@ -1126,38 +1201,50 @@ fn claim_dismount(
         Ok(Arc::clone(&entry.device))
     })?;
     *claim = Some(Claim { device, force });
-    Ok(Vec::new())
+    Ok(Answer::Empty)
 }
 
+// Not inlined into `handle`: its reply's values stay out of the mount's frame (W13).
+#[inline(never)]
 fn list(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
     EmptyRequest::parse(input).map_err(abi_err)?;
     access::check(caller, Operation::List)?;
     // W4: a caller sees only their own volumes unless privileged.
+    // W6: the entries' room is allocated fallibly, under the table's lock (nonpaged pool).
     let entries = state.volumes.with(|v| {
-        v.iter()
-            .filter(|e| caller.sees(&e.owner))
-            .map(|e| &e.device)
-            .map(|d| ListEntry {
-                volume_id: d.mounted().id,
-                flags: d.mounted().flags,
-                drive_letter: d.mounted().drive_letter,
-                letter_kind: d.letter_kind(),
-            })
-            .collect::<Vec<_>>()
-    });
+        let mut entries = crate::io::try_vec(v.len())?;
+        entries.extend(
+            v.iter()
+                .filter(|e| caller.sees(&e.owner))
+                .map(|e| &e.device)
+                .map(|d| ListEntry {
+                    volume_id: d.mounted().id,
+                    flags: d.mounted().flags,
+                    drive_letter: d.mounted().drive_letter,
+                    letter_kind: d.letter_kind(),
+                }),
+        );
+        Ok::<_, Status>(entries)
+    })?;
     ListReply {
         entries,
         unload_disabled: UNLOAD_DISABLED.load(Ordering::Acquire),
     }
     .build(output_len)
+    .map(Answer::Built)
     .map_err(abi_err)
 }
 
+// Not inlined into `handle`: its reply's values stay out of the mount's frame (W13).
+#[inline(never)]
 fn status(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
     let request = VolumeRequest::parse(input).map_err(abi_err)?;
     let device = find_for_status(state, caller, request.target)?;
     let m = device.mounted();
     let gates = m.volume.effective().gates;
+    let name = crate::crypto::backend().as_bytes();
+    let mut backend = crate::io::try_vec(name.len())?;
+    backend.extend_from_slice(name);
     StatusReply {
         volume_id: m.id,
         flags: m.flags,
@@ -1166,12 +1253,13 @@ fn status(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize)
             write: gates.write,
         },
         drive_letter: m.drive_letter,
-        backend: crate::crypto::backend().as_bytes().to_vec(),
+        backend,
         counters: m.volume.counters.snapshot(),
         data_size: m.volume.size(),
         // An older vcctl's buffer has room for the first layout only: it gets exactly that.
         memory: (output_len >= StatusReply::SIZE).then(|| m.volume.memory()),
     }
     .build()
+    .map(Answer::Built)
     .map_err(abi_err)
 }

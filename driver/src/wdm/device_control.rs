@@ -66,5 +66,7 @@ pub(crate) unsafe fn device_control(
     if status < 0 {
         return Err(Status::from_ntstatus(status as u32));
     }
-    Ok(iosb.Information as usize)
+    // W6: never more than the buffer holds, whatever a lower driver reports (the callers
+    // slice their buffer with it).
+    Ok((iosb.Information as usize).min(buf.len()))
 }

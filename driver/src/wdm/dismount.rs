@@ -9,7 +9,9 @@
 //! FSCTL_LOCK_VOLUME itself, so the stand-in in the volume's dispatch answers them instead).
 //! Never: decides the order or whether the volume is in use (`crate::dismount::run` does).
 
-use alloc::vec::Vec;
+use alloc::sync::Arc;
+
+use super::disk::MountedVolume;
 
 #[cfg(feature = "wine-host")]
 use crate::Status;
@@ -41,15 +43,17 @@ fn wait_retry_interval() {
 }
 
 /// The volume above `\Device\VcVolume<N>`, reached by name (product) or device (wine-host).
+/// It keeps a reference to the mounted volume for its name (W6: no copy is made until the
+/// open, which copies it fallibly).
 pub(crate) struct KernelVolumeAbove {
     #[cfg(not(feature = "wine-host"))]
-    name: Vec<u16>,
+    mounted: Arc<MountedVolume>,
     #[cfg(not(feature = "wine-host"))]
     handle: wdk_sys::HANDLE,
     #[cfg(feature = "wine-host")]
     device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
     #[cfg(feature = "wine-host")]
-    _name: Vec<u16>,
+    _mounted: Arc<MountedVolume>,
 }
 
 impl KernelVolumeAbove {
@@ -62,33 +66,30 @@ impl KernelVolumeAbove {
     /// `dismount`, comes before that; `release` does not touch it).
     pub(crate) unsafe fn new(
         device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
-        name: &[u16],
+        mounted: &Arc<MountedVolume>,
     ) -> Self {
         #[cfg(not(feature = "wine-host"))]
         {
             let _ = device;
             KernelVolumeAbove {
-                name: name.to_vec(),
+                mounted: Arc::clone(mounted),
                 handle: core::ptr::null_mut(),
             }
         }
         #[cfg(feature = "wine-host")]
         KernelVolumeAbove {
             device,
-            _name: name.to_vec(),
+            _mounted: Arc::clone(mounted),
         }
     }
 }
 
 #[cfg(not(feature = "wine-host"))]
 mod product {
-    use wdk_sys::ntddk::{ZwClose, ZwCreateFile};
-    use wdk_sys::{
-        FILE_OPEN, FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, IO_STATUS_BLOCK,
-        OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE, OBJ_KERNEL_HANDLE, SYNCHRONIZE,
-    };
+    use wdk_sys::ntddk::ZwClose;
+    use wdk_sys::{FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, SYNCHRONIZE};
 
-    use super::super::host::fs_control;
+    use super::super::host::{fs_control, zw_open, ZwOpen};
     use super::super::strings::OwnedUnicode;
     use super::{
         KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_GET_NTFS_VOLUME_DATA, FSCTL_LOCK_VOLUME,
@@ -110,37 +111,16 @@ mod product {
             if !self.handle.is_null() {
                 return Ok(self.handle);
             }
-            let mut name = OwnedUnicode::copy(&self.name)?;
-            let mut attributes = OBJECT_ATTRIBUTES {
-                Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
-                RootDirectory: core::ptr::null_mut(),
-                ObjectName: name.as_mut(),
-                Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE,
-                SecurityDescriptor: core::ptr::null_mut(),
-                SecurityQualityOfService: core::ptr::null_mut(),
-            };
-            let mut handle: HANDLE = core::ptr::null_mut();
-            let mut iosb = IO_STATUS_BLOCK::default();
-            // SAFETY: every pointer is valid for the call; `name` (behind `attributes`) is
-            // alive here. PASSIVE_LEVEL on a system thread (caller's contract).
-            let status = unsafe {
-                ZwCreateFile(
-                    &mut handle,
-                    GENERIC_READ | SYNCHRONIZE,
-                    &mut attributes,
-                    &mut iosb,
-                    core::ptr::null_mut(),
-                    0,
-                    FILE_SHARE_READ | FILE_SHARE_WRITE,
-                    FILE_OPEN,
-                    FILE_SYNCHRONOUS_IO_NONALERT,
-                    core::ptr::null_mut(),
-                    0,
-                )
-            };
-            if status < 0 {
-                return Err(Status::from_ntstatus(status as u32));
-            }
+            let mut name = OwnedUnicode::copy(self.mounted.names.device_name())?;
+            let handle = zw_open(
+                name.as_mut(),
+                ZwOpen {
+                    access: GENERIC_READ | SYNCHRONIZE,
+                    share: FILE_SHARE_READ | FILE_SHARE_WRITE,
+                    options: FILE_SYNCHRONOUS_IO_NONALERT,
+                    as_caller: false,
+                },
+            )?;
             self.handle = handle;
             Ok(handle)
         }

@@ -169,33 +169,43 @@ pub unsafe fn protect(device: *mut DEVICE_OBJECT, access: DeviceAccess<'_>) -> R
         }
     };
 
-    let mut aces: Vec<(Sid, u32)> = alloc::vec![
-        (Sid::local_system(), FILE_ALL_ACCESS),
-        (Sid::administrators(), FILE_ALL_ACCESS),
-    ];
-    match access {
+    // W6: the ACEs' SIDs are inline values (`Sid` allocates nothing); the ACL's storage is
+    // the one allocation here, fallible.
+    let (third, fourth) = match access {
         // S-1-5-4, INTERACTIVE.
-        DeviceAccess::Control => aces.push((Sid::new(5, &[4]), FILE_GENERIC_READ_WRITE)),
-        DeviceAccess::Volume { owner } => {
-            aces.push((owner.clone(), FILE_ALL_ACCESS));
+        DeviceAccess::Control => ((Sid::new(5, &[4]), FILE_GENERIC_READ_WRITE), None),
+        DeviceAccess::Volume { owner } => (
+            (owner.clone(), FILE_ALL_ACCESS),
             // S-1-1-0, Everyone.
-            aces.push((Sid::new(1, &[0]), TRAVERSE));
-        }
-    }
-    // ACL header (8) + per ACE: ACE header (4) + mask (4) + the SID.
+            Some((Sid::new(1, &[0]), TRAVERSE)),
+        ),
+    };
+    let aces = [
+        Some((Sid::local_system(), FILE_ALL_ACCESS)),
+        Some((Sid::administrators(), FILE_ALL_ACCESS)),
+        Some(third),
+        fourth,
+    ];
+    // ACL header (8) + per ACE: ACE header (4) + mask (4) + the SID (at most 68 bytes each,
+    // so no overflow).
     let acl_len: usize = 8 + aces
         .iter()
+        .flatten()
         .map(|(s, _)| 8 + s.as_bytes().len())
         .sum::<usize>();
     // u64 storage: the ACL must be 4-byte aligned.
-    let mut acl_buf: Vec<u64> = alloc::vec![0; acl_len.div_ceil(8)];
+    let mut acl_buf: Vec<u64> = crate::io::try_vec(acl_len.div_ceil(8))?;
+    acl_buf.resize(acl_len.div_ceil(8), 0);
     let acl: wdk_sys::PACL = acl_buf.as_mut_ptr().cast();
     // SAFETY: `acl` has `acl_len` writable, aligned bytes.
     check(unsafe { RtlCreateAcl(acl, acl_len as u32, ACL_REVISION) })?;
-    for (sid, mask) in &mut aces {
-        let mut bytes = sid.as_bytes().to_vec();
-        // SAFETY: an ACL with room for this ACE (sized above); `bytes` is a valid SID that
-        // RtlAddAccessAllowedAce copies.
+    for (sid, mask) in aces.iter().flatten() {
+        // A writable copy for the PSID parameter (on the stack: no allocation).
+        let mut bytes = [0u8; crate::access::MAX_SID_LENGTH];
+        let len = sid.as_bytes().len();
+        bytes[..len].copy_from_slice(sid.as_bytes());
+        // SAFETY: an ACL with room for this ACE (sized above); `bytes` holds a valid SID that
+        // RtlAddAccessAllowedAce reads and copies.
         check(unsafe {
             RtlAddAccessAllowedAce(acl, ACL_REVISION, *mask, bytes.as_mut_ptr().cast())
         })?;

@@ -236,6 +236,10 @@ mod product {
 
         fn send(&self, code: u32, mut buf: Vec<u8>, output: usize) -> Result<(), Status> {
             let input = buf.len();
+            // W6: room for the reply (`mountmgr::delete_points_input` made it already; a
+            // no-op then), fallibly, so the resize below never allocates.
+            buf.try_reserve_exact(output.saturating_sub(input))
+                .map_err(|_| Status::InsufficientResources)?;
             buf.resize(input.max(output), 0);
             // SAFETY: `device` is kept alive by the referenced `file` (type invariant); we are
             // at PASSIVE_LEVEL (the mount and dismount paths).

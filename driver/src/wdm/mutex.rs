@@ -14,7 +14,7 @@ use wdk_sys::{_KWAIT_REASON::Executive, _MODE::KernelMode, KMUTEX};
 
 /// A KMUTEX that runs closures one at a time.
 ///
-/// IRQL: `new` and `with` at PASSIVE_LEVEL (`with` waits without timeout).
+/// IRQL: `try_new` and `with` at PASSIVE_LEVEL (`with` waits without timeout).
 pub struct KernelMutex {
     mutex: Box<UnsafeCell<KMUTEX>>,
 }
@@ -25,20 +25,17 @@ unsafe impl Send for KernelMutex {}
 // SAFETY: as above.
 unsafe impl Sync for KernelMutex {}
 
-impl Default for KernelMutex {
-    fn default() -> Self {
-        KernelMutex::new()
-    }
-}
-
 impl KernelMutex {
-    /// An unowned mutex in pool memory (it never moves after initialization).
-    pub fn new() -> KernelMutex {
+    /// An unowned mutex in pool memory (it never moves after initialization), allocated
+    /// fallibly (W6: STATUS_INSUFFICIENT_RESOURCES, DriverEntry then fails and undoes what it
+    /// made).
+    pub fn try_new() -> Result<KernelMutex, crate::Status> {
         // SAFETY: KMUTEX is a plain C struct; all-zero is valid before KeInitializeMutex.
-        let mutex: Box<UnsafeCell<KMUTEX>> = Box::new(unsafe { core::mem::zeroed() });
+        let mutex: Box<UnsafeCell<KMUTEX>> =
+            super::pool::try_box(UnsafeCell::new(unsafe { core::mem::zeroed() }))?;
         // SAFETY: pool memory that does not move for the mutex's life; level 0 (unused).
         unsafe { KeInitializeMutex(mutex.get(), 0) };
-        KernelMutex { mutex }
+        Ok(KernelMutex { mutex })
     }
 
     /// Runs `f` holding the mutex; the mutex is released when `f` returns. Not reentrant

@@ -257,9 +257,19 @@ mod reserve {
     /// that reserved (W6). x64 product: the IRQL is CR8 (what the WDK's inline
     /// KeGetCurrentIrql reads; no import). Wine build: user mode, where reading CR8 faults
     /// and Wine's KeGetCurrentIrql always answers PASSIVE_LEVEL: the mount's thread, always
-    /// passive. ARM64: the WDK's KeGetCurrentIrql is inline there too (a PCR read) and is not
-    /// reproduced yet, so the check is not made (every caller is at PASSIVE_LEVEL).
+    /// passive. ARM64 product: KeGetCurrentIrql, which the WDK's ARM64 headers import from
+    /// hal.dll rather than inline (docs/arm64.md; the toolchain's ARM64 hal.lib exports it).
     fn below_dispatch() -> bool {
+        #[cfg(all(target_arch = "aarch64", not(feature = "wine-host")))]
+        {
+            extern "system" {
+                // hal.dll on ARM64 (docs/arm64.md "Where ARM64 differs"); returns a KIRQL.
+                fn KeGetCurrentIrql() -> u8;
+            }
+            // SAFETY: no preconditions, callable at any IRQL; reads the processor's IRQL.
+            let irql = unsafe { KeGetCurrentIrql() };
+            irql < wdk_sys::DISPATCH_LEVEL as u8
+        }
         #[cfg(all(target_arch = "x86_64", not(feature = "wine-host")))]
         {
             let irql: u64;
@@ -270,7 +280,10 @@ mod reserve {
             };
             irql < u64::from(wdk_sys::DISPATCH_LEVEL)
         }
-        #[cfg(not(all(target_arch = "x86_64", not(feature = "wine-host"))))]
+        #[cfg(any(
+            feature = "wine-host",
+            not(any(target_arch = "x86_64", target_arch = "aarch64"))
+        ))]
         {
             true
         }

@@ -3,7 +3,6 @@
 //! Owns: reading the named values as raw (type, bytes) pairs into a `ValueMap`.
 //! Never: interprets them (`registry` parses, clamps and words the notes).
 
-use alloc::vec::Vec;
 use core::mem::offset_of;
 
 use wdk_sys::ntddk::{ZwClose, ZwOpenKey, ZwQueryValueKey};
@@ -14,6 +13,7 @@ use wdk_sys::{
 
 use super::strings::OwnedUnicode;
 use crate::registry::ValueMap;
+use crate::Status;
 
 /// Largest value data read (a DWORD needs 4; longer values are read so they can be refused
 /// with their real length, up to this bound).
@@ -31,16 +31,16 @@ const _: () = assert!(
 );
 
 /// Reads `names` from the key at `path` (the RegistryPath given to DriverEntry). A missing
-/// key or value is simply absent from the map.
+/// key or value is simply absent from the map. W6: the map, the key's and each value's name
+/// are allocated fallibly; one that cannot be is STATUS_INSUFFICIENT_RESOURCES (never a
+/// value silently taken as missing).
 ///
 /// IRQL: PASSIVE_LEVEL.
 #[cfg_attr(feature = "wine-host", track_caller)]
-pub fn read_values(path: &[u16], names: &[&str]) -> ValueMap {
+pub fn read_values(path: &[u16], names: &[&str]) -> Result<ValueMap, Status> {
     super::irql::check(crate::platform::irql::Call::RegistryRead);
     let mut map = ValueMap::new();
-    let Ok(mut key_name) = OwnedUnicode::copy(path) else {
-        return map;
-    };
+    let mut key_name = OwnedUnicode::copy(path)?;
     let mut attributes = OBJECT_ATTRIBUTES {
         Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
         RootDirectory: core::ptr::null_mut(),
@@ -53,11 +53,18 @@ pub fn read_values(path: &[u16], names: &[&str]) -> ValueMap {
     // SAFETY: every pointer is valid for the call; `key_name` is alive here.
     let status = unsafe { ZwOpenKey(&mut key, KEY_READ, &mut attributes) };
     if status < 0 {
-        return map;
+        return Ok(map);
     }
+    let mut outcome = Ok(());
     for name in names {
-        let Ok(mut value_name) = OwnedUnicode::encode(name) else {
-            continue; // longer than a UNICODE_STRING: no such value
+        let mut value_name = match OwnedUnicode::encode(name) {
+            Ok(n) => n,
+            // Longer than a UNICODE_STRING: no such value.
+            Err(Status::InvalidParameter) => continue,
+            Err(status) => {
+                outcome = Err(status);
+                break;
+            }
         };
         // u32 elements keep the header's fields aligned.
         let mut info = [0u32; (HEADER + MAX_DATA) / 4];
@@ -78,14 +85,20 @@ pub fn read_values(path: &[u16], names: &[&str]) -> ValueMap {
         }
         let value_type = info[TYPE_WORD];
         let length = (info[LENGTH_WORD] as usize).min(MAX_DATA);
-        let data: Vec<u8> = info[HEADER / 4..]
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .take(length)
-            .collect();
-        map.set(name, value_type, &data);
+        // The data's bytes, on the stack (W6: no allocation but the map's own).
+        let mut data = [0u8; MAX_DATA];
+        for (d, b) in data
+            .iter_mut()
+            .zip(info[HEADER / 4..].iter().flat_map(|w| w.to_le_bytes()))
+        {
+            *d = b;
+        }
+        if let Err(status) = map.try_set(name, value_type, &data[..length]) {
+            outcome = Err(status);
+            break;
+        }
     }
     // SAFETY: our kernel handle, closed once.
     let _ = unsafe { ZwClose(key) };
-    map
+    outcome.map(|()| map)
 }

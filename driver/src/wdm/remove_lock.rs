@@ -131,6 +131,9 @@ pub struct RemoveLockGuard<'a> {
     _not_send: core::marker::PhantomData<*const ()>,
 }
 
+// Infallible, so only for the wine-host build's self-test (`selftest.rs`); the product makes
+// every remove lock with `try_new` (W6).
+#[cfg(feature = "wine-host")]
 impl Default for RemoveLock {
     fn default() -> Self {
         Self::new()
@@ -138,7 +141,9 @@ impl Default for RemoveLock {
 }
 
 impl RemoveLock {
-    /// A remove lock with no holders.
+    /// A remove lock with no holders; infallible, so only for the wine-host build's self-test
+    /// (the driver's remove locks are made with [`RemoveLock::try_new`], W6).
+    #[cfg(feature = "wine-host")]
     pub fn new() -> Self {
         // SAFETY: IO_REMOVE_LOCK is a plain C struct; zero is valid before initialization.
         let lock: Box<RemoveLockCell> = Box::new(unsafe { core::mem::zeroed() });
@@ -147,7 +152,7 @@ impl RemoveLock {
         RemoveLock { lock }
     }
 
-    /// [`RemoveLock::new`], but a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES
+    /// A remove lock with no holders; a failed pool allocation is STATUS_INSUFFICIENT_RESOURCES
     /// (W6: at mount; asks the Wine build's allocation-failure injection).
     pub fn try_new() -> Result<Self, Status> {
         let layout = core::alloc::Layout::new::<RemoveLockCell>();

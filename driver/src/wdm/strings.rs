@@ -69,9 +69,10 @@ impl OwnedUnicode {
         Self::new(owned)
     }
 
-    /// Encodes `s` as UTF-16; see [`OwnedUnicode::new`].
+    /// Encodes `s` as UTF-16 into a fallibly allocated buffer (W6); see
+    /// [`OwnedUnicode::new`].
     pub(crate) fn encode(s: &str) -> Result<Self, Status> {
-        Self::new(s.encode_utf16().collect())
+        Self::new(crate::namespace::join(&[s])?)
     }
 
     /// The header, for a kernel routine that takes a `PUNICODE_STRING` (the routines this

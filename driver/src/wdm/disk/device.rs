@@ -21,7 +21,7 @@ use super::super::platform::KernelPlatform;
 use super::super::remove_lock::RemoveLockCell;
 use super::super::strings::OwnedUnicode;
 use super::super::sync::SpinLock;
-use crate::namespace::{LinkKind, Links, VolumeNames};
+use crate::namespace::{LinkKind, Links, PreparedLinks, VolumeNames};
 use crate::platform::Lock;
 use crate::volume::Volume;
 use crate::Status;
@@ -42,7 +42,7 @@ pub struct MountedVolume {
     /// Handles open on the volume device (CREATE minus CLOSE).
     pub open_handles: AtomicU32,
     /// Its names and the MOUNTDEV answers built from them (W2).
-    pub(super) names: VolumeNames,
+    pub names: VolumeNames,
     pub(super) read_only: bool,
     pub(super) sector_size: u32,
 }
@@ -87,7 +87,9 @@ impl VolumeDevice {
     /// no links until [`VolumeDevice::publish`]: everything fallible of the mount happens
     /// between the two (W6), so a failure there deletes a device nobody could open. The caller
     /// checked that the letter is free (`crate::namespace::letter_free`) before anything of
-    /// the mount was created. On failure the volume is not dismounted (the caller's).
+    /// the mount was created. Also returns the links' names and records' room, made here
+    /// (W6: `Links::prepare`), for [`VolumeDevice::publish`]. On failure the volume is not
+    /// dismounted (the caller's).
     ///
     /// IRQL: PASSIVE_LEVEL.
     ///
@@ -101,8 +103,10 @@ impl VolumeDevice {
         read_only: bool,
         volume: Arc<Volume<KernelPlatform>>,
         owner: &crate::access::Sid,
-    ) -> Result<VolumeDevice, Status> {
+    ) -> Result<(VolumeDevice, PreparedLinks), Status> {
         let drive_letter = names.letter();
+        // W6: every name and record of the links, before anything exists.
+        let prepared = Links::prepare(&DIRS, &names)?;
         let sector_size = volume_sector(&volume);
         // W11: what the device says about itself matches a disk on this host.
         let host_alignment = volume.host().alignment_requirement();
@@ -178,18 +182,21 @@ impl VolumeDevice {
             drop(this);
             return Err(status);
         }
-        Ok(this)
+        Ok((this, prepared))
     }
 
     /// Makes the created device usable: clears DO_DEVICE_INITIALIZING, then creates its
-    /// links (once the device can be opened: the mount manager asks it its names; a
-    /// letterless mount never reaches the mount manager). The caller made everything else of
-    /// the mount first, so only the links can fail from here; on failure `Links` removed what
-    /// it made and dropping the caller's `Arc` (its only one) dismounts the volume and deletes
-    /// the device.
+    /// links from `prepared` (what `create` returned; once the device can be opened: the
+    /// mount manager asks it its names; a letterless mount never reaches the mount manager).
+    /// The caller made everything else of the mount first, and the links' names and records
+    /// were made by `create`, so only the kernel's link calls can fail from here (W6: their
+    /// own name copies and the mount manager's request buffers are fallible allocations, as
+    /// is the mount manager's open); on failure `Links` removed what it made and dropping the
+    /// caller's `Arc` (its only one) runs the whole teardown: the volume dismounted (W1), the
+    /// device deleted.
     ///
     /// IRQL: PASSIVE_LEVEL. Called once per device.
-    pub fn publish(self: &Arc<Self>) -> Result<(), Status> {
+    pub fn publish(self: &Arc<Self>, prepared: PreparedLinks) -> Result<(), Status> {
         let device = self.device;
         // SAFETY: our live volume device (type invariant); nobody dispatches to it while it
         // is initializing, and the I/O manager reads Flags only after we clear the bit.
@@ -200,7 +207,7 @@ impl VolumeDevice {
                 .mounted
                 .drive_letter
                 .and_then(|_| unsafe { links::mount_manager(device) });
-            Links::establish(&KernelNamespace, mm.as_ref(), &DIRS, &self.mounted.names)
+            prepared.establish(&KernelNamespace, mm.as_ref())
         }?;
         self.links.with(|l| *l = made);
         Ok(())
@@ -214,11 +221,6 @@ impl VolumeDevice {
     /// The device object (live until this value drops).
     pub fn device_object(&self) -> NonNull<DEVICE_OBJECT> {
         self.device
-    }
-
-    /// `\Device\VcVolume<N>`.
-    pub fn device_name(&self) -> &[u16] {
-        self.mounted.names.device_name()
     }
 
     /// How its drive letter was made (W2; `LinkKind::None` without one or once removed).

@@ -56,7 +56,6 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
     }
     let volume = &mounted.volume;
     // W2: the three MOUNTDEV answers come from the volume's one `VolumeNames`, so they agree.
-    let suggested = mounted.names.suggested_link_name();
     let facts = DiskFacts {
         size: volume.size(),
         sector_size: mounted.sector_size,
@@ -65,7 +64,7 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
         volume_id: mounted.id,
         device_name: mounted.names.device_name(),
         unique_id: mounted.names.unique_id(),
-        suggested_link: suggested.as_deref(),
+        suggested_link: mounted.names.suggested_link_name(),
     };
     let mut none = [0u8; 0];
     // Not METHOD_BUFFERED, no system buffer, or one without IRP_BUFFERED_IO (a filter's

@@ -12,5 +12,5 @@ mod device;
 mod dispatch;
 mod ioctl;
 
-pub use device::VolumeDevice;
+pub use device::{MountedVolume, VolumeDevice};
 pub(crate) use dispatch::{dispatch, is_volume_device};

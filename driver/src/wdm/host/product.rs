@@ -19,7 +19,7 @@ use wdk_sys::{
     _FILE_INFORMATION_CLASS::FileStandardInformation, _MODE::KernelMode, FILE_OBJECT, FILE_OPEN,
     FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFORMATION, GENERIC_READ, GENERIC_WRITE,
     HANDLE, IO_STATUS_BLOCK, LARGE_INTEGER, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE,
-    OBJ_FORCE_ACCESS_CHECK, OBJ_KERNEL_HANDLE, PVOID, SYNCHRONIZE,
+    OBJ_FORCE_ACCESS_CHECK, OBJ_KERNEL_HANDLE, PVOID, SYNCHRONIZE, UNICODE_STRING,
 };
 
 use super::super::codes::ioctl;
@@ -42,16 +42,6 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
     let mut name = OwnedUnicode::copy(params.path)?;
     // W6: the child requests' remove lock, allocated fallibly before anything needs undoing.
     let children = RemoveLock::try_new()?;
-    let mut attributes = OBJECT_ATTRIBUTES {
-        Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
-        RootDirectory: core::ptr::null_mut(),
-        ObjectName: name.as_mut(),
-        // The open is checked against the mount IOCTL's caller (we run in its thread): a
-        // user can only mount a host they could open themselves.
-        Attributes: OBJ_CASE_INSENSITIVE | OBJ_KERNEL_HANDLE | OBJ_FORCE_ACCESS_CHECK,
-        SecurityDescriptor: core::ptr::null_mut(),
-        SecurityQualityOfService: core::ptr::null_mut(),
-    };
     let access = if params.read_only {
         GENERIC_READ | SYNCHRONIZE
     } else {
@@ -66,27 +56,17 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         | FILE_WRITE_THROUGH
         | FILE_SYNCHRONOUS_IO_NONALERT
         | FILE_NO_INTERMEDIATE_BUFFERING;
-    let mut handle: HANDLE = core::ptr::null_mut();
-    let mut iosb = IO_STATUS_BLOCK::default();
-    // SAFETY: every pointer is valid for the call; `name` (behind `attributes`) is alive here.
-    let status = unsafe {
-        ZwCreateFile(
-            &mut handle,
+    // The open is checked against the mount IOCTL's caller (we run in its thread): a user can
+    // only mount a host they could open themselves.
+    let handle = zw_open(
+        name.as_mut(),
+        ZwOpen {
             access,
-            &mut attributes,
-            &mut iosb,
-            core::ptr::null_mut(),
-            FILE_ATTRIBUTE_NORMAL,
             share,
-            FILE_OPEN,
             options,
-            core::ptr::null_mut(),
-            0,
-        )
-    };
-    if status < 0 {
-        return Err(Status::from_ntstatus(status as u32));
-    }
+            as_caller: true,
+        },
+    )?;
     let mut object: PVOID = core::ptr::null_mut();
     // SAFETY: `handle` is the kernel handle just opened; no type filter (checked below).
     let status = unsafe {
@@ -217,7 +197,9 @@ unsafe fn device_control(
     if status < 0 {
         return Err(Status::from_ntstatus(status as u32));
     }
-    Ok(iosb.Information as usize)
+    // W6: never more than the buffer holds, whatever the host reports (`probe` reads its
+    // replies within the buffer).
+    Ok((iosb.Information as usize).min(buf.len()))
 }
 
 /// A file system control on the handle, without input, with `output` (may be empty) for the
@@ -229,6 +211,70 @@ unsafe fn device_control(
 /// # Safety
 /// `handle` is an open kernel handle of ours, opened for synchronous I/O (the call returns
 /// when the request is done, so `output`, a kernel buffer, outlives it).
+/// How [`zw_open`] opens a name (FILE_OPEN: an existing object only).
+pub(crate) struct ZwOpen {
+    /// DesiredAccess.
+    pub access: u32,
+    /// ShareAccess.
+    pub share: u32,
+    /// CreateOptions.
+    pub options: u32,
+    /// Checked against the calling thread's user (OBJ_FORCE_ACCESS_CHECK) with
+    /// FILE_ATTRIBUTE_NORMAL, as the host open asks; else a plain kernel open (FileAttributes
+    /// 0), as the dismount's volume open and the unload probe ask.
+    pub as_caller: bool,
+}
+
+/// ZwCreateFile(FILE_OPEN) of `name` with a kernel handle (OBJ_KERNEL_HANDLE: no user process
+/// can use it), case-insensitive: the glue's one open by name (the host open, the dismount's
+/// volume open, the unload probe of the control device). The caller closes the handle.
+///
+/// IRQL: PASSIVE_LEVEL.
+pub(crate) fn zw_open(name: &mut UNICODE_STRING, how: ZwOpen) -> Result<HANDLE, Status> {
+    let mut attributes = OBJECT_ATTRIBUTES {
+        Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+        RootDirectory: core::ptr::null_mut(),
+        ObjectName: name,
+        Attributes: OBJ_CASE_INSENSITIVE
+            | OBJ_KERNEL_HANDLE
+            | if how.as_caller {
+                OBJ_FORCE_ACCESS_CHECK
+            } else {
+                0
+            },
+        SecurityDescriptor: core::ptr::null_mut(),
+        SecurityQualityOfService: core::ptr::null_mut(),
+    };
+    let mut handle: HANDLE = core::ptr::null_mut();
+    let mut iosb = IO_STATUS_BLOCK::default();
+    // SAFETY: every pointer is valid for the call: `name` (behind `attributes`) is borrowed for
+    // it, `handle` and `iosb` are ours; no EA buffer. PASSIVE_LEVEL (contract). On success the
+    // handle is a kernel handle the caller owns and closes.
+    let status = unsafe {
+        ZwCreateFile(
+            &mut handle,
+            how.access,
+            &mut attributes,
+            &mut iosb,
+            core::ptr::null_mut(),
+            if how.as_caller {
+                FILE_ATTRIBUTE_NORMAL
+            } else {
+                0
+            },
+            how.share,
+            FILE_OPEN,
+            how.options,
+            core::ptr::null_mut(),
+            0,
+        )
+    };
+    if status < 0 {
+        return Err(Status::from_ntstatus(status as u32));
+    }
+    Ok(handle)
+}
+
 pub(crate) unsafe fn fs_control(
     handle: HANDLE,
     code: u32,

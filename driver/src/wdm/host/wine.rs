@@ -27,7 +27,10 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
     if params.wine_driver_name.is_empty() {
         return Err(Status::InvalidParameter);
     }
-    let mut name: Vec<u16> = "\\Driver\\".encode_utf16().collect();
+    // W6: the name is allocated fallibly.
+    const PREFIX: &str = "\\Driver\\";
+    let mut name: Vec<u16> = crate::io::try_vec(PREFIX.len() + params.wine_driver_name.len())?;
+    name.extend(PREFIX.encode_utf16());
     name.extend_from_slice(params.wine_driver_name);
     let mut unicode = OwnedUnicode::new(name)?;
     // W6: the child requests' remove lock, allocated fallibly before anything needs undoing.
