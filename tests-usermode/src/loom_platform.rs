@@ -126,16 +126,6 @@ impl<H: HostDevice> Platform for LoomPlatform<H> {
     fn cpu_count(&self) -> usize {
         1
     }
-
-    /// Two looks with a loom yield between them: loom explores a push landing during the
-    /// poll, and the poll ends.
-    fn poll(&self, bound_us: u32, ready: &mut dyn FnMut() -> bool) -> bool {
-        if bound_us > 0 && ready() {
-            return true;
-        }
-        loom::thread::yield_now();
-        ready()
-    }
 }
 
 /// The name of the running loom thread.

@@ -306,23 +306,6 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
         self.cpus
     }
 
-    /// Looks, then yields the CPU (`sched_yield`: a thread woken on this CPU runs first), until
-    /// `ready` or the bound. Only where a wait is allowed (W9: PASSIVE_LEVEL, no lock held).
-    #[track_caller]
-    fn poll(&self, bound_us: u32, ready: &mut dyn FnMut() -> bool) -> bool {
-        crate::irql::check(Call::Wait);
-        let end = std::time::Instant::now() + std::time::Duration::from_micros(bound_us.into());
-        loop {
-            if ready() {
-                return true;
-            }
-            if std::time::Instant::now() >= end {
-                return false;
-            }
-            std::thread::yield_now();
-        }
-    }
-
     /// The pieces are split in halves with `rayon::join` inside the pool: no job is boxed per
     /// piece (a `rayon::scope` spawn would box one).
     fn run_pieces(&self, pieces: &mut [Piece<'_>], work: &(dyn Fn(&mut Piece<'_>) + Sync)) {

@@ -55,18 +55,14 @@ pub(crate) struct DirectPath<P: Platform> {
     workers: AtomicU64,
     /// Host operations in flight, at most [`HOST_OPS`], shared by the workers.
     ops: HostOps<P>,
-    /// How long an idle worker polls for a request before it sleeps, in microseconds (one
-    /// worker at a time; 0: none).
-    poll_us: u32,
 }
 
 impl<P: Platform> DirectPath<P> {
     /// The direct path of a volume (its FIFO allocates nothing per request, used or not; its
     /// two semaphores are made here: STATUS_INSUFFICIENT_RESOURCES when that fails, W6).
-    pub(crate) fn new(context: Arc<PathContext<P>>, poll_us: u32) -> Result<Self, Status> {
+    pub(crate) fn new(context: Arc<PathContext<P>>) -> Result<Self, Status> {
         Ok(DirectPath {
             context,
-            poll_us,
             ready: JobQueue::new()?,
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
@@ -166,10 +162,7 @@ fn worker<P: Platform, F: Finisher<P>>(
     let counters = &*context.counters;
     let limits = direct.segment_limits();
     loop {
-        let job = match direct
-            .ready
-            .next_polling(finisher, Some((&context.platform, direct.poll_us)))
-        {
+        let job = match direct.ready.next(finisher) {
             // Dropping the bounce buffer zeroizes it.
             Next::Stop => return,
             Next::Job(job) => job,

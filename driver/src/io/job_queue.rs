@@ -59,22 +59,8 @@ impl<P: Platform> JobQueue<P> {
     /// Blocks for the next job this thread may work on, or stop. A job whose cancel routine
     /// won the claim is skipped (it is completed cancelled, here or by the routine).
     pub(crate) fn next<F: Finisher<P>>(&self, finisher: &F) -> Next<P::Request> {
-        self.next_polling(finisher, None)
-    }
-
-    /// As [`JobQueue::next`]; with `poll` (the platform and a bound in microseconds), polls
-    /// briefly for a job before sleeping ([`RequestQueue::pop_polling`]).
-    pub(crate) fn next_polling<F: Finisher<P>>(
-        &self,
-        finisher: &F,
-        poll: Option<(&P, u32)>,
-    ) -> Next<P::Request> {
         loop {
-            let taken = match poll {
-                Some((platform, bound_us)) => self.requests.pop_polling(platform, bound_us),
-                None => self.requests.pop(),
-            };
-            match taken {
+            match self.requests.pop() {
                 Taken::Stop => return Next::Stop,
                 Taken::Request(request) => {
                     if let Some(job) = finisher.claim(IoJob::unpark(request)) {

@@ -210,17 +210,6 @@ pub trait Platform: Clone + Send + Sync + 'static {
         }
     }
 
-    /// Polls `ready` for at most about `bound_us` microseconds instead of sleeping at once:
-    /// true as soon as it returns true, false when the bound passed first. Called only by an
-    /// engine thread at PASSIVE_LEVEL that is about to sleep for lack of work (never under a
-    /// lock: docs/review.md W9), so that work arriving within the bound costs no wake-up. A
-    /// poll must let other threads of the same CPU run between looks (a yield), and under a
-    /// model checker it must end after a few looks. The default looks once (no poll).
-    fn poll(&self, bound_us: u32, ready: &mut dyn FnMut() -> bool) -> bool {
-        let _ = bound_us;
-        ready()
-    }
-
     /// Runs bulk crypto. The kernel host brackets it with the processor-state save that its
     /// AES backend needs (none for AES-NI, which uses XMM only; see `crypto`).
     fn crypto_scope<R>(&self, f: impl FnOnce() -> R) -> R {

@@ -6,8 +6,6 @@
 //! engine keeps with each is its [`super::RequestNote`].
 //! Never: looks inside a request beyond the pick its caller gives.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
 use super::{Event, Lock, Platform, RequestList, Semaphore, UpperRequest};
 use crate::faults::{self, Fault};
 use crate::Status;
@@ -33,12 +31,6 @@ pub struct RequestQueue<P: Platform> {
     /// One permit per push or stop (a request taken out by `take_first` leaves its permit,
     /// which a consumer then skips).
     ready: P::Semaphore,
-    /// A consumer polls ([`RequestQueue::pop_polling`]): the next push hands it its request
-    /// (clears this) instead of releasing a permit, so the poller takes it without anyone
-    /// being woken. At most one consumer polls at a time.
-    poller: AtomicBool,
-    /// Requests handed to a polling consumer so far (no permit, nobody woken).
-    handed: AtomicU64,
 }
 
 impl<P: Platform> RequestQueue<P> {
@@ -51,8 +43,6 @@ impl<P: Platform> RequestQueue<P> {
                 stops: 0,
             }),
             ready: P::Semaphore::new(0)?,
-            poller: AtomicBool::new(false),
-            handed: AtomicU64::new(0),
         })
     }
 
@@ -68,7 +58,7 @@ impl<P: Platform> RequestQueue<P> {
             Ok(())
         });
         if queued.is_ok() {
-            self.signal();
+            self.ready.release();
         }
         queued
     }
@@ -76,27 +66,7 @@ impl<P: Platform> RequestQueue<P> {
     /// Appends `request` and wakes one consumer.
     pub fn push(&self, request: P::Request) {
         self.fifo.with(|f| f.list.push_back(request));
-        self.signal();
-    }
-
-    /// After a push: hands the request to the polling consumer if one polls, else releases a
-    /// permit (which wakes a sleeping consumer, if any).
-    fn signal(&self) {
-        if self.poller.swap(false, Ordering::AcqRel) {
-            self.handed.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.ready.release();
-        }
-    }
-
-    /// True while a consumer polls ([`RequestQueue::pop_polling`]).
-    pub fn polling(&self) -> bool {
-        self.poller.load(Ordering::Acquire)
-    }
-
-    /// Requests handed to a polling consumer so far (each taken without a wake-up).
-    pub fn handed(&self) -> u64 {
-        self.handed.load(Ordering::Relaxed)
+        self.ready.release();
     }
 
     /// Queues one stop, taken after every request queued before.
@@ -126,42 +96,6 @@ impl<P: Platform> RequestQueue<P> {
                 return taken;
             }
         }
-    }
-
-    /// As [`RequestQueue::pop`], but when no request waits and no other consumer polls, polls
-    /// for one for about `bound_us` microseconds first ([`Platform::poll`]) before it sleeps:
-    /// a request pushed meanwhile is handed to this consumer without a permit, so nobody is
-    /// woken for it. At PASSIVE_LEVEL only, never under a lock (docs/review.md W9).
-    pub fn pop_polling(&self, platform: &P, bound_us: u32) -> Taken<P::Request> {
-        if bound_us == 0
-            || self
-                .poller
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-        {
-            return self.pop();
-        }
-        let mut permit = false;
-        platform.poll(bound_us, &mut || {
-            // Handed a request, or one was pushed before this consumer started to poll.
-            permit = self.poller.load(Ordering::Acquire) && self.ready.try_acquire();
-            permit || !self.poller.load(Ordering::Acquire)
-        });
-        // Stop polling; when that fails a push has handed its request over already.
-        let handed = self
-            .poller
-            .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
-            .is_err();
-        if permit && handed {
-            // Two requests for one consumer: the permit goes back for another.
-            self.ready.release();
-        }
-        if permit || handed {
-            if let Some(taken) = self.fifo.with(Self::take) {
-                return taken;
-            }
-        }
-        self.pop()
     }
 
     /// The oldest request, or a stop once no request waits (`None`: the permit of a request

@@ -21,18 +21,17 @@ use core::fmt;
 
 pub use config::{Config, GateReading, Note, RegistrySource, ValueMap};
 pub use names::{
-    reg_type, ALL_VALUE_NAMES, DIRECT_POLL_VALUE, ENABLE_READ_GATE_COMMAND,
-    ENABLE_WRITE_GATE_COMMAND, FRAGMENT_SIZE_VALUE, FREE_CPU_COUNT_VALUE, IO_REQUEST_COUNT_VALUE,
-    ITEM_COUNT_VALUE, MAX_WORK_ITEMS_VALUE, READ_GATE_VALUE, SERVICE_KEY, SERVICE_KEY_NT,
-    SERVICE_NAME, WRITE_GATE_VALUE,
+    reg_type, ALL_VALUE_NAMES, ENABLE_READ_GATE_COMMAND, ENABLE_WRITE_GATE_COMMAND,
+    FRAGMENT_SIZE_VALUE, FREE_CPU_COUNT_VALUE, IO_REQUEST_COUNT_VALUE, ITEM_COUNT_VALUE,
+    MAX_WORK_ITEMS_VALUE, READ_GATE_VALUE, SERVICE_KEY, SERVICE_KEY_NT, SERVICE_NAME,
+    WRITE_GATE_VALUE,
 };
 pub use parse::{parse_gate, read_dword, Gate, GateState, Malformed, OffReason, RawValue};
 pub use store::{GateStore, Reload, DRIVER_GATES};
 pub use tunables::{
-    clamp_direct_poll_us, clamp_fragment_size, clamp_io_request_count, clamp_item_count,
-    clamp_max_work_items, read_tunable, RawTunables, Tunable, DEFAULT_DIRECT_POLL_US,
-    DEFAULT_FRAGMENT_KIB, DEFAULT_MAX_WORK_ITEMS, MAX_DIRECT_POLL_US, MAX_FRAGMENT_KIB,
-    MAX_IO_REQUEST_COUNT, MAX_MAX_WORK_ITEMS, MIN_IO_REQUEST_COUNT,
+    clamp_fragment_size, clamp_io_request_count, clamp_item_count, clamp_max_work_items,
+    read_tunable, RawTunables, Tunable, DEFAULT_FRAGMENT_KIB, DEFAULT_MAX_WORK_ITEMS,
+    MAX_FRAGMENT_KIB, MAX_IO_REQUEST_COUNT, MAX_MAX_WORK_ITEMS, MIN_IO_REQUEST_COUNT,
 };
 
 /// The direct-path gates of one volume, copied at mount (docs/review.md R6).
@@ -101,9 +100,6 @@ pub struct Tunables {
     pub free_cpu_count: u32,
     /// Work items for deferred completion (`VeraCryptEncryptionMaxWorkItems`).
     pub max_work_items: u32,
-    /// How long a direct worker with nothing to do polls for a request before it sleeps, in
-    /// microseconds (`VcDirectWorkerPollMicroseconds`; 0: no poll).
-    pub direct_poll_us: u32,
 }
 
 impl Default for Tunables {
@@ -114,7 +110,6 @@ impl Default for Tunables {
             item_count: 8,
             free_cpu_count: 0,
             max_work_items: 1024,
-            direct_poll_us: DEFAULT_DIRECT_POLL_US,
         }
     }
 }

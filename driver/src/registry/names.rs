@@ -67,12 +67,9 @@ pub const ITEM_COUNT_VALUE: &str = "VeraCryptEncryptionItemCount";
 pub const FREE_CPU_COUNT_VALUE: &str = "VeraCryptEncryptionFreeCpuCount";
 /// Deferred-completion work items (VeraCrypt's name).
 pub const MAX_WORK_ITEMS_VALUE: &str = "VeraCryptEncryptionMaxWorkItems";
-/// How long an idle direct worker polls for a request before it sleeps, in microseconds
-/// (vcdirect's own).
-pub const DIRECT_POLL_VALUE: &str = "VcDirectWorkerPollMicroseconds";
 
 /// Every value name the driver reads, for the glue that queries them all at once.
-pub const ALL_VALUE_NAMES: [&str; 8] = [
+pub const ALL_VALUE_NAMES: [&str; 7] = [
     READ_GATE_VALUE,
     WRITE_GATE_VALUE,
     FRAGMENT_SIZE_VALUE,
@@ -80,7 +77,6 @@ pub const ALL_VALUE_NAMES: [&str; 8] = [
     ITEM_COUNT_VALUE,
     FREE_CPU_COUNT_VALUE,
     MAX_WORK_ITEMS_VALUE,
-    DIRECT_POLL_VALUE,
 ];
 
 /// Registry value types (winnt.h `REG_*`), as `ZwQueryValueKey` reports them.

@@ -626,7 +626,6 @@ fn tunables_load_applies_clamps_in_order_and_notes_them() {
             item_count: 4096,
             free_cpu_count: 2,
             max_work_items: 1024,
-            direct_poll_us: DEFAULT_DIRECT_POLL_US,
         }
     );
     assert_eq!(
@@ -657,42 +656,6 @@ fn tunables_load_applies_clamps_in_order_and_notes_them() {
     assert_eq!(
         notes[0].to_string(),
         "vcdirect: VeraCryptEncryptionFragmentSize is 4096, clamped to 2048"
-    );
-}
-
-#[test]
-fn direct_poll_is_the_default_when_absent_none_at_zero_and_clamped_above_the_most() {
-    assert_eq!(clamp_direct_poll_us(None), DEFAULT_DIRECT_POLL_US);
-    assert_eq!(clamp_direct_poll_us(Some(0)), 0);
-    assert_eq!(clamp_direct_poll_us(Some(7)), 7);
-    assert_eq!(
-        clamp_direct_poll_us(Some(MAX_DIRECT_POLL_US)),
-        MAX_DIRECT_POLL_US
-    );
-    assert_eq!(
-        clamp_direct_poll_us(Some(MAX_DIRECT_POLL_US + 1)),
-        MAX_DIRECT_POLL_US
-    );
-    assert_eq!(clamp_direct_poll_us(Some(u32::MAX)), MAX_DIRECT_POLL_US);
-    let (t, notes) = Tunables::load(&ValueMap::new());
-    assert_eq!(t.direct_poll_us, DEFAULT_DIRECT_POLL_US);
-    assert!(notes.is_empty(), "{notes:?}");
-    let mut map = ValueMap::new();
-    map.set_dword(DIRECT_POLL_VALUE, 0);
-    let (t, notes) = Tunables::load(&map);
-    assert_eq!(t.direct_poll_us, 0);
-    assert!(notes.is_empty(), "{notes:?}");
-    let mut map = ValueMap::new();
-    map.set_dword(DIRECT_POLL_VALUE, 5000);
-    let (t, notes) = Tunables::load(&map);
-    assert_eq!(t.direct_poll_us, MAX_DIRECT_POLL_US);
-    assert_eq!(
-        notes,
-        vec![Note::TunableClamped {
-            tunable: Tunable::DirectPoll,
-            set: 5000,
-            used: MAX_DIRECT_POLL_US
-        }]
     );
 }
 
@@ -800,14 +763,12 @@ proptest! {
             item_count: items,
             free_cpu_count: free,
             max_work_items: work,
-            direct_poll_us: Some(work),
         });
         prop_assert!((MIN_IO_REQUEST_COUNT..=MAX_IO_REQUEST_COUNT).contains(&t.io_request_count));
         prop_assert!(t.item_count >= 1 && t.item_count <= t.io_request_count / 2);
         prop_assert!(t.fragment_size >= 1024 && t.fragment_size <= MAX_FRAGMENT_KIB * 1024);
         prop_assert!(t.fragment_size.is_multiple_of(1024));
         prop_assert!(t.max_work_items >= 1 && t.max_work_items <= MAX_MAX_WORK_ITEMS);
-        prop_assert!(t.direct_poll_us <= MAX_DIRECT_POLL_US);
         prop_assert_eq!(t.free_cpu_count, free);
         // In range values pass through untouched.
         if (16..=8192).contains(&req) {

@@ -1,5 +1,4 @@
-//! VeraCrypt's legacy queue tunables: strict reading and VeraCrypt 1.26's clamps (docs/design.md §4),
-//! and vcdirect's own direct-worker poll (issue 23), read and noted the same way.
+//! VeraCrypt's legacy queue tunables: strict reading and VeraCrypt 1.26's clamps (docs/design.md §4).
 //!
 //! VeraCrypt reads these once at driver load; a value that is absent counts as 0, and each
 //! clamp turns 0 into the default. A malformed value (not REG_DWORD, or not exactly 4 bytes) is
@@ -13,8 +12,8 @@
 //! is 2048 KiB.
 
 use super::names::{
-    DIRECT_POLL_VALUE, FRAGMENT_SIZE_VALUE, FREE_CPU_COUNT_VALUE, IO_REQUEST_COUNT_VALUE,
-    ITEM_COUNT_VALUE, MAX_WORK_ITEMS_VALUE,
+    FRAGMENT_SIZE_VALUE, FREE_CPU_COUNT_VALUE, IO_REQUEST_COUNT_VALUE, ITEM_COUNT_VALUE,
+    MAX_WORK_ITEMS_VALUE,
 };
 use super::parse::{read_dword, Malformed, RawValue};
 use super::Tunables;
@@ -31,12 +30,6 @@ pub const MAX_FRAGMENT_KIB: u32 = 2048;
 pub const DEFAULT_MAX_WORK_ITEMS: u32 = 1024;
 /// Most work items (each volume allocates this many at mount, W6): VeraCrypt keeps any value.
 pub const MAX_MAX_WORK_ITEMS: u32 = 8192;
-/// A direct worker's poll before it sleeps, in microseconds, when the value is absent (README,
-/// "Issue 23": chosen by measurement).
-pub const DEFAULT_DIRECT_POLL_US: u32 = 30;
-/// Longest poll, in microseconds (a poll keeps a CPU busy; on Windows at the workers'
-/// LOW_REALTIME_PRIORITY, W8).
-pub const MAX_DIRECT_POLL_US: u32 = 100;
 
 /// One of VeraCrypt's legacy tunables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,19 +44,16 @@ pub enum Tunable {
     FreeCpuCount,
     /// `VeraCryptEncryptionMaxWorkItems`.
     MaxWorkItems,
-    /// `VcDirectWorkerPollMicroseconds` (vcdirect's own, not VeraCrypt's).
-    DirectPoll,
 }
 
 impl Tunable {
     /// Every tunable.
-    pub const ALL: [Tunable; 6] = [
+    pub const ALL: [Tunable; 5] = [
         Tunable::FragmentSize,
         Tunable::IoRequestCount,
         Tunable::ItemCount,
         Tunable::FreeCpuCount,
         Tunable::MaxWorkItems,
-        Tunable::DirectPoll,
     ];
 
     /// The registry value name of this tunable.
@@ -74,7 +64,6 @@ impl Tunable {
             Tunable::ItemCount => ITEM_COUNT_VALUE,
             Tunable::FreeCpuCount => FREE_CPU_COUNT_VALUE,
             Tunable::MaxWorkItems => MAX_WORK_ITEMS_VALUE,
-            Tunable::DirectPoll => DIRECT_POLL_VALUE,
         }
     }
 }
@@ -92,9 +81,6 @@ pub struct RawTunables {
     pub free_cpu_count: u32,
     /// Work item count.
     pub max_work_items: u32,
-    /// Direct worker poll in microseconds; `None` when absent (then the default: unlike
-    /// VeraCrypt's values, 0 here means "no poll").
-    pub direct_poll_us: Option<u32>,
 }
 
 impl RawTunables {
@@ -106,7 +92,6 @@ impl RawTunables {
             Tunable::ItemCount => self.item_count = value,
             Tunable::FreeCpuCount => self.free_cpu_count = value,
             Tunable::MaxWorkItems => self.max_work_items = value,
-            Tunable::DirectPoll => self.direct_poll_us = Some(value),
         }
     }
 }
@@ -163,15 +148,6 @@ pub const fn clamp_max_work_items(raw: u32) -> u32 {
     }
 }
 
-/// Direct worker poll: absent is the default, 0 is no poll, above the most is the most.
-pub const fn clamp_direct_poll_us(raw: Option<u32>) -> u32 {
-    match raw {
-        None => DEFAULT_DIRECT_POLL_US,
-        Some(us) if us > MAX_DIRECT_POLL_US => MAX_DIRECT_POLL_US,
-        Some(us) => us,
-    }
-}
-
 impl Tunables {
     /// Applies VeraCrypt's clamps to the raw DWORDs.
     pub const fn clamp(raw: RawTunables) -> Tunables {
@@ -182,7 +158,6 @@ impl Tunables {
             item_count: clamp_item_count(raw.item_count, io_request_count),
             free_cpu_count: raw.free_cpu_count,
             max_work_items: clamp_max_work_items(raw.max_work_items),
-            direct_poll_us: clamp_direct_poll_us(raw.direct_poll_us),
         }
     }
 
@@ -194,7 +169,6 @@ impl Tunables {
             Tunable::ItemCount => self.item_count,
             Tunable::FreeCpuCount => self.free_cpu_count,
             Tunable::MaxWorkItems => self.max_work_items,
-            Tunable::DirectPoll => self.direct_poll_us,
         }
     }
 }

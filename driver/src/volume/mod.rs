@@ -195,9 +195,7 @@ impl<P: Platform> Volume<P> {
         let legacy = shared(&platform, || {
             LegacyQueue::new(Arc::clone(&context), &tunables, !params.read_only)
         })?;
-        let direct = shared(&platform, || {
-            DirectPath::new(Arc::clone(&context), tunables.direct_poll_us)
-        })?;
+        let direct = shared(&platform, || DirectPath::new(Arc::clone(&context)))?;
         let completer = shared(&platform, || {
             Completer::new(&platform, tunables.max_work_items)
         })?;

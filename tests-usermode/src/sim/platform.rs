@@ -23,9 +23,6 @@ crate::condvar_sync::condvar_primitives!(
     shuttle::thread::JoinHandle<()>
 );
 
-/// Looks a simulated poll makes at most before its last one.
-const SIM_POLL_LOOKS: u32 = 3;
-
 /// The simulator's work items: each queued payload gets its own simulated system thread.
 pub struct SimWorkItems<T> {
     run: fn(T),
@@ -84,20 +81,6 @@ impl Platform for SimPlatform {
 
     fn cpu_count(&self) -> usize {
         2
-    }
-
-    /// A few looks with a yield between them (the scheduler picks who runs meanwhile), so the
-    /// simulator explores a request arriving while a worker polls, and the poll ends.
-    #[track_caller]
-    fn poll(&self, bound_us: u32, ready: &mut dyn FnMut() -> bool) -> bool {
-        crate::irql::check(Call::Wait);
-        for _ in 0..bound_us.min(SIM_POLL_LOOKS) {
-            if ready() {
-                return true;
-            }
-            shuttle::thread::yield_now();
-        }
-        ready()
     }
 
     /// Crypto is where a real CPU spends time while holding a key reference: let the

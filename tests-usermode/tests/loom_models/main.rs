@@ -1,6 +1,6 @@
 //! Loom models of the engine's concurrency cores, run through `LoomPlatform`: one file per
 //! primitive (range lock, key erasure, completion hand-off, dismount drain, cancel hand-shake,
-//! the direct path's cap on host operations in flight, the hand-off to a polling consumer),
+//! the direct path's cap on host operations in flight),
 //! one test binary, so the fault-switch lock below covers them all.
 //!
 //! Each model is exhaustive within a preemption bound (set per model, overridable with
@@ -90,7 +90,6 @@ mod completion;
 mod dismount_drain;
 mod host_ops;
 mod key_erasure;
-mod poll;
 mod range_lock;
 
 // Shared by the key and volume models.
@@ -129,7 +128,6 @@ pub fn params() -> MountParams {
             item_count: 1,
             free_cpu_count: 0,
             max_work_items: 1,
-            direct_poll_us: vcdirect::registry::DEFAULT_DIRECT_POLL_US,
         },
         ..mount_params(0, VOLUME_SIZE, Gates::OFF)
     }
