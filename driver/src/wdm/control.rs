@@ -920,17 +920,19 @@ fn handle(
         }
         abi::IOCTL_GATES_SET => {
             access::check(caller, Operation::GatesSet)?;
-            GatesMessage::parse(input).map_err(abi_err).map(|g| {
-                DRIVER_GATES.publish(Gates {
-                    read: g.read,
-                    write: g.write,
-                });
-                gates_message(DRIVER_GATES.snapshot())
-            })
+            let g = GatesMessage::parse(input).map_err(abi_err)?;
+            // Bad input loses nothing: the reply must fit before the gates change.
+            Answer::small_fits(output_len)?;
+            DRIVER_GATES.publish(Gates {
+                read: g.read,
+                write: g.write,
+            });
+            Ok(gates_message(DRIVER_GATES.snapshot()))
         }
         abi::IOCTL_GATES_RELOAD => {
             access::check(caller, Operation::GatesReload)?;
             EmptyRequest::parse(input).map_err(abi_err)?;
+            Answer::small_fits(output_len)?;
             let names = [Gate::Read.value_name(), Gate::Write.value_name()];
             // W6: a map that cannot be allocated fails the IOCTL, the gates unchanged.
             let values = read_values(&state.registry_path, &names)?;
@@ -941,6 +943,8 @@ fn handle(
         abi::IOCTL_ERASE_KEYS => {
             access::check(caller, Operation::EraseKeys)?;
             EmptyRequest::parse(input).map_err(abi_err)?;
+            // Bad input loses nothing: the reply must fit before a key is erased.
+            Answer::small_fits(output_len)?;
             // W6: the volumes' references are taken into room allocated fallibly, under the
             // table's lock (nonpaged pool; no room, no key erased: the caller is told).
             let all = state.volumes.with(|v| {
