@@ -586,14 +586,13 @@ fn restore_unload(state: &DriverState) {
 /// IRQL: PASSIVE_LEVEL.
 #[cfg(not(feature = "wine-host"))]
 fn probe_control_device() -> Result<(), Status> {
-    use super::host::{zw_open, ZwOpen};
+    use super::host::{zw_open, ZwName, ZwOpen};
     use wdk_sys::ntddk::ZwClose;
     use wdk_sys::{FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE};
-    let mut name = unicode(&DEVICE_NAME);
     // The IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
     // without taking the control mutex this thread holds. PASSIVE_LEVEL.
     let handle = zw_open(
-        &mut name,
+        ZwName::Static(&DEVICE_NAME),
         ZwOpen {
             access: FILE_READ_ATTRIBUTES,
             share: FILE_SHARE_READ | FILE_SHARE_WRITE,

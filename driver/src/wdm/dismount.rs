@@ -89,7 +89,7 @@ mod product {
     use wdk_sys::ntddk::ZwClose;
     use wdk_sys::{FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, SYNCHRONIZE};
 
-    use super::super::host::{fs_control, zw_open, ZwOpen};
+    use super::super::host::{fs_control, zw_open, ZwName, ZwOpen};
     use super::super::strings::OwnedUnicode;
     use super::{
         KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_GET_NTFS_VOLUME_DATA, FSCTL_LOCK_VOLUME,
@@ -113,7 +113,7 @@ mod product {
             }
             let mut name = OwnedUnicode::copy(self.mounted.names.device_name())?;
             let handle = zw_open(
-                name.as_mut(),
+                ZwName::Owned(&mut name),
                 ZwOpen {
                     access: GENERIC_READ | SYNCHRONIZE,
                     share: FILE_SHARE_READ | FILE_SHARE_WRITE,
