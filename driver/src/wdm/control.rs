@@ -1144,10 +1144,18 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         owner,
         dismounting: false,
     };
-    if let Err(status) = entry.device.publish(prepared) {
-        // Dropping the entry drops the device's only reference: the links made are gone
-        // already, the volume is dismounted and the device deleted.
-        drop(entry);
+    if let Err((status, announced)) = entry.device.publish(prepared) {
+        if announced {
+            // W1 (review SHOULD 2): the mount manager was told of the arrival, so a file
+            // system may have mounted: the forced sequence (lock, dismount, drain, links,
+            // delete) before the device goes. Not in the table: its delete drops the device's
+            // only reference; DriverUnload stays cleared (this mount's hold) until below.
+            let _ = dismount_volume(state, entry.device, true);
+        } else {
+            // Dropping the entry drops the device's only reference: the links made are gone
+            // already, the volume is dismounted and the device deleted.
+            drop(entry);
+        }
         restore_unload(state);
         return Err(status);
     }

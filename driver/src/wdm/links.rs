@@ -128,7 +128,12 @@ impl Namespace for KernelNamespace {
         // SAFETY: our kernel handle, closed once.
         let _ = unsafe { ZwClose(handle) };
         if status < 0 {
-            // Too long to read (or unreadable): it exists, and is not ours.
+            // Out of memory is that error (the caller may try again); too long to read (or
+            // unreadable): it exists, and is not ours.
+            let status = Status::from_ntstatus(status as u32);
+            if crate::namespace::out_of_memory(status) {
+                return Err(status);
+            }
             return Ok(Some(Vec::new()));
         }
         target.truncate(usize::from(header.Length) / 2);
@@ -146,6 +151,33 @@ impl Namespace for KernelNamespace {
         let mut link = OwnedUnicode::copy(path)?;
         // SAFETY: the name is valid for the call.
         ok(unsafe { IoDeleteSymbolicLink(link.as_mut()) })
+    }
+
+    /// KeDelayExecutionThread, `MEMORY_RETRY_MS` (PASSIVE_LEVEL: the mount's and the
+    /// teardown's threads).
+    fn wait_for_memory(&self) {
+        super::dismount::wait_ms(crate::namespace::MEMORY_RETRY_MS);
+    }
+
+    /// A link left after the retries (out of memory for their whole span): logged, as it
+    /// stays until someone deletes it (or reboot), pointing at a deleted device.
+    fn left_behind(&self, path: &[u16]) {
+        // The path's ASCII units (link paths are ASCII), without allocating (the failure
+        // was for want of memory).
+        let mut line = [0u8; 64];
+        let n = path.len().min(line.len());
+        for (b, &u) in line.iter_mut().zip(path) {
+            *b = if u < 0x80 { u as u8 } else { b'?' };
+        }
+        // SAFETY: NUL-terminated format; `%.*s` gets an int length and a pointer to that many
+        // bytes of `line`.
+        unsafe {
+            DbgPrint(
+                c"vcdirect: link %.*s left (out of memory): delete it or reboot\n".as_ptr(),
+                n as i32,
+                line.as_ptr(),
+            )
+        };
     }
 }
 
@@ -182,6 +214,21 @@ pub(crate) fn fresh_uuid() -> Result<[u8; 16], Status> {
 /// `volume` is a live volume device of this driver for as long as the result lives.
 pub(crate) unsafe fn mount_manager(volume: NonNull<DEVICE_OBJECT>) -> Option<KernelMountManager> {
     KernelMountManager::open(volume).ok()
+}
+
+/// [`mount_manager`] for the removal of a volume's links: an open that fails for want of
+/// memory (IoGetDeviceObjectPointer's own allocations) is tried again
+/// (`crate::namespace::retried`, KeDelayExecutionThread between), so the delete points and the
+/// volume removal are not skipped for lack of memory while it lasts less than the bound.
+///
+/// IRQL: PASSIVE_LEVEL.
+///
+/// # Safety
+/// As [`mount_manager`].
+pub(crate) unsafe fn mount_manager_for_removal(
+    volume: NonNull<DEVICE_OBJECT>,
+) -> Option<KernelMountManager> {
+    crate::namespace::retried(&KernelNamespace, || KernelMountManager::open(volume)).ok()
 }
 
 #[cfg(not(feature = "wine-host"))]

@@ -21,7 +21,7 @@ use super::super::platform::KernelPlatform;
 use super::super::remove_lock::RemoveLockCell;
 use super::super::strings::OwnedUnicode;
 use super::super::sync::SpinLock;
-use crate::namespace::{LinkKind, Links, PreparedLinks, VolumeNames};
+use crate::namespace::{Failed, LinkKind, Links, PreparedLinks, VolumeNames};
 use crate::platform::Lock;
 use crate::volume::Volume;
 use crate::Status;
@@ -190,13 +190,20 @@ impl VolumeDevice {
     /// mount manager asks it its names; a letterless mount never reaches the mount manager).
     /// The caller made everything else of the mount first, and the links' names and records
     /// were made by `create`, so only the kernel's link calls can fail from here (W6: their
-    /// own name copies and the mount manager's request buffers are fallible allocations, as
-    /// is the mount manager's open); on failure `Links` removed what it made and dropping the
-    /// caller's `Arc` (its only one) runs the whole teardown: the volume dismounted (W1), the
-    /// device deleted.
+    /// own name copies, ZwOpenSymbolicLinkObject, the mount manager's request buffers, IRP
+    /// and event are fallible allocations, as is the mount manager's open; from the arrival
+    /// on each is tried again while out of memory, and a mount manager that cannot be opened
+    /// or cannot serve a request makes the letter an explicit global link).
+    ///
+    /// On failure: `Err((status, announced))`. Not `announced`: `Links` removed what it made
+    /// and dropping the caller's `Arc` (its only one) runs the whole teardown: the volume
+    /// dismounted, the device deleted. `announced` (the mount manager accepted the arrival,
+    /// so a file system may have mounted): the links made are kept here, and the caller
+    /// must run the W1 dismount sequence (forced) on this device, which removes them as its
+    /// links step before the device is deleted.
     ///
     /// IRQL: PASSIVE_LEVEL. Called once per device.
-    pub fn publish(self: &Arc<Self>, prepared: PreparedLinks) -> Result<(), Status> {
+    pub fn publish(self: &Arc<Self>, prepared: PreparedLinks) -> Result<(), (Status, bool)> {
         let device = self.device;
         // SAFETY: our live volume device (type invariant); nobody dispatches to it while it
         // is initializing, and the I/O manager reads Flags only after we clear the bit.
@@ -207,10 +214,22 @@ impl VolumeDevice {
                 .mounted
                 .drive_letter
                 .and_then(|_| unsafe { links::mount_manager(device) });
-            prepared.establish(&KernelNamespace, mm.as_ref())
-        }?;
-        self.links.with(|l| *l = made);
-        Ok(())
+            prepared.establish_or_hand_back(&KernelNamespace, mm.as_ref())
+        };
+        match made {
+            Ok(made) => {
+                self.links.with(|l| *l = made);
+                Ok(())
+            }
+            Err(Failed {
+                status,
+                announced: Some(made),
+            }) => {
+                self.links.with(|l| *l = made);
+                Err((status, true))
+            }
+            Err(Failed { status, .. }) => Err((status, false)),
+        }
     }
 
     /// The mounted volume.
@@ -241,7 +260,7 @@ impl VolumeDevice {
         // SAFETY: `device` is our live volume device (type invariant) for the whole call.
         let mm = links
             .announced()
-            .then(|| unsafe { links::mount_manager(self.device) })
+            .then(|| unsafe { links::mount_manager_for_removal(self.device) })
             .flatten();
         links.remove_all(&KernelNamespace, mm.as_ref());
     }
