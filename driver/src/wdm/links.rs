@@ -257,6 +257,12 @@ mod product {
         device: NonNull<DEVICE_OBJECT>,
     }
 
+    // SAFETY: a referenced file object and its device are kernel objects, not tied to the
+    // thread that opened them: the requests (IoBuildDeviceIoControlRequest, IoCallDriver at
+    // PASSIVE_LEVEL) and ObfDereferenceObject may come from any thread, so a volume device may
+    // keep it from publish (caller's thread) to its links' removal (a system thread).
+    unsafe impl Send for KernelMountManager {}
+
     impl KernelMountManager {
         /// Opens the mount manager (FILE_READ_ATTRIBUTES, as VeraCrypt does; the requests are
         /// kernel-mode IRPs, which the mount manager accepts from a driver).
@@ -370,6 +376,11 @@ mod stand_in {
     pub(crate) struct KernelMountManager {
         volume: NonNull<DEVICE_OBJECT>,
     }
+
+    // SAFETY: `volume` is our own volume device, which keeps this value in itself and drops it
+    // before the device is deleted; the stand-in's requests (IRPs to it) may come from any
+    // thread at PASSIVE_LEVEL.
+    unsafe impl Send for KernelMountManager {}
 
     fn note(what: &str, name: &[u16], rest: &str) {
         let mut line = String::from("vcdirect: mount manager stand-in: ");
