@@ -244,6 +244,25 @@ def main():
     new = [i for i in imports if i not in allowed]
     check(f"{len(imports)} imports, all in {listname}", not new,
           f"not in the allowlist (add with a reason if intended): {' '.join(new)}")
+    # Each name from its own DLL: a reason that starts with "hal.dll" pins the name to hal.dll,
+    # every other name is ntoskrnl.exe's (the DLL check in check-sys.sh accepts either DLL for
+    # any name; this one does not).
+    dll_of, dll = {}, None
+    for line in coff_imports.splitlines():
+        m = re.match(r"\s*Name: (\S+)", line)
+        if m:
+            dll = m.group(1).lower()
+        m = re.match(r"\s*Symbol: (\S+)", line)
+        if m:
+            dll_of.setdefault(m.group(1), set()).add(dll)
+    wrong = []
+    for name in imports:
+        want = "hal.dll" if allowed.get(name, "").startswith("hal.dll") else "ntoskrnl.exe"
+        if dll_of.get(name, set()) != {want}:
+            wrong.append(f"{name} from {'/'.join(sorted(dll_of.get(name, ())))}, not {want}")
+    check(f"each import from its own DLL (hal.dll: "
+          f"{' '.join(n for n in imports if allowed.get(n, '').startswith('hal.dll')) or 'none'})",
+          not wrong, "; ".join(wrong))
     stale = [n for n in names if n not in imports]
     if stale:
         print(f"       note: listed but not imported: {' '.join(stale)}")

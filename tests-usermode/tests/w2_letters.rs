@@ -826,12 +826,12 @@ fn w6_a_failed_allocation_while_preparing_links_makes_no_link() {
     }
 }
 
-/// W6: a mount-manager request that fails for want of memory (the driver could not build it,
-/// or the mount manager had none) fails the mount with STATUS_INSUFFICIENT_RESOURCES, every
-/// link made removed (and the arrival taken back when it was accepted), instead of falling
-/// back to a global link as a refusal does.
+/// One policy for the mount manager's failures (W2, W6): a request it cannot serve for want
+/// of memory, even after the retries, is treated as a refusal: the letter becomes an explicit
+/// global link, as when the mount manager cannot be opened, and an announced mount is never
+/// undone for it. An accepted arrival is still taken back when the links are removed.
 #[test]
-fn w6_a_mount_manager_request_without_memory_fails_the_mount_and_leaves_no_link() {
+fn w2_a_mount_manager_request_without_memory_falls_back_to_a_global_link() {
     struct OutOfMemoryAt<'a> {
         inner: &'a MountMgr<'a>,
         arrival: bool,
@@ -865,12 +865,15 @@ fn w6_a_mount_manager_request_without_memory_fails_the_mount_and_leaves_no_link(
             inner: &mm,
             arrival,
         };
-        let r = Links::establish(&objects, Some(&oom as &dyn MountManager), &DIRS, &n);
+        let mut links = Links::establish(&objects, Some(&oom as &dyn MountManager), &DIRS, &n)
+            .unwrap_or_else(|e| panic!("arrival {arrival}: {e:?}"));
+        assert_eq!(links.kind(), LinkKind::GlobalLink, "arrival {arrival}");
+        assert_eq!(links.announced(), !arrival, "arrival {arrival}");
         assert_eq!(
-            r.err(),
-            Some(Status::InsufficientResources),
-            "arrival {arrival}"
+            objects.global_target("R:").as_deref(),
+            Some("\\Device\\VcVolume4")
         );
+        links.remove_all(&objects, Some(&oom as &dyn MountManager));
         assert_eq!(
             objects.snapshot(),
             before,
@@ -885,4 +888,191 @@ fn w6_a_mount_manager_request_without_memory_fails_the_mount_and_leaves_no_link(
             );
         }
     }
+}
+
+/// The namespace's and the mount manager's calls fail for want of memory a few times in a
+/// row (the kernel's name copies, ZwOpenSymbolicLinkObject, the request's IRP): removal waits
+/// and tries again (`MEMORY_RETRIES`), so every link is still removed, the mount manager's
+/// delete points and removal sent. Past the bound, the link is left and reported
+/// (`left_behind`: the kernel logs it), never deleted blind.
+#[test]
+fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
+    /// Fails the next `fail` calls of each kind with STATUS_INSUFFICIENT_RESOURCES (query and
+    /// delete each; STATUS_NO_MEMORY for delete, as the kernel may answer).
+    struct Flaky<'a> {
+        inner: &'a Objects,
+        fail: Cell<u32>,
+        queries: Cell<u32>,
+        deletes: Cell<u32>,
+        waits: Cell<u32>,
+        left: RefCell<Vec<String>>,
+    }
+    impl Flaky<'_> {
+        fn take(&self, counter: &Cell<u32>) -> bool {
+            let n = counter.get() + 1;
+            counter.set(n);
+            n <= self.fail.get()
+        }
+    }
+    impl Namespace for Flaky<'_> {
+        fn query(&self, path: &[u16]) -> Result<Option<Vec<u16>>, Status> {
+            if self.take(&self.queries) {
+                return Err(Status::InsufficientResources);
+            }
+            self.inner.query(path)
+        }
+        fn create(&self, path: &[u16], target: &[u16]) -> Result<(), Status> {
+            self.inner.create(path, target)
+        }
+        fn delete(&self, path: &[u16]) -> Result<(), Status> {
+            if self.take(&self.deletes) {
+                return Err(Status::Host(0xC000_0017));
+            }
+            self.inner.delete(path)
+        }
+        fn wait_for_memory(&self) {
+            self.waits.set(self.waits.get() + 1);
+        }
+        fn left_behind(&self, path: &[u16]) {
+            self.left.borrow_mut().push(s(path));
+        }
+    }
+    struct FlakyMm<'a> {
+        inner: &'a MountMgr<'a>,
+        fail: u32,
+        calls: RefCell<BTreeMap<&'static str, u32>>,
+    }
+    impl FlakyMm<'_> {
+        fn take(&self, what: &'static str) -> bool {
+            let mut calls = self.calls.borrow_mut();
+            let n = calls.entry(what).or_default();
+            *n += 1;
+            *n <= self.fail
+        }
+    }
+    impl MountManager for FlakyMm<'_> {
+        fn volume_arrival(&self, device: &[u16]) -> Result<(), Status> {
+            self.inner.volume_arrival(device)
+        }
+        fn create_point(&self, link: &[u16], device: &[u16]) -> Result<(), Status> {
+            self.inner.create_point(link, device)
+        }
+        fn delete_point(&self, link: &[u16]) -> Result<(), Status> {
+            if self.take("delete-points") {
+                return Err(Status::InsufficientResources);
+            }
+            self.inner.delete_point(link)
+        }
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            if self.take("removal") {
+                return Err(Status::InsufficientResources);
+            }
+            self.inner.volume_removal(device)
+        }
+    }
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let before = objects.snapshot();
+    // A few failures: everything removed.
+    for fail in [1, 3, vcdirect::namespace::MEMORY_RETRIES - 1] {
+        let mut links = mount(&objects, Some(&mm), &names(5, Some('S'), 3)).unwrap();
+        assert_eq!(links.kind(), LinkKind::MountManager);
+        mm.take_log();
+        let ns = Flaky {
+            inner: &objects,
+            fail: Cell::new(fail),
+            queries: Cell::new(0),
+            deletes: Cell::new(0),
+            waits: Cell::new(0),
+            left: RefCell::default(),
+        };
+        let flaky_mm = FlakyMm {
+            inner: &mm,
+            fail,
+            calls: RefCell::default(),
+        };
+        // Each kind's first `fail` calls fail: the first link's query, delete, delete points
+        // and the removal each need `fail` waits; the second link's calls succeed at once.
+        links.remove_all(&ns, Some(&flaky_mm as &dyn MountManager));
+        assert_eq!(
+            objects.snapshot(),
+            before,
+            "fail {fail}: every link removed"
+        );
+        assert!(ns.left.borrow().is_empty(), "fail {fail}");
+        assert_eq!(
+            mm.take_log(),
+            [
+                "delete-points \\DosDevices\\S:",
+                "removal \\Device\\VcVolume5"
+            ],
+            "fail {fail}"
+        );
+        assert!(
+            ns.waits.get() >= 2 * fail,
+            "fail {fail}: waited between tries"
+        );
+    }
+    // Out of memory for longer than the bound: the link is left, and reported.
+    let mut links = mount(&objects, None, &names(6, None, 4)).unwrap();
+    let ns = Flaky {
+        inner: &objects,
+        fail: Cell::new(u32::MAX),
+        queries: Cell::new(0),
+        deletes: Cell::new(0),
+        waits: Cell::new(0),
+        left: RefCell::default(),
+    };
+    links.remove_all(&ns, None::<&dyn MountManager>);
+    assert_eq!(*ns.left.borrow(), ["\\GLOBAL??\\VcVolume6"]);
+    assert_eq!(ns.queries.get(), vcdirect::namespace::MEMORY_RETRIES);
+    assert_eq!(
+        objects.global_target("VcVolume6").as_deref(),
+        Some("\\Device\\VcVolume6"),
+        "left, not deleted blind"
+    );
+}
+
+/// After the mount manager accepted the arrival, a failure that still undoes the mount (the
+/// global link cannot be made, out of memory past the retries) hands the links back
+/// unremoved: the glue runs the W1 forced lock/dismount sequence, whose links step removes
+/// them (and takes the arrival back) before the device is deleted. Before any arrival the
+/// links are removed at once, as before.
+#[test]
+fn w2_a_failure_after_the_arrival_hands_the_links_to_the_dismount_sequence() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let before = objects.snapshot();
+    // Attached without a letter: the arrival makes none; the create point is refused.
+    mm.attach(&names(8, None, 5));
+    mm.fail_create_point.set(true);
+    objects
+        .refuse
+        .borrow_mut()
+        .insert("\\GLOBAL??\\T:".into(), Status::InsufficientResources);
+    let failed = Links::prepare(&DIRS, &names(8, Some('T'), 5))
+        .unwrap()
+        .establish_or_hand_back(&objects, Some(&mm as &dyn MountManager))
+        .unwrap_err();
+    assert_eq!(failed.status, Status::InsufficientResources);
+    let mut links = failed.announced.expect("announced: handed back");
+    assert!(links.announced());
+    assert_eq!(
+        objects.global_target("VcVolume8").as_deref(),
+        Some("\\Device\\VcVolume8"),
+        "not removed before the dismount sequence"
+    );
+    mm.take_log();
+    links.remove_all(&objects, Some(&mm as &dyn MountManager));
+    assert_eq!(objects.snapshot(), before);
+    assert_eq!(mm.take_log(), ["removal \\Device\\VcVolume8"]);
+
+    // No mount manager (never announced): removed at once, nothing handed back.
+    let failed = Links::prepare(&DIRS, &names(8, Some('T'), 6))
+        .unwrap()
+        .establish_or_hand_back(&objects, None::<&dyn MountManager>)
+        .unwrap_err();
+    assert_eq!(failed.status, Status::InsufficientResources);
+    assert!(failed.announced.is_none());
+    assert_eq!(objects.snapshot(), before);
 }

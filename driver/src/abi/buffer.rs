@@ -27,6 +27,20 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// The length of every [`Answer::Small`] reply.
+    pub const SMALL: usize = 16;
+
+    /// Ok if a small reply fits an output buffer of `output_len` bytes, else
+    /// STATUS_BUFFER_TOO_SMALL. A request that changes something (GATES_SET, ERASE_KEYS)
+    /// calls this before it acts, so a reply that could not be written means nothing changed
+    /// (bad input loses nothing).
+    pub fn small_fits(output_len: usize) -> Result<(), Status> {
+        if output_len < Self::SMALL {
+            return Err(BUFFER_TOO_SMALL);
+        }
+        Ok(())
+    }
+
     /// The reply's bytes.
     pub fn bytes(&self) -> &[u8] {
         match self {
@@ -224,6 +238,28 @@ mod tests {
         let (status, info) = serve(&mut buf, 16, 8, |_, _| Ok(Answer::Built(vec![1; 12])));
         assert_eq!((status, info), (BUFFER_TOO_SMALL, 0));
         assert_eq!(buf, vec![0; 16]);
+    }
+
+    /// GATES_SET's and ERASE_KEYS' shape in the glue: the output size is checked before the
+    /// request acts, so a too-small output buffer is STATUS_BUFFER_TOO_SMALL and nothing
+    /// changed; a large enough one acts and gets the reply.
+    #[test]
+    fn w6_a_request_that_acts_checks_its_output_size_first_and_changes_nothing() {
+        for (output_len, acted, expected) in [
+            (0, false, (BUFFER_TOO_SMALL, 0)),
+            (Answer::SMALL - 1, false, (BUFFER_TOO_SMALL, 0)),
+            (Answer::SMALL, true, (Status::Success, Answer::SMALL)),
+        ] {
+            let mut changed = false;
+            let mut buf = vec![0xAA; 32];
+            let got = serve(&mut buf, 16, output_len, |_, output_len| {
+                Answer::small_fits(output_len)?;
+                changed = true;
+                Ok(Answer::Small([7; Answer::SMALL]))
+            });
+            assert_eq!(got, expected, "output {output_len}");
+            assert_eq!(changed, acted, "output {output_len}");
+        }
     }
 
     #[cfg(feature = "fault-switches")]

@@ -37,6 +37,49 @@ pub trait Namespace {
     fn create(&self, path: &[u16], target: &[u16]) -> Result<(), Status>;
     /// Deletes the symbolic link `path`.
     fn delete(&self, path: &[u16]) -> Result<(), Status>;
+    /// Waits before a call that failed for want of memory is tried again ([`retried`]; the
+    /// kernel: KeDelayExecutionThread, [`MEMORY_RETRY_MS`]; PASSIVE_LEVEL only). A model
+    /// need not wait.
+    fn wait_for_memory(&self) {}
+    /// A link [`Links::remove_all`] could not remove (still out of memory after
+    /// [`MEMORY_RETRIES`] tries): the kernel logs its path (DbgPrint). A model may record it.
+    fn left_behind(&self, path: &[u16]) {
+        let _ = path;
+    }
+}
+
+/// How many times a namespace or mount-manager call that fails for want of memory
+/// (STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY) is made in all during a mount's link
+/// making after the arrival and during their removal, [`Namespace::wait_for_memory`] between
+/// tries: 20 tries, 100 ms apart in the kernel, about 2 s per call before it gives up.
+pub const MEMORY_RETRIES: u32 = 20;
+/// The kernel's wait between two tries, in milliseconds.
+pub const MEMORY_RETRY_MS: u32 = 100;
+
+/// Whether `status` means "out of memory" (STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY).
+pub fn out_of_memory(status: Status) -> bool {
+    matches!(
+        status,
+        Status::InsufficientResources | Status::Host(0xC000_0017)
+    )
+}
+
+/// `call` again while it fails for want of memory, up to [`MEMORY_RETRIES`] tries in all,
+/// `ns.wait_for_memory()` between; its last result.
+pub fn retried<N: Namespace + ?Sized, T>(
+    ns: &N,
+    mut call: impl FnMut() -> Result<T, Status>,
+) -> Result<T, Status> {
+    let mut tries = 1;
+    loop {
+        match call() {
+            Err(status) if out_of_memory(status) && tries < MEMORY_RETRIES => {
+                tries += 1;
+                ns.wait_for_memory();
+            }
+            result => return result,
+        }
+    }
 }
 
 /// The requests the mount manager (`\Device\MountPointManager`) serves for a volume.
@@ -298,16 +341,13 @@ fn none_exists<N: Namespace + ?Sized>(ns: &N, paths: &[&[u16]]) -> Result<(), St
     Ok(())
 }
 
-/// Whether the mount manager took a request: refused is `false` (the letter then becomes an
-/// explicit global link), but STATUS_INSUFFICIENT_RESOURCES (W6: the request could not even
-/// be built, or the mount manager had no memory for it) fails the mount, as any other failed
-/// allocation of a mount does, instead of leaving a mount made with less than it asked for.
-fn accepted(r: Result<(), Status>) -> Result<bool, Status> {
-    match r {
-        Ok(()) => Ok(true),
-        Err(Status::InsufficientResources) => Err(Status::InsufficientResources),
-        Err(_) => Ok(false),
-    }
+/// Whether the mount manager took a request. One policy for every failure of the mount
+/// manager, out of memory included (W2, W6): refused, or a request that could not be built
+/// or served for want of memory (after [`retried`]), is `false` and the letter becomes an
+/// explicit global link, as when the mount manager cannot be opened at all; so a failure
+/// after the mount manager was told of the arrival never undoes an announced mount.
+fn accepted(r: Result<(), Status>) -> bool {
+    r.is_ok()
 }
 
 /// One link a mount created.
@@ -395,19 +435,48 @@ impl Links {
     }
 }
 
+/// A failed [`PreparedLinks::establish_or_hand_back`].
+#[derive(Debug)]
+pub struct Failed {
+    /// Why the links could not be made.
+    pub status: Status,
+    /// `Some` when the mount manager had accepted the volume's arrival: the links made so far,
+    /// not removed yet. A file system may have mounted on the announced volume, so the caller
+    /// runs the W1 dismount sequence (lock, forced dismount) and removes them as its step.
+    pub announced: Option<Links>,
+}
+
 impl PreparedLinks {
     /// Creates the volume's links: `VcVolume<id>` in the global directory, and its letter if
     /// it has one (through `mount_manager` when given, else, or when the mount manager does
     /// not make it, as an explicit global link). On failure every link made so far is
     /// removed and nothing else is touched. Allocates nothing in this crate (the names and
     /// the records' room were made by [`Links::prepare`]); what the kernel's namespace and
-    /// mount manager allocate for their calls is fallible and fails this call like any other
-    /// error of theirs.
+    /// mount manager allocate for their calls is fallible: before the arrival such a failure
+    /// fails this call, from the arrival on it is tried again ([`retried`]) and a mount
+    /// manager that still cannot serve a request is a refusal (a global link).
     pub fn establish<N: Namespace + ?Sized, M: MountManager + ?Sized>(
         self,
         ns: &N,
         mount_manager: Option<&M>,
     ) -> Result<Links, Status> {
+        self.establish_or_hand_back(ns, mount_manager)
+            .map_err(|failed| {
+                if let Some(mut links) = failed.announced {
+                    links.remove_all(ns, mount_manager);
+                }
+                failed.status
+            })
+    }
+
+    /// [`PreparedLinks::establish`], except that a failure after the mount manager accepted
+    /// the arrival hands the links back unremoved ([`Failed::announced`]), for the caller's
+    /// dismount sequence (W1) to remove after it dismounted whatever mounted meanwhile.
+    pub fn establish_or_hand_back<N: Namespace + ?Sized, M: MountManager + ?Sized>(
+        self,
+        ns: &N,
+        mount_manager: Option<&M>,
+    ) -> Result<Links, Failed> {
         let PreparedLinks {
             mut links,
             device_link,
@@ -415,9 +484,16 @@ impl PreparedLinks {
         } = self;
         match links.make(ns, mount_manager, device_link, letter) {
             Ok(()) => Ok(links),
+            Err(status) if links.arrived => Err(Failed {
+                status,
+                announced: Some(links),
+            }),
             Err(status) => {
                 links.remove_all(ns, mount_manager);
-                Err(status)
+                Err(Failed {
+                    status,
+                    announced: None,
+                })
             }
         }
     }
@@ -455,23 +531,29 @@ impl Links {
         none_exists(ns, &[&global, &caller])?;
         if let Some(mm) = mount_manager {
             // The mount manager may make the letter on arrival (the suggested name); else the
-            // create point does. Either way it is ours only if it points at our device.
-            self.arrived = accepted(mm.volume_arrival(&self.device))?;
+            // create point does. Either way it is ours only if it points at our device. From
+            // the arrival on, a call out of memory is tried again (`retried`): an announced
+            // mount that fails is undone with the W1 sequence by the glue, so it should not.
+            self.arrived = accepted(retried(ns, || mm.volume_arrival(&self.device)));
             let made = self.arrived
-                && (self.points_here(ns, &global)?
-                    || (accepted(mm.create_point(&dos, &self.device))?
-                        && self.points_here(ns, &global)?));
+                && (retried(ns, || self.points_here(ns, &global))?
+                    || (accepted(retried(ns, || mm.create_point(&dos, &self.device)))
+                        && retried(ns, || self.points_here(ns, &global))?));
             if made {
                 self.kind = LinkKind::MountManager;
                 self.record(global, Some(dos));
                 return Ok(());
             }
-            if ns.query(&global)?.is_some() {
+            if retried(ns, || ns.query(&global))?.is_some() {
                 // Someone else's link took the letter meanwhile: theirs stays.
                 return Err(OBJECT_NAME_COLLISION);
             }
         }
-        ns.create(&global, &self.device)?;
+        if self.arrived {
+            retried(ns, || ns.create(&global, &self.device))?;
+        } else {
+            ns.create(&global, &self.device)?;
+        }
         self.kind = LinkKind::GlobalLink;
         self.record(global, None);
         Ok(())
@@ -511,15 +593,27 @@ impl Links {
     ) {
         while let Some(c) = self.created.pop() {
             if let (Some(dos), Some(mm)) = (&c.mount_point, mount_manager) {
-                let _ = mm.delete_point(dos);
+                let _ = retried(ns, || mm.delete_point(dos));
             }
-            if self.points_here(ns, &c.path).unwrap_or(false) {
-                let _ = ns.delete(&c.path);
+            match retried(ns, || self.points_here(ns, &c.path)) {
+                Ok(false) => {}
+                Ok(true) => {
+                    if let Err(status) = retried(ns, || ns.delete(&c.path)) {
+                        if out_of_memory(status) {
+                            ns.left_behind(&c.path);
+                        }
+                    }
+                }
+                Err(status) => {
+                    if out_of_memory(status) {
+                        ns.left_behind(&c.path);
+                    }
+                }
             }
         }
         if core::mem::take(&mut self.arrived) {
             if let Some(mm) = mount_manager {
-                let _ = mm.volume_removal(&self.device);
+                let _ = retried(ns, || mm.volume_removal(&self.device));
             }
         }
         self.kind = LinkKind::None;

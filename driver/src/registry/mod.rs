@@ -26,7 +26,9 @@ pub use names::{
     MAX_WORK_ITEMS_VALUE, READ_GATE_VALUE, SERVICE_KEY, SERVICE_KEY_NT, SERVICE_NAME,
     WRITE_GATE_VALUE,
 };
-pub use parse::{parse_gate, read_dword, Gate, GateState, Malformed, OffReason, RawValue};
+pub use parse::{
+    parse_gate, read_dword, read_failure, Gate, GateState, Malformed, OffReason, RawValue,
+};
 pub use store::{GateStore, Reload, DRIVER_GATES};
 pub use tunables::{
     clamp_fragment_size, clamp_io_request_count, clamp_item_count, clamp_max_work_items,

@@ -23,6 +23,18 @@ impl<'a> RawValue<'a> {
     }
 }
 
+/// What a failed registry read (ZwOpenKey, ZwQueryValueKey) with NTSTATUS `raw` means: a
+/// read that failed for want of memory (STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY) is
+/// that error, never a missing value (a reload would otherwise turn both gates off and
+/// succeed); any other failure (no such key or value, a value longer than the buffer) is
+/// `Ok`: the value counts as missing.
+pub fn read_failure(raw: u32) -> Result<(), crate::Status> {
+    match raw {
+        0xC000_009A | 0xC000_0017 => Err(crate::Status::from_ntstatus(raw)),
+        _ => Ok(()),
+    }
+}
+
 /// Why a present value is not a usable DWORD.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Malformed {

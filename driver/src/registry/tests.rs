@@ -800,3 +800,41 @@ proptest! {
         }
     }
 }
+
+/// A registry read that failed for want of memory is that error (GATES_RELOAD fails with it,
+/// the gates as they were; DriverEntry fails with it); not found and the like are "missing".
+#[test]
+fn w6_a_registry_read_out_of_memory_is_an_error_not_a_missing_value() {
+    assert_eq!(
+        read_failure(0xC000_009A),
+        Err(crate::Status::InsufficientResources)
+    );
+    assert_eq!(
+        read_failure(0xC000_0017),
+        Err(crate::Status::Host(0xC000_0017))
+    );
+    // STATUS_OBJECT_NAME_NOT_FOUND, STATUS_BUFFER_OVERFLOW, STATUS_ACCESS_DENIED: missing.
+    for missing in [0xC000_0034, 0x8000_0005, 0xC000_0022] {
+        assert_eq!(read_failure(missing), Ok(()), "{missing:#x}");
+    }
+    // The reload's shape in the glue: a failed read returns before the store is touched.
+    let store = GateStore::new();
+    store.publish(Gates {
+        read: true,
+        write: true,
+    });
+    let read = |raw: u32| -> Result<ValueMap, crate::Status> {
+        read_failure(raw)?;
+        Ok(ValueMap::new())
+    };
+    assert!(read(0xC000_009A).map(|v| store.reload(&v)).is_err());
+    assert_eq!(
+        store.snapshot(),
+        Gates {
+            read: true,
+            write: true
+        }
+    );
+    let _ = read(0xC000_0034).map(|v| store.reload(&v)).unwrap();
+    assert_eq!(store.snapshot(), Gates::default());
+}

@@ -586,14 +586,13 @@ fn restore_unload(state: &DriverState) {
 /// IRQL: PASSIVE_LEVEL.
 #[cfg(not(feature = "wine-host"))]
 fn probe_control_device() -> Result<(), Status> {
-    use super::host::{zw_open, ZwOpen};
+    use super::host::{zw_open, ZwName, ZwOpen};
     use wdk_sys::ntddk::ZwClose;
     use wdk_sys::{FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE};
-    let mut name = unicode(&DEVICE_NAME);
     // The IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
     // without taking the control mutex this thread holds. PASSIVE_LEVEL.
     let handle = zw_open(
-        &mut name,
+        ZwName::Static(&DEVICE_NAME),
         ZwOpen {
             access: FILE_READ_ATTRIBUTES,
             share: FILE_SHARE_READ | FILE_SHARE_WRITE,
@@ -920,17 +919,19 @@ fn handle(
         }
         abi::IOCTL_GATES_SET => {
             access::check(caller, Operation::GatesSet)?;
-            GatesMessage::parse(input).map_err(abi_err).map(|g| {
-                DRIVER_GATES.publish(Gates {
-                    read: g.read,
-                    write: g.write,
-                });
-                gates_message(DRIVER_GATES.snapshot())
-            })
+            let g = GatesMessage::parse(input).map_err(abi_err)?;
+            // Bad input loses nothing: the reply must fit before the gates change.
+            Answer::small_fits(output_len)?;
+            DRIVER_GATES.publish(Gates {
+                read: g.read,
+                write: g.write,
+            });
+            Ok(gates_message(DRIVER_GATES.snapshot()))
         }
         abi::IOCTL_GATES_RELOAD => {
             access::check(caller, Operation::GatesReload)?;
             EmptyRequest::parse(input).map_err(abi_err)?;
+            Answer::small_fits(output_len)?;
             let names = [Gate::Read.value_name(), Gate::Write.value_name()];
             // W6: a map that cannot be allocated fails the IOCTL, the gates unchanged.
             let values = read_values(&state.registry_path, &names)?;
@@ -941,6 +942,8 @@ fn handle(
         abi::IOCTL_ERASE_KEYS => {
             access::check(caller, Operation::EraseKeys)?;
             EmptyRequest::parse(input).map_err(abi_err)?;
+            // Bad input loses nothing: the reply must fit before a key is erased.
+            Answer::small_fits(output_len)?;
             // W6: the volumes' references are taken into room allocated fallibly, under the
             // table's lock (nonpaged pool; no room, no key erased: the caller is told).
             let all = state.volumes.with(|v| {
@@ -1141,10 +1144,18 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         owner,
         dismounting: false,
     };
-    if let Err(status) = entry.device.publish(prepared) {
-        // Dropping the entry drops the device's only reference: the links made are gone
-        // already, the volume is dismounted and the device deleted.
-        drop(entry);
+    if let Err((status, announced)) = entry.device.publish(prepared) {
+        if announced {
+            // W1 (review SHOULD 2): the mount manager was told of the arrival, so a file
+            // system may have mounted: the forced sequence (lock, dismount, drain, links,
+            // delete) before the device goes. Not in the table: its delete drops the device's
+            // only reference; DriverUnload stays cleared (this mount's hold) until below.
+            let _ = dismount_volume(state, entry.device, true);
+        } else {
+            // Dropping the entry drops the device's only reference: the links made are gone
+            // already, the volume is dismounted and the device deleted.
+            drop(entry);
+        }
         restore_unload(state);
         return Err(status);
     }

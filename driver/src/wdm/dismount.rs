@@ -30,15 +30,25 @@ const NTFS_VOLUME_DATA_BYTES: usize = 128;
 /// Waits `crate::dismount::RETRY_INTERVAL_MS` on the calling thread (a forced dismount's
 /// retry). IRQL: PASSIVE_LEVEL, on a system thread (the dismount's).
 fn wait_retry_interval() {
+    wait_ms(crate::dismount::RETRY_INTERVAL_MS);
+}
+
+/// Waits `ms` milliseconds on the calling thread: the glue's one KeDelayExecutionThread (a
+/// forced dismount's retry; a namespace or mount-manager call tried again after it ran out
+/// of memory, `crate::namespace::retried`).
+///
+/// IRQL: PASSIVE_LEVEL (APC_LEVEL at most: the control mutex is a KMUTEX, which leaves the
+/// thread at PASSIVE_LEVEL), never on an I/O completion path.
+pub(crate) fn wait_ms(ms: u32) {
     super::irql::check(crate::platform::irql::Call::Wait);
     use wdk_sys::ntddk::KeDelayExecutionThread;
     use wdk_sys::{_MODE::KernelMode, LARGE_INTEGER};
     // Relative time (negative), in 100 ns units.
     let mut interval = LARGE_INTEGER {
-        QuadPart: -(i64::from(crate::dismount::RETRY_INTERVAL_MS) * 10_000),
+        QuadPart: -(i64::from(ms) * 10_000),
     };
     // SAFETY: `interval` is valid for the call; a non-alertable kernel-mode wait at
-    // PASSIVE_LEVEL on the dismount's system thread (caller's contract).
+    // PASSIVE_LEVEL (or APC_LEVEL), which KeDelayExecutionThread allows (caller's contract).
     let _ = unsafe { KeDelayExecutionThread(KernelMode as i8, 0, &mut interval) };
 }
 
@@ -89,7 +99,7 @@ mod product {
     use wdk_sys::ntddk::ZwClose;
     use wdk_sys::{FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, SYNCHRONIZE};
 
-    use super::super::host::{fs_control, zw_open, ZwOpen};
+    use super::super::host::{fs_control, zw_open, ZwName, ZwOpen};
     use super::super::strings::OwnedUnicode;
     use super::{
         KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_GET_NTFS_VOLUME_DATA, FSCTL_LOCK_VOLUME,
@@ -113,7 +123,7 @@ mod product {
             }
             let mut name = OwnedUnicode::copy(self.mounted.names.device_name())?;
             let handle = zw_open(
-                name.as_mut(),
+                ZwName::Owned(&mut name),
                 ZwOpen {
                     access: GENERIC_READ | SYNCHRONIZE,
                     share: FILE_SHARE_READ | FILE_SHARE_WRITE,

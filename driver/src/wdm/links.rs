@@ -128,7 +128,12 @@ impl Namespace for KernelNamespace {
         // SAFETY: our kernel handle, closed once.
         let _ = unsafe { ZwClose(handle) };
         if status < 0 {
-            // Too long to read (or unreadable): it exists, and is not ours.
+            // Out of memory is that error (the caller may try again); too long to read (or
+            // unreadable): it exists, and is not ours.
+            let status = Status::from_ntstatus(status as u32);
+            if crate::namespace::out_of_memory(status) {
+                return Err(status);
+            }
             return Ok(Some(Vec::new()));
         }
         target.truncate(usize::from(header.Length) / 2);
@@ -146,6 +151,33 @@ impl Namespace for KernelNamespace {
         let mut link = OwnedUnicode::copy(path)?;
         // SAFETY: the name is valid for the call.
         ok(unsafe { IoDeleteSymbolicLink(link.as_mut()) })
+    }
+
+    /// KeDelayExecutionThread, `MEMORY_RETRY_MS` (PASSIVE_LEVEL: the mount's and the
+    /// teardown's threads).
+    fn wait_for_memory(&self) {
+        super::dismount::wait_ms(crate::namespace::MEMORY_RETRY_MS);
+    }
+
+    /// A link left after the retries (out of memory for their whole span): logged, as it
+    /// stays until someone deletes it (or reboot), pointing at a deleted device.
+    fn left_behind(&self, path: &[u16]) {
+        // The path's ASCII units (link paths are ASCII), without allocating (the failure
+        // was for want of memory).
+        let mut line = [0u8; 64];
+        let n = path.len().min(line.len());
+        for (b, &u) in line.iter_mut().zip(path) {
+            *b = if u < 0x80 { u as u8 } else { b'?' };
+        }
+        // SAFETY: NUL-terminated format; `%.*s` gets an int length and a pointer to that many
+        // bytes of `line`.
+        unsafe {
+            DbgPrint(
+                c"vcdirect: link %.*s left (out of memory): delete it or reboot\n".as_ptr(),
+                n as i32,
+                line.as_ptr(),
+            )
+        };
     }
 }
 
@@ -184,6 +216,21 @@ pub(crate) unsafe fn mount_manager(volume: NonNull<DEVICE_OBJECT>) -> Option<Ker
     KernelMountManager::open(volume).ok()
 }
 
+/// [`mount_manager`] for the removal of a volume's links: an open that fails for want of
+/// memory (IoGetDeviceObjectPointer's own allocations) is tried again
+/// (`crate::namespace::retried`, KeDelayExecutionThread between), so the delete points and the
+/// volume removal are not skipped for lack of memory while it lasts less than the bound.
+///
+/// IRQL: PASSIVE_LEVEL.
+///
+/// # Safety
+/// As [`mount_manager`].
+pub(crate) unsafe fn mount_manager_for_removal(
+    volume: NonNull<DEVICE_OBJECT>,
+) -> Option<KernelMountManager> {
+    crate::namespace::retried(&KernelNamespace, || KernelMountManager::open(volume)).ok()
+}
+
 #[cfg(not(feature = "wine-host"))]
 pub(crate) use product::KernelMountManager;
 #[cfg(feature = "wine-host")]
@@ -209,6 +256,12 @@ mod product {
         file: PFILE_OBJECT,
         device: NonNull<DEVICE_OBJECT>,
     }
+
+    // SAFETY: a referenced file object and its device are kernel objects, not tied to the
+    // thread that opened them: the requests (IoBuildDeviceIoControlRequest, IoCallDriver at
+    // PASSIVE_LEVEL) and ObfDereferenceObject may come from any thread, so a volume device may
+    // keep it from publish (caller's thread) to its links' removal (a system thread).
+    unsafe impl Send for KernelMountManager {}
 
     impl KernelMountManager {
         /// Opens the mount manager (FILE_READ_ATTRIBUTES, as VeraCrypt does; the requests are
@@ -323,6 +376,11 @@ mod stand_in {
     pub(crate) struct KernelMountManager {
         volume: NonNull<DEVICE_OBJECT>,
     }
+
+    // SAFETY: `volume` is our own volume device, which keeps this value in itself and drops it
+    // before the device is deleted; the stand-in's requests (IRPs to it) may come from any
+    // thread at PASSIVE_LEVEL.
+    unsafe impl Send for KernelMountManager {}
 
     fn note(what: &str, name: &[u16], rest: &str) {
         let mut line = String::from("vcdirect: mount manager stand-in: ");

@@ -12,7 +12,7 @@ use wdk_sys::{
 };
 
 use super::strings::OwnedUnicode;
-use crate::registry::ValueMap;
+use crate::registry::{read_failure, ValueMap};
 use crate::Status;
 
 /// Largest value data read (a DWORD needs 4; longer values are read so they can be refused
@@ -32,8 +32,9 @@ const _: () = assert!(
 
 /// Reads `names` from the key at `path` (the RegistryPath given to DriverEntry). A missing
 /// key or value is simply absent from the map. W6: the map, the key's and each value's name
-/// are allocated fallibly; one that cannot be is STATUS_INSUFFICIENT_RESOURCES (never a
-/// value silently taken as missing).
+/// are allocated fallibly; one that cannot be is STATUS_INSUFFICIENT_RESOURCES, and
+/// ZwOpenKey or ZwQueryValueKey failing with STATUS_INSUFFICIENT_RESOURCES or
+/// STATUS_NO_MEMORY is that error ([`read_failure`]; never a value silently taken as missing).
 ///
 /// IRQL: PASSIVE_LEVEL.
 #[cfg_attr(feature = "wine-host", track_caller)]
@@ -53,6 +54,8 @@ pub fn read_values(path: &[u16], names: &[&str]) -> Result<ValueMap, Status> {
     // SAFETY: every pointer is valid for the call; `key_name` is alive here.
     let status = unsafe { ZwOpenKey(&mut key, KEY_READ, &mut attributes) };
     if status < 0 {
+        // Out of memory is that error (NOTE 5); no key: every value missing.
+        read_failure(status as u32)?;
         return Ok(map);
     }
     let mut outcome = Ok(());
@@ -81,7 +84,13 @@ pub fn read_values(path: &[u16], names: &[&str]) -> Result<ValueMap, Status> {
             )
         };
         if status < 0 {
-            continue; // missing, or longer than MAX_DATA: treated as missing
+            // Out of memory: the read fails (the key closed below); missing, or longer than
+            // MAX_DATA: treated as missing.
+            if let Err(status) = read_failure(status as u32) {
+                outcome = Err(status);
+                break;
+            }
+            continue;
         }
         let value_type = info[TYPE_WORD];
         let length = (info[LENGTH_WORD] as usize).min(MAX_DATA);

@@ -16,12 +16,12 @@ use wdk_sys::{
     FILE_DEVICE_SECURE_OPEN, FILE_READ_ONLY_DEVICE,
 };
 
-use super::super::links::{self, KernelNamespace, DIRS};
+use super::super::links::{self, KernelMountManager, KernelNamespace, DIRS};
 use super::super::platform::KernelPlatform;
 use super::super::remove_lock::RemoveLockCell;
 use super::super::strings::OwnedUnicode;
 use super::super::sync::SpinLock;
-use crate::namespace::{LinkKind, Links, PreparedLinks, VolumeNames};
+use crate::namespace::{Failed, LinkKind, Links, PreparedLinks, VolumeNames};
 use crate::platform::Lock;
 use crate::volume::Volume;
 use crate::Status;
@@ -73,6 +73,10 @@ pub struct VolumeDevice {
     device: NonNull<DEVICE_OBJECT>,
     mounted: Arc<MountedVolume>,
     links: SpinLock<Links>,
+    /// The mount manager opened at publish (its referenced file object), kept until the
+    /// links are removed, so their removal does not reopen it (review MUST 1); `None` for a
+    /// letterless mount, once the links are removed, or when it could not be opened.
+    mount_manager: SpinLock<Option<KernelMountManager>>,
 }
 
 // SAFETY: the device object is ours until `delete`; its routines may run on any thread.
@@ -169,6 +173,7 @@ impl VolumeDevice {
             device,
             mounted,
             links: SpinLock::new(Links::default()),
+            mount_manager: SpinLock::new(None),
         };
         // W4: raw opens for system, administrators and the mounting user, set before the
         // device can be opened; on failure Drop deletes the device.
@@ -190,27 +195,55 @@ impl VolumeDevice {
     /// mount manager asks it its names; a letterless mount never reaches the mount manager).
     /// The caller made everything else of the mount first, and the links' names and records
     /// were made by `create`, so only the kernel's link calls can fail from here (W6: their
-    /// own name copies and the mount manager's request buffers are fallible allocations, as
-    /// is the mount manager's open); on failure `Links` removed what it made and dropping the
-    /// caller's `Arc` (its only one) runs the whole teardown: the volume dismounted (W1), the
-    /// device deleted.
+    /// own name copies, ZwOpenSymbolicLinkObject, the mount manager's request buffers, IRP
+    /// and event are fallible allocations, as is the mount manager's open; from the arrival
+    /// on each is tried again while out of memory, and a mount manager that cannot be opened
+    /// or cannot serve a request makes the letter an explicit global link).
+    ///
+    /// On failure: `Err((status, announced))`. Not `announced`: `Links` removed what it made
+    /// and dropping the caller's `Arc` (its only one) runs the whole teardown: the volume
+    /// dismounted, the device deleted. `announced` (the mount manager accepted the arrival,
+    /// so a file system may have mounted): the links made are kept here, and the caller
+    /// must run the W1 dismount sequence (forced) on this device, which removes them as its
+    /// links step before the device is deleted.
     ///
     /// IRQL: PASSIVE_LEVEL. Called once per device.
-    pub fn publish(self: &Arc<Self>, prepared: PreparedLinks) -> Result<(), Status> {
+    pub fn publish(self: &Arc<Self>, prepared: PreparedLinks) -> Result<(), (Status, bool)> {
         let device = self.device;
         // SAFETY: our live volume device (type invariant); nobody dispatches to it while it
         // is initializing, and the I/O manager reads Flags only after we clear the bit.
         unsafe { (*device.as_ptr()).Flags &= !DO_DEVICE_INITIALIZING };
-        let made = {
-            // SAFETY: `device` is our live volume device until `self` drops, after `mm`.
-            let mm = self
-                .mounted
-                .drive_letter
-                .and_then(|_| unsafe { links::mount_manager(device) });
-            prepared.establish(&KernelNamespace, mm.as_ref())
-        }?;
-        self.links.with(|l| *l = made);
-        Ok(())
+        // SAFETY: `device` is our live volume device until `self` drops; `mm` is kept in
+        // `self.mount_manager` and dropped by `remove_links`, which runs before the device is
+        // deleted (Drop, and the W1 sequence's links step before its delete).
+        let mm = self
+            .mounted
+            .drive_letter
+            .and_then(|_| unsafe { links::mount_manager(device) });
+        let made = prepared.establish_or_hand_back(&KernelNamespace, mm.as_ref());
+        // Kept only while its arrival is to be taken back (announced links).
+        let announced = match &made {
+            Ok(links) => links.announced(),
+            Err(failed) => failed.announced.is_some(),
+        };
+        // Otherwise dropped (dereferenced) at the end of this call.
+        if announced {
+            self.mount_manager.with(|m| *m = mm);
+        }
+        match made {
+            Ok(made) => {
+                self.links.with(|l| *l = made);
+                Ok(())
+            }
+            Err(Failed {
+                status,
+                announced: Some(made),
+            }) => {
+                self.links.with(|l| *l = made);
+                Err((status, true))
+            }
+            Err(Failed { status, .. }) => Err((status, false)),
+        }
     }
 
     /// The mounted volume.
@@ -238,11 +271,18 @@ impl VolumeDevice {
     /// IRQL: PASSIVE_LEVEL (the links are taken out under the spin lock, removed after it).
     pub fn remove_links(&self) {
         let mut links = self.links.with(core::mem::take);
-        // SAFETY: `device` is our live volume device (type invariant) for the whole call.
-        let mm = links
-            .announced()
-            .then(|| unsafe { links::mount_manager(self.device) })
-            .flatten();
+        // The mount manager kept since publish; reopened (with retries) only if it was not.
+        let kept = self.mount_manager.with(Option::take);
+        let mm = match kept {
+            Some(mm) => Some(mm),
+            None => links
+                .announced()
+                // SAFETY: `device` is our live volume device (type invariant) for the whole
+                // call, and `mm` is dropped at its end.
+                .then(|| unsafe { links::mount_manager_for_removal(self.device) })
+                .flatten(),
+        };
+        // `mm` is dropped (dereferenced) at the end of this call, before the device is deleted.
         links.remove_all(&KernelNamespace, mm.as_ref());
     }
 

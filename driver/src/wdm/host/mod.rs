@@ -35,7 +35,7 @@ pub use child_irp::ChildIo;
 use child_irp::{ChildRequest, ChildSlots};
 pub use open::OpenParams;
 #[cfg(not(feature = "wine-host"))]
-pub(crate) use product::{fs_control, zw_open, ZwOpen};
+pub(crate) use product::{fs_control, zw_open, ZwName, ZwOpen};
 
 /// The device a volume lives on. Dropping it waits for every child request (R13), then
 /// releases the device reference and closes the handle.

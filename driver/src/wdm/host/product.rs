@@ -24,7 +24,7 @@ use wdk_sys::{
 
 use super::super::codes::ioctl;
 use super::super::remove_lock::RemoveLock;
-use super::super::strings::OwnedUnicode;
+use super::super::strings::{unicode, OwnedUnicode};
 use super::open::{probe, OpenParams};
 use super::KernelHost;
 use crate::platform::{HostKind, HostLimits};
@@ -59,7 +59,7 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
     // The open is checked against the mount IOCTL's caller (we run in its thread): a user can
     // only mount a host they could open themselves.
     let handle = zw_open(
-        name.as_mut(),
+        ZwName::Owned(&mut name),
         ZwOpen {
             access,
             share,
@@ -202,15 +202,6 @@ unsafe fn device_control(
     Ok((iosb.Information as usize).min(buf.len()))
 }
 
-/// A file system control on the handle, without input, with `output` (may be empty) for the
-/// reply: the glue's one ZwFsControlFile wrapper (the host open's FSCTL_ALLOW_EXTENDED_DASD_IO,
-/// the dismount sequence's lock, dismount and NTFS query).
-///
-/// IRQL: PASSIVE_LEVEL.
-///
-/// # Safety
-/// `handle` is an open kernel handle of ours, opened for synchronous I/O (the call returns
-/// when the request is done, so `output`, a kernel buffer, outlives it).
 /// How [`zw_open`] opens a name (FILE_OPEN: an existing object only).
 pub(crate) struct ZwOpen {
     /// DesiredAccess.
@@ -225,12 +216,31 @@ pub(crate) struct ZwOpen {
     pub as_caller: bool,
 }
 
+/// The name [`zw_open`] opens: only kinds whose buffer the kernel can trust for the call
+/// (a `UNICODE_STRING` header whose Buffer, Length and MaximumLength describe memory that
+/// stays valid), so the open is a safe function.
+pub(crate) enum ZwName<'a> {
+    /// A name built at run time; its header describes its own buffer (`OwnedUnicode`'s
+    /// invariant), borrowed for the call.
+    Owned(&'a mut OwnedUnicode),
+    /// A name fixed at build time (`'static`: never dangles).
+    Static(&'static [u16]),
+}
+
 /// ZwCreateFile(FILE_OPEN) of `name` with a kernel handle (OBJ_KERNEL_HANDLE: no user process
 /// can use it), case-insensitive: the glue's one open by name (the host open, the dismount's
 /// volume open, the unload probe of the control device). The caller closes the handle.
 ///
 /// IRQL: PASSIVE_LEVEL.
-pub(crate) fn zw_open(name: &mut UNICODE_STRING, how: ZwOpen) -> Result<HANDLE, Status> {
+pub(crate) fn zw_open(name: ZwName<'_>, how: ZwOpen) -> Result<HANDLE, Status> {
+    let mut header;
+    let name: &mut UNICODE_STRING = match name {
+        ZwName::Owned(owned) => owned.as_mut(),
+        ZwName::Static(chars) => {
+            header = unicode(chars);
+            &mut header
+        }
+    };
     let mut attributes = OBJECT_ATTRIBUTES {
         Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
         RootDirectory: core::ptr::null_mut(),
@@ -247,8 +257,9 @@ pub(crate) fn zw_open(name: &mut UNICODE_STRING, how: ZwOpen) -> Result<HANDLE, 
     };
     let mut handle: HANDLE = core::ptr::null_mut();
     let mut iosb = IO_STATUS_BLOCK::default();
-    // SAFETY: every pointer is valid for the call: `name` (behind `attributes`) is borrowed for
-    // it, `handle` and `iosb` are ours; no EA buffer. PASSIVE_LEVEL (contract). On success the
+    // SAFETY: every pointer is valid for the call: `name` (behind `attributes`) describes a
+    // buffer that outlives it (`ZwName`: an `OwnedUnicode` borrowed for the call or a
+    // `'static` name), `handle` and `iosb` are ours; no EA buffer. PASSIVE_LEVEL (contract). On success the
     // handle is a kernel handle the caller owns and closes.
     let status = unsafe {
         ZwCreateFile(
@@ -275,6 +286,15 @@ pub(crate) fn zw_open(name: &mut UNICODE_STRING, how: ZwOpen) -> Result<HANDLE, 
     Ok(handle)
 }
 
+/// A file system control on the handle, without input, with `output` (may be empty) for the
+/// reply: the glue's one ZwFsControlFile wrapper (the host open's FSCTL_ALLOW_EXTENDED_DASD_IO,
+/// the dismount sequence's lock, dismount and NTFS query).
+///
+/// IRQL: PASSIVE_LEVEL.
+///
+/// # Safety
+/// `handle` is an open kernel handle of ours, opened for synchronous I/O (the call returns
+/// when the request is done, so `output`, a kernel buffer, outlives it).
 pub(crate) unsafe fn fs_control(
     handle: HANDLE,
     code: u32,
