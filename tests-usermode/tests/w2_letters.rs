@@ -9,8 +9,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use vcdirect::namespace::{
-    dos_letter, first_volume_id, letter_free, utf16, Directories, LinkKind, Links, MountManager,
-    Namespace, UniqueId, VolumeNames, OBJECT_NAME_COLLISION, OBJECT_NAME_NOT_FOUND, VOLUME_ID_SPAN,
+    dos_letter, first_volume_id, letter_free, utf16, Directories, Leftover, LinkKind, Links,
+    MountManager, Namespace, UniqueId, VolumeNames, OBJECT_NAME_COLLISION, OBJECT_NAME_NOT_FOUND,
+    VOLUME_ID_SPAN,
 };
 use vcdirect::Status;
 
@@ -983,6 +984,8 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     struct Flaky<'a> {
         inner: &'a Objects,
         fail: Cell<u32>,
+        /// What a failing query answers.
+        query_error: Status,
         queries: Cell<u32>,
         deletes: Cell<u32>,
         waits: Cell<u32>,
@@ -998,7 +1001,7 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     impl Namespace for Flaky<'_> {
         fn query(&self, path: &[u16]) -> Result<Option<Vec<u16>>, Status> {
             if self.take(&self.queries) {
-                return Err(Status::InsufficientResources);
+                return Err(self.query_error);
             }
             self.inner.query(path)
         }
@@ -1014,8 +1017,10 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
         fn wait_for_memory(&self) {
             self.waits.set(self.waits.get() + 1);
         }
-        fn left_behind(&self, path: &[u16]) {
-            self.left.borrow_mut().push(s(path));
+        fn left_behind(&self, what: Leftover, path: &[u16], status: Status) {
+            self.left
+                .borrow_mut()
+                .push(format!("{what:?} {} {status:?}", s(path)));
         }
     }
     struct FlakyMm<'a> {
@@ -1063,6 +1068,7 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
         let ns = Flaky {
             inner: &objects,
             fail: Cell::new(fail),
+            query_error: Status::InsufficientResources,
             queries: Cell::new(0),
             deletes: Cell::new(0),
             waits: Cell::new(0),
@@ -1098,13 +1104,14 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     }
     // Out of memory for good: the whole removal waits the budget once, not per call; the
     // delete points spends it, then every link is still queried once, and both are left and
-    // reported; the removal is sent once, with no wait.
+    // reported; the removal is sent once, with no wait; each request not served is reported.
     let mut links = mount(&objects, Some(&mm), &names(6, Some('T'), 4)).unwrap();
     assert_eq!(links.kind(), LinkKind::MountManager);
     mm.take_log();
     let ns = Flaky {
         inner: &objects,
         fail: Cell::new(u32::MAX),
+        query_error: Status::InsufficientResources,
         queries: Cell::new(0),
         deletes: Cell::new(0),
         waits: Cell::new(0),
@@ -1129,7 +1136,13 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     );
     assert_eq!(
         *ns.left.borrow(),
-        ["\\GLOBAL??\\T:", "\\GLOBAL??\\VcVolume6"]
+        [
+            "DeletePoints \\DosDevices\\T: InsufficientResources",
+            "Link \\GLOBAL??\\T: InsufficientResources",
+            "Link \\GLOBAL??\\VcVolume6 InsufficientResources",
+            "Removal \\Device\\VcVolume6 InsufficientResources"
+        ],
+        "each left thing reported once"
     );
     assert_eq!(
         objects.global_target("VcVolume6").as_deref(),
@@ -1140,6 +1153,23 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
         objects.global_target("T:").as_deref(),
         Some("\\Device\\VcVolume6"),
         "left, not deleted blind"
+    );
+    // A query failing for another reason: not tried again, the link left and reported too.
+    let mut links = mount(&objects, None, &names(8, None, 6)).unwrap();
+    let ns = Flaky {
+        inner: &objects,
+        fail: Cell::new(u32::MAX),
+        query_error: Status::IoDeviceError,
+        queries: Cell::new(0),
+        deletes: Cell::new(0),
+        waits: Cell::new(0),
+        left: RefCell::default(),
+    };
+    links.remove_all(&ns, None::<&dyn MountManager>);
+    assert_eq!((ns.queries.get(), ns.waits.get()), (1, 0));
+    assert_eq!(
+        *ns.left.borrow(),
+        ["Link \\GLOBAL??\\VcVolume8 IoDeviceError"]
     );
 }
 

@@ -42,11 +42,25 @@ pub trait Namespace {
     /// kernel: KeDelayExecutionThread, [`MEMORY_RETRY_MS`]; PASSIVE_LEVEL only). A model
     /// need not wait.
     fn wait_for_memory(&self) {}
-    /// A link [`Links::remove_all`] could not remove (still out of memory once its
-    /// [`MemoryBudget`] was spent): the kernel logs its path (DbgPrint). A model may record it.
-    fn left_behind(&self, path: &[u16]) {
-        let _ = path;
+    /// Something [`Links::remove_all`] could not undo (`what`: a link still there, or a
+    /// mount-manager request not served), with the last call's status, reported once, after
+    /// its tries ([`MemoryBudget`]): the kernel logs it (DbgPrint). A model may record it.
+    fn left_behind(&self, what: Leftover, path: &[u16], status: Status) {
+        let _ = (what, path, status);
     }
+}
+
+/// What [`Links::remove_all`] could not undo ([`Namespace::left_behind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leftover {
+    /// A link of this mount (its full path) could not be read or deleted: it stays.
+    Link,
+    /// The mount manager's delete points for `\DosDevices\X:` failed: it may keep the
+    /// letter's record.
+    DeletePoints,
+    /// The mount manager's volume removal notification for the device failed: it keeps the
+    /// volume's record.
+    Removal,
 }
 
 /// How many waits for memory ([`Namespace::wait_for_memory`]) one operation may spend in
@@ -642,27 +656,25 @@ impl Links {
         let budget = MemoryBudget::new();
         while let Some(c) = self.created.pop() {
             if let (Some(dos), Some(mm)) = (&c.mount_point, mount_manager) {
-                let _ = retried_within(ns, &budget, || mm.delete_point(dos));
+                if let Err(status) = retried_within(ns, &budget, || mm.delete_point(dos)) {
+                    ns.left_behind(Leftover::DeletePoints, dos, status);
+                }
             }
-            match retried_within(ns, &budget, || self.points_here(ns, &c.path)) {
-                Ok(false) => {}
-                Ok(true) => {
-                    if let Err(status) = retried_within(ns, &budget, || ns.delete(&c.path)) {
-                        if out_of_memory(status) {
-                            ns.left_behind(&c.path);
-                        }
-                    }
-                }
-                Err(status) => {
-                    if out_of_memory(status) {
-                        ns.left_behind(&c.path);
-                    }
-                }
+            let removed = match retried_within(ns, &budget, || self.points_here(ns, &c.path)) {
+                Ok(false) => Ok(()),
+                Ok(true) => retried_within(ns, &budget, || ns.delete(&c.path)),
+                Err(status) => Err(status),
+            };
+            if let Err(status) = removed {
+                ns.left_behind(Leftover::Link, &c.path, status);
             }
         }
         if core::mem::take(&mut self.arrived) {
             if let Some(mm) = mount_manager {
-                let _ = retried_within(ns, &budget, || mm.volume_removal(&self.device));
+                if let Err(status) = retried_within(ns, &budget, || mm.volume_removal(&self.device))
+                {
+                    ns.left_behind(Leftover::Removal, &self.device, status);
+                }
             }
         }
         self.kind = LinkKind::None;
