@@ -9,8 +9,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use vcdirect::namespace::{
-    dos_letter, first_volume_id, letter_free, utf16, Directories, LinkKind, Links, MountManager,
-    Namespace, UniqueId, VolumeNames, OBJECT_NAME_COLLISION, OBJECT_NAME_NOT_FOUND, VOLUME_ID_SPAN,
+    dos_letter, first_volume_id, letter_free, utf16, Directories, Leftover, LinkKind, Links,
+    MountManager, Namespace, UniqueId, VolumeNames, OBJECT_NAME_COLLISION, OBJECT_NAME_NOT_FOUND,
+    VOLUME_ID_SPAN,
 };
 use vcdirect::Status;
 
@@ -417,6 +418,85 @@ fn w2_create_point_follows_arrival_when_the_arrival_makes_no_letter() {
         ]
     );
     assert_eq!(objects.global_target("X:"), None);
+}
+
+/// The mount manager makes the letter's link on the create point but answers a failure (out
+/// of memory after it made the link), and the retry of that create point answers a
+/// collision (the link is there): the link points at this device, so it is this mount's,
+/// made by the mount manager, and goes through its delete points on removal, not a
+/// collision that forces the mount down and leaves the letter and its record behind.
+#[test]
+fn w2_a_create_point_that_made_the_link_but_failed_still_gives_the_letter() {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    let x = names(7, Some('X'), 5);
+    struct MadeButFailed<'a> {
+        inner: &'a MountMgr<'a>,
+        calls: Cell<u32>,
+    }
+    impl MountManager for MadeButFailed<'_> {
+        fn volume_arrival(&self, device: &[u16]) -> Result<(), Status> {
+            // No link on arrival (as when it ignores suggested names).
+            self.inner
+                .log
+                .borrow_mut()
+                .push(format!("arrival {}", s(device)));
+            Ok(())
+        }
+        fn create_point(&self, link: &[u16], device: &[u16]) -> Result<(), Status> {
+            self.calls.set(self.calls.get() + 1);
+            if self.calls.get() == 1 {
+                self.inner.create_point(link, device)?;
+                return Err(Status::InsufficientResources);
+            }
+            self.inner
+                .log
+                .borrow_mut()
+                .push("create-point again".into());
+            Err(OBJECT_NAME_COLLISION)
+        }
+        fn delete_point(&self, link: &[u16]) -> Result<(), Status> {
+            self.inner.delete_point(link)
+        }
+        fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
+            self.inner.volume_removal(device)
+        }
+    }
+    mm.attach(&x);
+    let made = MadeButFailed {
+        inner: &mm,
+        calls: Cell::new(0),
+    };
+    letter_free(&objects, &DIRS, 'X').unwrap();
+    let mut links = Links::establish(&objects, Some(&made), &DIRS, &x).expect("mounted");
+    assert_eq!(links.kind(), LinkKind::MountManager);
+    assert_eq!(
+        links.paths().map(s).collect::<Vec<_>>(),
+        ["\\GLOBAL??\\VcVolume7", "\\GLOBAL??\\X:"]
+    );
+    assert_eq!(
+        mm.take_log(),
+        [
+            "arrival \\Device\\VcVolume7",
+            "create-point \\DosDevices\\X: \\Device\\VcVolume7",
+            "create-point again"
+        ]
+    );
+    assert_eq!(
+        objects.global_target("X:").as_deref(),
+        Some("\\Device\\VcVolume7")
+    );
+    links.remove_all(&objects, Some(&made as &dyn MountManager));
+    assert_eq!(
+        mm.take_log(),
+        [
+            "delete-points \\DosDevices\\X:",
+            "removal \\Device\\VcVolume7"
+        ],
+        "the letter and its record go through the mount manager"
+    );
+    assert_eq!(objects.global_target("X:"), None);
+    assert!(mm.database.borrow().is_empty(), "no record left");
 }
 
 #[test]
@@ -892,9 +972,11 @@ fn w2_a_mount_manager_request_without_memory_falls_back_to_a_global_link() {
 
 /// The namespace's and the mount manager's calls fail for want of memory a few times in a
 /// row (the kernel's name copies, ZwOpenSymbolicLinkObject, the request's IRP): removal waits
-/// and tries again (`MEMORY_RETRIES`), so every link is still removed, the mount manager's
-/// delete points and removal sent. Past the bound, the link is left and reported
-/// (`left_behind`: the kernel logs it), never deleted blind.
+/// and tries again, within one budget for the whole removal (`MEMORY_WAITS` waits), so every
+/// link is still removed, the mount manager's delete points and removal sent. With failures
+/// that never stop, the whole removal waits exactly the budget, then makes each further call
+/// once: every link is still tried, and each one left is reported (`left_behind`: the kernel
+/// logs it), never deleted blind.
 #[test]
 fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     /// Fails the next `fail` calls of each kind with STATUS_INSUFFICIENT_RESOURCES (query and
@@ -902,6 +984,8 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     struct Flaky<'a> {
         inner: &'a Objects,
         fail: Cell<u32>,
+        /// What a failing query answers.
+        query_error: Status,
         queries: Cell<u32>,
         deletes: Cell<u32>,
         waits: Cell<u32>,
@@ -917,7 +1001,7 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     impl Namespace for Flaky<'_> {
         fn query(&self, path: &[u16]) -> Result<Option<Vec<u16>>, Status> {
             if self.take(&self.queries) {
-                return Err(Status::InsufficientResources);
+                return Err(self.query_error);
             }
             self.inner.query(path)
         }
@@ -933,8 +1017,10 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
         fn wait_for_memory(&self) {
             self.waits.set(self.waits.get() + 1);
         }
-        fn left_behind(&self, path: &[u16]) {
-            self.left.borrow_mut().push(s(path));
+        fn left_behind(&self, what: Leftover, path: &[u16], status: Status) {
+            self.left
+                .borrow_mut()
+                .push(format!("{what:?} {} {status:?}", s(path)));
         }
     }
     struct FlakyMm<'a> {
@@ -974,13 +1060,15 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     let mm = MountMgr::new(&objects);
     let before = objects.snapshot();
     // A few failures: everything removed.
-    for fail in [1, 3, vcdirect::namespace::MEMORY_RETRIES - 1] {
+    // Four kinds fail `fail` times each: 4 * fail waits, within the budget.
+    for fail in [1, 3, vcdirect::namespace::MEMORY_WAITS / 4] {
         let mut links = mount(&objects, Some(&mm), &names(5, Some('S'), 3)).unwrap();
         assert_eq!(links.kind(), LinkKind::MountManager);
         mm.take_log();
         let ns = Flaky {
             inner: &objects,
             fail: Cell::new(fail),
+            query_error: Status::InsufficientResources,
             queries: Cell::new(0),
             deletes: Cell::new(0),
             waits: Cell::new(0),
@@ -1008,28 +1096,80 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
             ],
             "fail {fail}"
         );
-        assert!(
-            ns.waits.get() >= 2 * fail,
+        assert_eq!(
+            ns.waits.get(),
+            4 * fail,
             "fail {fail}: waited between tries"
         );
     }
-    // Out of memory for longer than the bound: the link is left, and reported.
-    let mut links = mount(&objects, None, &names(6, None, 4)).unwrap();
+    // Out of memory for good: the whole removal waits the budget once, not per call; the
+    // delete points spends it, then every link is still queried once, and both are left and
+    // reported; the removal is sent once, with no wait; each request not served is reported.
+    let mut links = mount(&objects, Some(&mm), &names(6, Some('T'), 4)).unwrap();
+    assert_eq!(links.kind(), LinkKind::MountManager);
+    mm.take_log();
     let ns = Flaky {
         inner: &objects,
         fail: Cell::new(u32::MAX),
+        query_error: Status::InsufficientResources,
+        queries: Cell::new(0),
+        deletes: Cell::new(0),
+        waits: Cell::new(0),
+        left: RefCell::default(),
+    };
+    let flaky_mm = FlakyMm {
+        inner: &mm,
+        fail: u32::MAX,
+        calls: RefCell::default(),
+    };
+    links.remove_all(&ns, Some(&flaky_mm as &dyn MountManager));
+    let budget = vcdirect::namespace::MEMORY_WAITS;
+    assert_eq!(ns.waits.get(), budget, "the whole removal waits the budget");
+    assert_eq!(
+        ns.queries.get(),
+        2,
+        "each link queried once after the budget"
+    );
+    assert_eq!(
+        *flaky_mm.calls.borrow(),
+        BTreeMap::from([("delete-points", budget + 1), ("removal", 1)])
+    );
+    assert_eq!(
+        *ns.left.borrow(),
+        [
+            "DeletePoints \\DosDevices\\T: InsufficientResources",
+            "Link \\GLOBAL??\\T: InsufficientResources",
+            "Link \\GLOBAL??\\VcVolume6 InsufficientResources",
+            "Removal \\Device\\VcVolume6 InsufficientResources"
+        ],
+        "each left thing reported once"
+    );
+    assert_eq!(
+        objects.global_target("VcVolume6").as_deref(),
+        Some("\\Device\\VcVolume6"),
+        "left, not deleted blind"
+    );
+    assert_eq!(
+        objects.global_target("T:").as_deref(),
+        Some("\\Device\\VcVolume6"),
+        "left, not deleted blind"
+    );
+    // A query failing for another reason: not tried again, the link left and reported too.
+    let mut links = mount(&objects, None, &names(8, None, 6)).unwrap();
+    let ns = Flaky {
+        inner: &objects,
+        fail: Cell::new(u32::MAX),
+        query_error: Status::IoDeviceError,
         queries: Cell::new(0),
         deletes: Cell::new(0),
         waits: Cell::new(0),
         left: RefCell::default(),
     };
     links.remove_all(&ns, None::<&dyn MountManager>);
-    assert_eq!(*ns.left.borrow(), ["\\GLOBAL??\\VcVolume6"]);
-    assert_eq!(ns.queries.get(), vcdirect::namespace::MEMORY_RETRIES);
+    assert_eq!((ns.queries.get(), ns.waits.get()), (1, 0));
     assert_eq!(
-        objects.global_target("VcVolume6").as_deref(),
-        Some("\\Device\\VcVolume6"),
-        "left, not deleted blind"
+        *ns.left.borrow(),
+        ["Link \\GLOBAL??\\VcVolume8 IoDeviceError"]
     );
 }
 

@@ -16,6 +16,7 @@
 //! manager, so it cannot get one (from the suggested name or a remembered one).
 
 use alloc::vec::Vec;
+use core::cell::Cell;
 
 use crate::Status;
 
@@ -37,22 +38,36 @@ pub trait Namespace {
     fn create(&self, path: &[u16], target: &[u16]) -> Result<(), Status>;
     /// Deletes the symbolic link `path`.
     fn delete(&self, path: &[u16]) -> Result<(), Status>;
-    /// Waits before a call that failed for want of memory is tried again ([`retried`]; the
+    /// Waits before a call that failed for want of memory is tried again ([`retried_within`]; the
     /// kernel: KeDelayExecutionThread, [`MEMORY_RETRY_MS`]; PASSIVE_LEVEL only). A model
     /// need not wait.
     fn wait_for_memory(&self) {}
-    /// A link [`Links::remove_all`] could not remove (still out of memory after
-    /// [`MEMORY_RETRIES`] tries): the kernel logs its path (DbgPrint). A model may record it.
-    fn left_behind(&self, path: &[u16]) {
-        let _ = path;
+    /// Something [`Links::remove_all`] could not undo (`what`: a link still there, or a
+    /// mount-manager request not served), with the last call's status, reported once, after
+    /// its tries ([`MemoryBudget`]): the kernel logs it (DbgPrint). A model may record it.
+    fn left_behind(&self, what: Leftover, path: &[u16], status: Status) {
+        let _ = (what, path, status);
     }
 }
 
-/// How many times a namespace or mount-manager call that fails for want of memory
-/// (STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY) is made in all during a mount's link
-/// making after the arrival and during their removal, [`Namespace::wait_for_memory`] between
-/// tries: 20 tries, 100 ms apart in the kernel, about 2 s per call before it gives up.
-pub const MEMORY_RETRIES: u32 = 20;
+/// What [`Links::remove_all`] could not undo ([`Namespace::left_behind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leftover {
+    /// A link of this mount (its full path) could not be read or deleted: it stays.
+    Link,
+    /// The mount manager's delete points for `\DosDevices\X:` failed: it may keep the
+    /// letter's record.
+    DeletePoints,
+    /// The mount manager's volume removal notification for the device failed: it keeps the
+    /// volume's record.
+    Removal,
+}
+
+/// How many waits for memory ([`Namespace::wait_for_memory`]) one operation may spend in
+/// all: a mount's link making after the arrival, or one [`Links::remove_all`] (its
+/// [`MemoryBudget`]). 20 waits, 100 ms apart in the kernel: about 2 s per operation, however
+/// many calls it makes; once spent, each further call is made once, with no wait.
+pub const MEMORY_WAITS: u32 = 20;
 /// The kernel's wait between two tries, in milliseconds.
 pub const MEMORY_RETRY_MS: u32 = 100;
 
@@ -64,22 +79,58 @@ pub fn out_of_memory(status: Status) -> bool {
     )
 }
 
-/// `call` again while it fails for want of memory, up to [`MEMORY_RETRIES`] tries in all,
-/// `ns.wait_for_memory()` between; its last result.
-pub fn retried<N: Namespace + ?Sized, T>(
+/// The waits for memory one operation has left ([`MEMORY_WAITS`] at the start), shared by
+/// every call of it that is tried again ([`retried_within`]).
+#[derive(Debug)]
+pub struct MemoryBudget {
+    waits: Cell<u32>,
+}
+
+impl MemoryBudget {
+    /// A whole budget: [`MEMORY_WAITS`] waits.
+    pub const fn new() -> MemoryBudget {
+        MemoryBudget {
+            waits: Cell::new(MEMORY_WAITS),
+        }
+    }
+
+    /// Takes one wait; `false` when none is left.
+    fn spend(&self) -> bool {
+        let left = self.waits.get();
+        self.waits.set(left.saturating_sub(1));
+        left > 0
+    }
+}
+
+impl Default for MemoryBudget {
+    fn default() -> MemoryBudget {
+        MemoryBudget::new()
+    }
+}
+
+/// `call` again while it fails for want of memory and `budget` has a wait left,
+/// `ns.wait_for_memory()` before each new try; its last result. A spent budget makes the
+/// call once.
+pub fn retried_within<N: Namespace + ?Sized, T>(
     ns: &N,
+    budget: &MemoryBudget,
     mut call: impl FnMut() -> Result<T, Status>,
 ) -> Result<T, Status> {
-    let mut tries = 1;
     loop {
         match call() {
-            Err(status) if out_of_memory(status) && tries < MEMORY_RETRIES => {
-                tries += 1;
-                ns.wait_for_memory();
-            }
+            Err(status) if out_of_memory(status) && budget.spend() => ns.wait_for_memory(),
             result => return result,
         }
     }
+}
+
+/// [`retried_within`] with a budget of its own: a lone call (the glue's reopen of the mount
+/// manager for a removal).
+pub fn retried<N: Namespace + ?Sized, T>(
+    ns: &N,
+    call: impl FnMut() -> Result<T, Status>,
+) -> Result<T, Status> {
+    retried_within(ns, &MemoryBudget::new(), call)
 }
 
 /// The requests the mount manager (`\Device\MountPointManager`) serves for a volume.
@@ -343,7 +394,7 @@ fn none_exists<N: Namespace + ?Sized>(ns: &N, paths: &[&[u16]]) -> Result<(), St
 
 /// Whether the mount manager took a request. One policy for every failure of the mount
 /// manager, out of memory included (W2, W6): refused, or a request that could not be built
-/// or served for want of memory (after [`retried`]), is `false` and the letter becomes an
+/// or served for want of memory (after [`retried_within`]), is `false` and the letter becomes an
 /// explicit global link, as when the mount manager cannot be opened at all; so a failure
 /// after the mount manager was told of the arrival never undoes an announced mount.
 fn accepted(r: Result<(), Status>) -> bool {
@@ -453,7 +504,7 @@ impl PreparedLinks {
     /// removed and nothing else is touched. Allocates nothing in this crate (the names and
     /// the records' room were made by [`Links::prepare`]); what the kernel's namespace and
     /// mount manager allocate for their calls is fallible: before the arrival such a failure
-    /// fails this call, from the arrival on it is tried again ([`retried`]) and a mount
+    /// fails this call, from the arrival on it is tried again ([`retried_within`]) and a mount
     /// manager that still cannot serve a request is a refusal (a global link).
     pub fn establish<N: Namespace + ?Sized, M: MountManager + ?Sized>(
         self,
@@ -532,25 +583,35 @@ impl Links {
         if let Some(mm) = mount_manager {
             // The mount manager may make the letter on arrival (the suggested name); else the
             // create point does. Either way it is ours only if it points at our device. From
-            // the arrival on, a call out of memory is tried again (`retried`): an announced
-            // mount that fails is undone with the W1 sequence by the glue, so it should not.
-            self.arrived = accepted(retried(ns, || mm.volume_arrival(&self.device)));
+            // the arrival on, a call out of memory is tried again, all of them within one
+            // budget (`retried_within`, about 2 s in all): an announced mount that fails is
+            // undone with the W1 sequence by the glue, so it should not.
+            let budget = MemoryBudget::new();
+            self.arrived = accepted(retried_within(ns, &budget, || {
+                mm.volume_arrival(&self.device)
+            }));
             let made = self.arrived
-                && (retried(ns, || self.points_here(ns, &global))?
-                    || (accepted(retried(ns, || mm.create_point(&dos, &self.device)))
-                        && retried(ns, || self.points_here(ns, &global))?));
+                && (retried_within(ns, &budget, || self.points_here(ns, &global))? || {
+                    // Whatever the create point answers (a failure after the mount manager
+                    // made the link, a retry of one that did, which answers a collision),
+                    // the link is what says whether it made the letter for this device.
+                    let _ = retried_within(ns, &budget, || mm.create_point(&dos, &self.device));
+                    retried_within(ns, &budget, || self.points_here(ns, &global))?
+                });
             if made {
                 self.kind = LinkKind::MountManager;
                 self.record(global, Some(dos));
                 return Ok(());
             }
-            if retried(ns, || ns.query(&global))?.is_some() {
+            if retried_within(ns, &budget, || ns.query(&global))?.is_some() {
                 // Someone else's link took the letter meanwhile: theirs stays.
                 return Err(OBJECT_NAME_COLLISION);
             }
-        }
-        if self.arrived {
-            retried(ns, || ns.create(&global, &self.device))?;
+            if self.arrived {
+                retried_within(ns, &budget, || ns.create(&global, &self.device))?;
+            } else {
+                ns.create(&global, &self.device)?;
+            }
         } else {
             ns.create(&global, &self.device)?;
         }
@@ -591,29 +652,29 @@ impl Links {
         ns: &N,
         mount_manager: Option<&M>,
     ) {
+        // One budget for the whole removal (about 2 s of waits in all, not per call).
+        let budget = MemoryBudget::new();
         while let Some(c) = self.created.pop() {
             if let (Some(dos), Some(mm)) = (&c.mount_point, mount_manager) {
-                let _ = retried(ns, || mm.delete_point(dos));
+                if let Err(status) = retried_within(ns, &budget, || mm.delete_point(dos)) {
+                    ns.left_behind(Leftover::DeletePoints, dos, status);
+                }
             }
-            match retried(ns, || self.points_here(ns, &c.path)) {
-                Ok(false) => {}
-                Ok(true) => {
-                    if let Err(status) = retried(ns, || ns.delete(&c.path)) {
-                        if out_of_memory(status) {
-                            ns.left_behind(&c.path);
-                        }
-                    }
-                }
-                Err(status) => {
-                    if out_of_memory(status) {
-                        ns.left_behind(&c.path);
-                    }
-                }
+            let removed = match retried_within(ns, &budget, || self.points_here(ns, &c.path)) {
+                Ok(false) => Ok(()),
+                Ok(true) => retried_within(ns, &budget, || ns.delete(&c.path)),
+                Err(status) => Err(status),
+            };
+            if let Err(status) = removed {
+                ns.left_behind(Leftover::Link, &c.path, status);
             }
         }
         if core::mem::take(&mut self.arrived) {
             if let Some(mm) = mount_manager {
-                let _ = retried(ns, || mm.volume_removal(&self.device));
+                if let Err(status) = retried_within(ns, &budget, || mm.volume_removal(&self.device))
+                {
+                    ns.left_behind(Leftover::Removal, &self.device, status);
+                }
             }
         }
         self.kind = LinkKind::None;

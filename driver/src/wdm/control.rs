@@ -750,7 +750,11 @@ impl Teardown for TableTeardown<'_> {
 /// into the teardown, so its `delete_device` drops the last reference (the device is deleted
 /// there, before the handle is closed, not when this function returns).
 ///
-/// IRQL: PASSIVE_LEVEL, on a system thread (the shutdown IRP's or our own).
+/// IRQL: PASSIVE_LEVEL. Threads: our dismount thread (the dismount IOCTL); the thread that
+/// sends IRP_MJ_SHUTDOWN (`dismount_all_forced`); and, after a publish that failed once the
+/// mount manager took the arrival, the mounting caller's own thread. The last two hold the
+/// control mutex for the whole sequence, its waits included (review SHOULD 1: the forced
+/// sequence there is not yet limited to a volume a file system mounted on).
 fn dismount_volume(
     state: &DriverState,
     device: Arc<VolumeDevice>,

@@ -32,7 +32,7 @@ use wdk_sys::{
 };
 
 use super::strings::OwnedUnicode;
-use crate::namespace::{mountmgr, Directories, MountManager, Namespace, UniqueId};
+use crate::namespace::{mountmgr, Directories, Leftover, MountManager, Namespace, UniqueId};
 use crate::Status;
 
 /// Where global links live in this build.
@@ -159,25 +159,25 @@ impl Namespace for KernelNamespace {
         super::dismount::wait_ms(crate::namespace::MEMORY_RETRY_MS);
     }
 
-    /// A link left after the retries (out of memory for their whole span): logged, as it
-    /// stays until someone deletes it (or reboot), pointing at a deleted device.
-    fn left_behind(&self, path: &[u16]) {
-        // The path's ASCII units (link paths are ASCII), without allocating (the failure
-        // was for want of memory).
+    /// What the removal could not undo, once, after its tries: logged, as a link stays
+    /// until someone deletes it (or reboot), pointing at a deleted device, and a request not
+    /// served leaves the mount manager's record.
+    fn left_behind(&self, what: Leftover, path: &[u16], status: Status) {
+        // The path's ASCII units (link and device paths are ASCII), without allocating (the
+        // failure may be for want of memory).
         let mut line = [0u8; 64];
         let n = path.len().min(line.len());
         for (b, &u) in line.iter_mut().zip(path) {
             *b = if u < 0x80 { u as u8 } else { b'?' };
         }
-        // SAFETY: NUL-terminated format; `%.*s` gets an int length and a pointer to that many
-        // bytes of `line`.
-        unsafe {
-            DbgPrint(
-                c"vcdirect: link %.*s left (out of memory): delete it or reboot\n".as_ptr(),
-                n as i32,
-                line.as_ptr(),
-            )
+        let format = match what {
+            Leftover::Link => c"vcdirect: link %.*s left (0x%08x): delete it or reboot\n",
+            Leftover::DeletePoints => c"vcdirect: mount manager did not delete %.*s (0x%08x)\n",
+            Leftover::Removal => c"vcdirect: mount manager not told of %.*s's removal (0x%08x)\n",
         };
+        // SAFETY: NUL-terminated format; `%.*s` gets an int length and a pointer to that many
+        // bytes of `line`, `%08x` a u32. PASSIVE_LEVEL (the removal's thread).
+        unsafe { DbgPrint(format.as_ptr(), n as i32, line.as_ptr(), status.ntstatus()) };
     }
 }
 
@@ -319,22 +319,8 @@ mod product {
         fn delete_point(&self, link: &[u16]) -> Result<(), Status> {
             let buf = mountmgr::delete_points_input(link)?;
             let out = mountmgr::DELETE_POINTS_OUTPUT;
-            let r = self.send(mountmgr::IOCTL_DELETE_POINTS, buf, out);
-            if let Err(status) = r {
-                // W6: no allocation on this path (DbgPrint formats the wide name itself).
-                // SAFETY: NUL-terminated format; `%.*ws` gets an int length in characters and
-                // a pointer to that many UTF-16 units of `link`, `%08x` a u32. PASSIVE_LEVEL
-                // (the dismount and mount paths), where %ws is allowed.
-                unsafe {
-                    DbgPrint(
-                        c"vcdirect: mount manager refused to delete %.*ws: 0x%08x\n".as_ptr(),
-                        link.len() as i32,
-                        link.as_ptr(),
-                        status.ntstatus(),
-                    )
-                };
-            }
-            r
+            // A failure is reported once by the removal (`left_behind`), not per try.
+            self.send(mountmgr::IOCTL_DELETE_POINTS, buf, out)
         }
         fn volume_removal(&self, device: &[u16]) -> Result<(), Status> {
             let buf = mountmgr::target_name(device)?;
