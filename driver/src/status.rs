@@ -76,6 +76,16 @@ impl Status {
     pub const fn is_success(self) -> bool {
         matches!(self, Status::Success)
     }
+
+    /// True for "out of memory": STATUS_INSUFFICIENT_RESOURCES or STATUS_NO_MEMORY. The one
+    /// test for it: a registry read that failed so is an error, not a missing value, and a
+    /// link call that failed so is tried again.
+    pub const fn is_out_of_memory(self) -> bool {
+        matches!(
+            self,
+            Status::InsufficientResources | Status::Host(0xC000_0017)
+        )
+    }
 }
 
 #[cfg(test)]

@@ -71,14 +71,6 @@ pub const MEMORY_WAITS: u32 = 20;
 /// The kernel's wait between two tries, in milliseconds.
 pub const MEMORY_RETRY_MS: u32 = 100;
 
-/// Whether `status` means "out of memory" (STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY).
-pub fn out_of_memory(status: Status) -> bool {
-    matches!(
-        status,
-        Status::InsufficientResources | Status::Host(0xC000_0017)
-    )
-}
-
 /// The waits for memory one operation has left ([`MEMORY_WAITS`] at the start), shared by
 /// every call of it that is tried again ([`retried_within`]).
 #[derive(Debug)]
@@ -118,7 +110,7 @@ pub fn retried_within<N: Namespace + ?Sized, T>(
 ) -> Result<T, Status> {
     loop {
         match call() {
-            Err(status) if out_of_memory(status) && budget.spend() => ns.wait_for_memory(),
+            Err(status) if status.is_out_of_memory() && budget.spend() => ns.wait_for_memory(),
             result => return result,
         }
     }

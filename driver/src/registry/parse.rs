@@ -29,9 +29,11 @@ impl<'a> RawValue<'a> {
 /// succeed); any other failure (no such key or value, a value longer than the buffer) is
 /// `Ok`: the value counts as missing.
 pub fn read_failure(raw: u32) -> Result<(), crate::Status> {
-    match raw {
-        0xC000_009A | 0xC000_0017 => Err(crate::Status::from_ntstatus(raw)),
-        _ => Ok(()),
+    let status = crate::Status::from_ntstatus(raw);
+    if status.is_out_of_memory() {
+        Err(status)
+    } else {
+        Ok(())
     }
 }
 

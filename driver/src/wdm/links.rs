@@ -131,7 +131,7 @@ impl Namespace for KernelNamespace {
             // Out of memory is that error (the caller may try again); too long to read (or
             // unreadable): it exists, and is not ours.
             let status = Status::from_ntstatus(status as u32);
-            if crate::namespace::out_of_memory(status) {
+            if status.is_out_of_memory() {
                 return Err(status);
             }
             return Ok(Some(Vec::new()));
