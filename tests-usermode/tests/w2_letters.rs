@@ -991,7 +991,19 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
         waits: Cell<u32>,
         left: RefCell<Vec<String>>,
     }
-    impl Flaky<'_> {
+    impl<'a> Flaky<'a> {
+        /// Fails each kind of call `fail` times, a failing query with `query_error`.
+        fn new(inner: &'a Objects, fail: u32, query_error: Status) -> Self {
+            Flaky {
+                inner,
+                fail: Cell::new(fail),
+                query_error,
+                queries: Cell::new(0),
+                deletes: Cell::new(0),
+                waits: Cell::new(0),
+                left: RefCell::default(),
+            }
+        }
         fn take(&self, counter: &Cell<u32>) -> bool {
             let n = counter.get() + 1;
             counter.set(n);
@@ -1028,7 +1040,15 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
         fail: u32,
         calls: RefCell<BTreeMap<&'static str, u32>>,
     }
-    impl FlakyMm<'_> {
+    impl<'a> FlakyMm<'a> {
+        /// Fails each kind of request `fail` times.
+        fn new(inner: &'a MountMgr<'a>, fail: u32) -> Self {
+            FlakyMm {
+                inner,
+                fail,
+                calls: RefCell::default(),
+            }
+        }
         fn take(&self, what: &'static str) -> bool {
             let mut calls = self.calls.borrow_mut();
             let n = calls.entry(what).or_default();
@@ -1065,20 +1085,8 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
         let mut links = mount(&objects, Some(&mm), &names(5, Some('S'), 3)).unwrap();
         assert_eq!(links.kind(), LinkKind::MountManager);
         mm.take_log();
-        let ns = Flaky {
-            inner: &objects,
-            fail: Cell::new(fail),
-            query_error: Status::InsufficientResources,
-            queries: Cell::new(0),
-            deletes: Cell::new(0),
-            waits: Cell::new(0),
-            left: RefCell::default(),
-        };
-        let flaky_mm = FlakyMm {
-            inner: &mm,
-            fail,
-            calls: RefCell::default(),
-        };
+        let ns = Flaky::new(&objects, fail, Status::InsufficientResources);
+        let flaky_mm = FlakyMm::new(&mm, fail);
         // Each kind's first `fail` calls fail: the first link's query, delete, delete points
         // and the removal each need `fail` waits; the second link's calls succeed at once.
         links.remove_all(&ns, Some(&flaky_mm as &dyn MountManager));
@@ -1108,20 +1116,8 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     let mut links = mount(&objects, Some(&mm), &names(6, Some('T'), 4)).unwrap();
     assert_eq!(links.kind(), LinkKind::MountManager);
     mm.take_log();
-    let ns = Flaky {
-        inner: &objects,
-        fail: Cell::new(u32::MAX),
-        query_error: Status::InsufficientResources,
-        queries: Cell::new(0),
-        deletes: Cell::new(0),
-        waits: Cell::new(0),
-        left: RefCell::default(),
-    };
-    let flaky_mm = FlakyMm {
-        inner: &mm,
-        fail: u32::MAX,
-        calls: RefCell::default(),
-    };
+    let ns = Flaky::new(&objects, u32::MAX, Status::InsufficientResources);
+    let flaky_mm = FlakyMm::new(&mm, u32::MAX);
     links.remove_all(&ns, Some(&flaky_mm as &dyn MountManager));
     let budget = vcdirect::namespace::MEMORY_WAITS;
     assert_eq!(ns.waits.get(), budget, "the whole removal waits the budget");
@@ -1156,15 +1152,7 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
     );
     // A query failing for another reason: not tried again, the link left and reported too.
     let mut links = mount(&objects, None, &names(8, None, 6)).unwrap();
-    let ns = Flaky {
-        inner: &objects,
-        fail: Cell::new(u32::MAX),
-        query_error: Status::IoDeviceError,
-        queries: Cell::new(0),
-        deletes: Cell::new(0),
-        waits: Cell::new(0),
-        left: RefCell::default(),
-    };
+    let ns = Flaky::new(&objects, u32::MAX, Status::IoDeviceError);
     links.remove_all(&ns, None::<&dyn MountManager>);
     assert_eq!((ns.queries.get(), ns.waits.get()), (1, 0));
     assert_eq!(
