@@ -333,14 +333,14 @@ impl<P: Platform<Request = TestRequest>> VolumeAbove for FsHandle<P> {
         })
     }
 
-    fn dismount(&mut self) -> Result<(), Status> {
+    fn dismount(&mut self) -> Option<Result<(), Status>> {
         let fs = &self.0;
         fs.device.step(Step::Dismount);
         fs.state.with(|s| {
             fs.write_dirty(s, usize::MAX);
             s.phase = Phase::Dismounted;
-            Ok(())
-        })
+        });
+        Some(Ok(()))
     }
 
     fn wait_before_retry(&mut self) {}
@@ -368,8 +368,8 @@ impl VolumeAbove for Unaware {
     fn lock(&mut self) -> Result<(), Status> {
         Ok(())
     }
-    fn dismount(&mut self) -> Result<(), Status> {
-        Ok(())
+    fn dismount(&mut self) -> Option<Result<(), Status>> {
+        Some(Ok(()))
     }
     fn wait_before_retry(&mut self) {}
     fn release(&mut self) {}

@@ -33,15 +33,19 @@ pub const VOLUME_DISMOUNTED: Status = Status::Host(0xC000_026E);
 ///
 /// The glue opens the volume from a system thread and sends the FSCTLs on that handle; each
 /// method returns the status the request completed with. A failure to open the volume is a
-/// failed `lock` (VeraCrypt treats both as "files open").
+/// failed `lock` (VeraCrypt treats both as "files open"); a `dismount` that still has no
+/// handle sends nothing and says so (`None`), and the sequence does not ask again (W6: an
+/// open that fails for lack of memory would fail the same way on every retry, and the
+/// forced sequence would wait out its 20 s for nothing).
 pub trait VolumeAbove {
     /// Opens the volume (once) and sends FSCTL_GET_NTFS_VOLUME_DATA: true when it succeeded
     /// (NTFS is mounted on the volume). Sent first, before the lock, as VeraCrypt does.
     fn is_ntfs(&mut self) -> bool;
     /// Opens the volume (once) and sends FSCTL_LOCK_VOLUME.
     fn lock(&mut self) -> Result<(), Status>;
-    /// Sends FSCTL_DISMOUNT_VOLUME on the handle `lock` opened (when it could open one).
-    fn dismount(&mut self) -> Result<(), Status>;
+    /// Sends FSCTL_DISMOUNT_VOLUME on the handle `lock` opened (opening it once more when
+    /// `lock` could not). `None`: the volume could not be opened, nothing was sent.
+    fn dismount(&mut self) -> Option<Result<(), Status>>;
     /// Waits [`RETRY_INTERVAL_MS`] before a forced dismount sends FSCTL_DISMOUNT_VOLUME again.
     fn wait_before_retry(&mut self);
     /// Closes the handle (and with it the lock). Called exactly once, on every path out; after
@@ -130,6 +134,12 @@ fn dismounted(status: Result<(), Status>) -> bool {
     }
 }
 
+/// True when another FSCTL_DISMOUNT_VOLUME may help: one was sent and the filesystem has not
+/// let go yet. Without a handle (`None`) nothing can be sent, now or after a wait.
+fn worth_retrying(status: Option<Result<(), Status>>) -> bool {
+    matches!(status, Some(s) if !dismounted(s))
+}
+
 /// W3 (VeraCrypt 1.26 does the same): after this dismount the driver must not unload again
 /// this boot. NTFS keeps the deleted volume device referenced after a dismount of a writable
 /// volume (Windows 7 and later), and a forced dismount whose lock failed leaves the files'
@@ -144,8 +154,9 @@ pub fn keeps_driver(ntfs: bool, writable: bool, forced: bool, lock: Result<(), S
 /// set, [`IN_USE`] and nothing changed (the volume keeps serving). Otherwise dismount the
 /// filesystem (a forced request sends it even when the lock failed, as VeraCrypt does), then
 /// drain, remove the links, latch the driver when [`keeps_driver`] says so, delete the device
-/// and only then close the handle. A non-forced dismount the filesystem refuses is [`IN_USE`]
-/// too. The handle (and its lock) stays open until the device is deleted, so nothing (Explorer,
+/// and only then close the handle. A non-forced dismount the filesystem refuses, or that
+/// could not be sent (no handle), is [`IN_USE`] too; a forced one that could not be sent goes
+/// on at once (its lock failed as well, so [`keeps_driver`] latches the driver). The handle (and its lock) stays open until the device is deleted, so nothing (Explorer,
 /// an antivirus) can open the drained volume and mount RAW on it in between; after the
 /// deletion no new open reaches the device, and closing a handle to a deleted device is legal.
 pub fn run<A, T>(above: &mut A, volume: &T, force: bool) -> Result<Report, Status>
@@ -160,14 +171,14 @@ where
         return Err(IN_USE);
     }
     let mut dismount = above.dismount();
-    if !dismounted(dismount) && !force {
+    if !dismount.is_some_and(dismounted) && !force {
         above.release();
         return Err(IN_USE);
     }
     // Forced: the filesystem may still be busy letting go; ask again, bounded, until it
     // dismounted (or says it already is).
     let mut attempts = 1;
-    while !dismounted(dismount) && attempts < DISMOUNT_ATTEMPTS {
+    while worth_retrying(dismount) && attempts < DISMOUNT_ATTEMPTS {
         above.wait_before_retry();
         dismount = above.dismount();
         attempts += 1;
@@ -182,7 +193,7 @@ where
     above.release();
     Ok(Report {
         lock,
-        dismount: Some(dismount),
+        dismount,
         forced: force,
         ntfs,
         keeps_driver: keeps,
@@ -224,6 +235,8 @@ mod tests {
         writable: bool,
         /// Dismount attempts refused before `dismount` answers.
         busy_dismounts: core::cell::Cell<u32>,
+        /// The volume can be opened (false: every open fails, say for lack of memory).
+        opens: bool,
     }
 
     impl Recorder {
@@ -235,6 +248,7 @@ mod tests {
                 ntfs: false,
                 writable: true,
                 busy_dismounts: core::cell::Cell::new(0),
+                opens: true,
             }
         }
         fn steps(&self) -> Vec<Step> {
@@ -256,14 +270,17 @@ mod tests {
             self.0.steps.borrow_mut().push(Step::Lock);
             self.0.lock
         }
-        fn dismount(&mut self) -> Result<(), Status> {
+        fn dismount(&mut self) -> Option<Result<(), Status>> {
+            if !self.0.opens {
+                return None;
+            }
             self.0.steps.borrow_mut().push(Step::Dismount);
             let busy = self.0.busy_dismounts.get();
             if busy > 0 {
                 self.0.busy_dismounts.set(busy - 1);
-                return Err(DENIED);
+                return Some(Err(DENIED));
             }
-            self.0.dismount
+            Some(self.0.dismount)
         }
         fn release(&mut self) {
             self.0.steps.borrow_mut().push(Step::Release);
@@ -400,5 +417,24 @@ mod tests {
         r.busy_dismounts.set(1);
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
         assert!(!r.steps().contains(&Step::Wait));
+    }
+
+    #[test]
+    fn w1_dismount_without_a_handle_is_not_retried() {
+        // The open fails (lack of memory): forced, the sequence sends nothing, waits for
+        // nothing and goes on at once; the failed lock latches the driver.
+        let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
+        r.opens = false;
+        let report = run(&mut Above(&r), &r, true).unwrap();
+        assert_eq!(report.dismount, None);
+        assert!(report.keeps_driver);
+        let mut want = order_keeping_driver();
+        want.retain(|s| *s != Step::Dismount);
+        assert_eq!(r.steps(), want);
+        // Not forced: in use, nothing changed.
+        let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
+        r.opens = false;
+        assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
+        assert_eq!(r.steps(), [Step::NtfsProbe, Step::Lock, Step::Release]);
     }
 }

@@ -151,8 +151,10 @@ mod product {
         fn lock(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_LOCK_VOLUME, &mut [])
         }
-        fn dismount(&mut self) -> Result<(), Status> {
-            self.fsctl(FSCTL_DISMOUNT_VOLUME, &mut [])
+        fn dismount(&mut self) -> Option<Result<(), Status>> {
+            // No handle from `lock` (its open failed): one more open; still none, nothing sent.
+            self.open().ok()?;
+            Some(self.fsctl(FSCTL_DISMOUNT_VOLUME, &mut []))
         }
         fn wait_before_retry(&mut self) {
             super::wait_retry_interval();
@@ -191,8 +193,9 @@ mod wine {
         fn lock(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_LOCK_VOLUME)
         }
-        fn dismount(&mut self) -> Result<(), Status> {
-            self.fsctl(FSCTL_DISMOUNT_VOLUME)
+        fn dismount(&mut self) -> Option<Result<(), Status>> {
+            // The volume device is always reachable: the request is always sent.
+            Some(self.fsctl(FSCTL_DISMOUNT_VOLUME))
         }
         fn wait_before_retry(&mut self) {
             super::wait_retry_interval();
