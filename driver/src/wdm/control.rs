@@ -752,9 +752,10 @@ impl Teardown for TableTeardown<'_> {
 ///
 /// IRQL: PASSIVE_LEVEL. Threads: our dismount thread (the dismount IOCTL); the thread that
 /// sends IRP_MJ_SHUTDOWN (`dismount_all_forced`); and, after a publish that failed once the
-/// mount manager took the arrival, the mounting caller's own thread. The last two hold the
-/// control mutex for the whole sequence, its waits included (review SHOULD 1: the forced
-/// sequence there is not yet limited to a volume a file system mounted on).
+/// mount manager took the arrival and a file system mounted on the volume
+/// (`VolumeDevice::file_system_mounted`), the mounting caller's own thread. The last two hold
+/// the control mutex for the whole sequence, its waits included (at most the forced
+/// dismount's 200 x 100 ms, and none when the volume cannot be opened).
 fn dismount_volume(
     state: &DriverState,
     device: Arc<VolumeDevice>,
@@ -1149,15 +1150,18 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         dismounting: false,
     };
     if let Err((status, announced)) = entry.device.publish(prepared) {
-        if announced {
-            // W1 (review SHOULD 2): the mount manager was told of the arrival, so a file
-            // system may have mounted: the forced sequence (lock, dismount, drain, links,
-            // delete) before the device goes. Not in the table: its delete drops the device's
-            // only reference; DriverUnload stays cleared (this mount's hold) until below.
+        if announced && entry.device.file_system_mounted() {
+            // W1: the mount manager was told of the arrival and a file system mounted
+            // meanwhile: the forced sequence (lock, dismount, drain, links, delete) before
+            // the device goes. Not in the table: its delete drops the device's only
+            // reference; DriverUnload stays cleared (this mount's hold) until below.
             let _ = dismount_volume(state, entry.device, true);
         } else {
-            // Dropping the entry drops the device's only reference: the links made are gone
-            // already, the volume is dismounted and the device deleted.
+            // Nothing mounted on it: dropping the entry drops the device's only reference,
+            // which removes the links made (and, announced, tells the mount manager the
+            // volume is gone), dismounts the volume and deletes the device. A file system
+            // that an open mounts between the check and the delete (on a mount never
+            // reported to anyone) keeps a reference that defers the delete (W3).
             drop(entry);
         }
         restore_unload(state);

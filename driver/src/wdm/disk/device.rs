@@ -246,6 +246,44 @@ impl VolumeDevice {
         }
     }
 
+    /// True when a file system (RAW included) is mounted on the device: the I/O manager set
+    /// VPB_MOUNTED in its VPB (IoCreateDevice gives a FILE_DEVICE_DISK device one), read
+    /// under the VPB spin lock. Asked after a publish failed once the mount manager took
+    /// the arrival: the W1 sequence runs only when this is true, since its open would mount
+    /// a file system on an idle volume just to dismount it, and under lasting memory
+    /// pressure (W6) its failed lock would keep the driver loaded for nothing.
+    ///
+    /// Wine build: true. Wine's IoAcquireVpbSpinLock is a stub and no file system mounts on
+    /// a driver's device there; the filesystem stand-in in the volume's dispatch plays a
+    /// mounted one, so the W1 sequence runs as it would over NTFS.
+    ///
+    /// IRQL: up to DISPATCH_LEVEL (the spin lock); called at PASSIVE_LEVEL.
+    pub fn file_system_mounted(&self) -> bool {
+        #[cfg(feature = "wine-host")]
+        {
+            true
+        }
+        #[cfg(not(feature = "wine-host"))]
+        {
+            use wdk_sys::ntddk::{IoAcquireVpbSpinLock, IoReleaseVpbSpinLock};
+            /// VPB_MOUNTED (wdm.h): the I/O manager sets it when a file system mounts.
+            const VPB_MOUNTED: u16 = 0x0001;
+            let mut irql: wdk_sys::KIRQL = 0;
+            // SAFETY: `irql` is valid for the call; PASSIVE_LEVEL (caller's contract), at
+            // most DISPATCH_LEVEL is allowed.
+            unsafe { IoAcquireVpbSpinLock(&mut irql) };
+            // SAFETY: our live volume device (type invariant); its Vpb pointer and the VPB's
+            // Flags are read under the VPB spin lock, as the I/O manager writes them.
+            let mounted = unsafe {
+                let vpb = (*self.device.as_ptr()).Vpb;
+                !vpb.is_null() && (*vpb).Flags & VPB_MOUNTED != 0
+            };
+            // SAFETY: releases the lock acquired above with the IRQL it returned.
+            unsafe { IoReleaseVpbSpinLock(irql) };
+            mounted
+        }
+    }
+
     /// The mounted volume.
     pub fn mounted(&self) -> &Arc<MountedVolume> {
         &self.mounted
