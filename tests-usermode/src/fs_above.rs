@@ -333,6 +333,11 @@ impl<P: Platform<Request = TestRequest>> VolumeAbove for FsHandle<P> {
         })
     }
 
+    /// Mounted until its dismount (locked included).
+    fn file_system_mounted(&mut self) -> bool {
+        self.0.state.with(|s| s.phase != Phase::Dismounted)
+    }
+
     fn dismount(&mut self) -> Option<Result<(), Status>> {
         let fs = &self.0;
         fs.device.step(Step::Dismount);
@@ -370,6 +375,9 @@ impl VolumeAbove for Unaware {
     }
     fn dismount(&mut self) -> Option<Result<(), Status>> {
         Some(Ok(()))
+    }
+    fn file_system_mounted(&mut self) -> bool {
+        true
     }
     fn wait_before_retry(&mut self) {}
     fn release(&mut self) {}

@@ -33,10 +33,12 @@ pub const VOLUME_DISMOUNTED: Status = Status::Host(0xC000_026E);
 ///
 /// The glue opens the volume from a system thread and sends the FSCTLs on that handle; each
 /// method returns the status the request completed with. A failure to open the volume is a
-/// failed `lock` (VeraCrypt treats both as "files open"); a `dismount` that still has no
-/// handle sends nothing and says so (`None`), and the sequence does not ask again (W6: an
-/// open that fails for lack of memory would fail the same way on every retry, and the
-/// forced sequence would wait out its 20 s for nothing).
+/// failed `lock` (VeraCrypt treats both as "files open"). A `dismount` without a handle when
+/// no file system is mounted has nothing to dismount: it opens nothing (an open would mount
+/// one), sends nothing and says so (`None`), and the sequence does not ask again. With a file
+/// system mounted, a failed open is a failed dismount (`Some(Err(..))`), tried again like one:
+/// the open may succeed later (a sharing conflict ends, memory comes back) and the file
+/// system may still hold data to write.
 pub trait VolumeAbove {
     /// Opens the volume (once) and sends FSCTL_GET_NTFS_VOLUME_DATA: true when it succeeded
     /// (NTFS is mounted on the volume). Sent first, before the lock, as VeraCrypt does.
@@ -44,8 +46,12 @@ pub trait VolumeAbove {
     /// Opens the volume (once) and sends FSCTL_LOCK_VOLUME.
     fn lock(&mut self) -> Result<(), Status>;
     /// Sends FSCTL_DISMOUNT_VOLUME on the handle `lock` opened (opening it once more when
-    /// `lock` could not). `None`: the volume could not be opened, nothing was sent.
+    /// `lock` could not and a file system is mounted). `None`: no handle and no file system
+    /// mounted, nothing was sent.
     fn dismount(&mut self) -> Option<Result<(), Status>>;
+    /// A file system (RAW included) is mounted on the volume now; asked without opening
+    /// anything (the kernel: the volume device's VPB says VPB_MOUNTED).
+    fn file_system_mounted(&mut self) -> bool;
     /// Waits [`RETRY_INTERVAL_MS`] before a forced dismount sends FSCTL_DISMOUNT_VOLUME again.
     fn wait_before_retry(&mut self);
     /// Closes the handle (and with it the lock). Called exactly once, on every path out; after
@@ -64,6 +70,7 @@ pub trait Teardown {
     /// completed, threads joined, keys erased (docs/review.md R13).
     fn drain(&self);
     /// Removes exactly the links this mount created (the namespace code decides which).
+    /// Idempotent: a second call finds nothing left to remove.
     fn remove_links(&self);
     /// Deletes the volume device; nothing reaches the volume afterwards.
     fn delete_device(&self);
@@ -105,6 +112,8 @@ pub enum Step {
     Wait,
     /// Device deleted.
     DeleteDevice,
+    /// Asked whether a file system is mounted ([`VolumeAbove::file_system_mounted`]).
+    MountCheck,
 }
 
 /// The order a completed dismount runs its steps in when the driver may unload afterwards (a
@@ -200,6 +209,47 @@ where
     })
 }
 
+/// How [`undo_failed_publish`] undid a mount.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Undone {
+    /// A file system had mounted: the forced sequence ran ([`run_forced`]).
+    Forced(Report),
+    /// Nothing was mounted: drained and deleted without opening the volume. `late_mount`: a
+    /// file system mounted after the first check (an open in between), found by the second
+    /// one after the drain; it keeps the deleted device referenced, so the driver was latched.
+    Plain {
+        /// A file system was found mounted after the drain.
+        late_mount: bool,
+    },
+}
+
+/// Undoes a mount whose device was published but whose links could not all be made (W1, W6):
+/// the links go first (so nothing new finds the volume by name, and the mount manager is
+/// told it is gone), then, only if a file system mounted meanwhile, the forced sequence;
+/// otherwise the volume is drained and its device deleted without opening it (an open would
+/// mount a file system just to dismount it, and under lasting memory pressure its failure
+/// would latch the driver for nothing). The mount check is made again after the drain: a
+/// file system that an open mounted in between holds the device, so the driver stays loaded
+/// ([`Teardown::keep_driver_loaded`], W3) rather than have a later unload wait forever.
+pub fn undo_failed_publish<A, T>(above: &mut A, volume: &T) -> Undone
+where
+    A: VolumeAbove + ?Sized,
+    T: Teardown + ?Sized,
+{
+    volume.remove_links();
+    if above.file_system_mounted() {
+        return Undone::Forced(run_forced(above, volume));
+    }
+    volume.drain();
+    let late_mount = above.file_system_mounted();
+    if late_mount {
+        volume.keep_driver_loaded();
+    }
+    volume.delete_device();
+    above.release();
+    Undone::Plain { late_mount }
+}
+
 /// The glue's unload and shutdown path: the same sequence, forced (VeraCrypt dismounts every
 /// volume with "ignore open files" when shutdown is pending).
 pub fn run_forced<A, T>(above: &mut A, volume: &T) -> Report
@@ -223,6 +273,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
     use alloc::vec::Vec;
     use core::cell::RefCell;
 
@@ -235,8 +286,10 @@ mod tests {
         writable: bool,
         /// Dismount attempts refused before `dismount` answers.
         busy_dismounts: core::cell::Cell<u32>,
-        /// The volume can be opened (false: every open fails, say for lack of memory).
+        /// The volume can be opened (false: every open fails and nothing is mounted).
         opens: bool,
+        /// What the mount checks answer, in turn (the last one from then on).
+        mounted: RefCell<Vec<bool>>,
     }
 
     impl Recorder {
@@ -249,6 +302,7 @@ mod tests {
                 writable: true,
                 busy_dismounts: core::cell::Cell::new(0),
                 opens: true,
+                mounted: RefCell::new(Vec::new()),
             }
         }
         fn steps(&self) -> Vec<Step> {
@@ -269,6 +323,15 @@ mod tests {
         fn lock(&mut self) -> Result<(), Status> {
             self.0.steps.borrow_mut().push(Step::Lock);
             self.0.lock
+        }
+        fn file_system_mounted(&mut self) -> bool {
+            self.0.steps.borrow_mut().push(Step::MountCheck);
+            let mut mounted = self.0.mounted.borrow_mut();
+            if mounted.len() > 1 {
+                mounted.remove(0)
+            } else {
+                mounted.first().copied().unwrap_or(true)
+            }
         }
         fn dismount(&mut self) -> Option<Result<(), Status>> {
             if !self.0.opens {
@@ -420,9 +483,10 @@ mod tests {
     }
 
     #[test]
-    fn w1_dismount_without_a_handle_is_not_retried() {
-        // The open fails (lack of memory): forced, the sequence sends nothing, waits for
-        // nothing and goes on at once; the failed lock latches the driver.
+    fn w1_nothing_to_dismount_is_not_retried() {
+        // No handle and nothing mounted (the open failed, say for lack of memory): forced,
+        // the sequence sends nothing, waits for nothing and goes on at once; the failed lock
+        // latches the driver.
         let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
         r.opens = false;
         let report = run(&mut Above(&r), &r, true).unwrap();
@@ -436,5 +500,58 @@ mod tests {
         r.opens = false;
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
         assert_eq!(r.steps(), [Step::NtfsProbe, Step::Lock, Step::Release]);
+    }
+
+    #[test]
+    fn w6_failed_publish_with_nothing_mounted_opens_nothing() {
+        let r = Recorder::new(Ok(()), Ok(()));
+        *r.mounted.borrow_mut() = vec![false];
+        let undone = undo_failed_publish(&mut Above(&r), &r);
+        assert_eq!(undone, Undone::Plain { late_mount: false });
+        assert_eq!(
+            r.steps(),
+            [
+                Step::RemoveLinks,
+                Step::MountCheck,
+                Step::Drain,
+                Step::MountCheck,
+                Step::DeleteDevice,
+                Step::Release
+            ]
+        );
+    }
+
+    #[test]
+    fn w6_failed_publish_with_a_file_system_runs_the_forced_sequence() {
+        let r = Recorder::new(Err(DENIED), Ok(()));
+        *r.mounted.borrow_mut() = vec![true];
+        let Undone::Forced(report) = undo_failed_publish(&mut Above(&r), &r) else {
+            panic!("a mounted file system must be dismounted");
+        };
+        assert!(report.forced && report.keeps_driver);
+        // The links go before the check; the forced sequence's own links step finds none.
+        let mut want = vec![Step::RemoveLinks, Step::MountCheck];
+        want.extend(order_keeping_driver());
+        assert_eq!(r.steps(), want);
+    }
+
+    #[test]
+    fn w3_a_file_system_mounted_after_the_check_keeps_the_driver_loaded() {
+        let r = Recorder::new(Ok(()), Ok(()));
+        *r.mounted.borrow_mut() = vec![false, true];
+        let undone = undo_failed_publish(&mut Above(&r), &r);
+        assert_eq!(undone, Undone::Plain { late_mount: true });
+        assert_eq!(
+            r.steps(),
+            [
+                Step::RemoveLinks,
+                Step::MountCheck,
+                Step::Drain,
+                Step::MountCheck,
+                Step::KeepDriverLoaded,
+                Step::DeleteDevice,
+                Step::Release
+            ]
+        );
     }
 }
