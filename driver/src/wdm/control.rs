@@ -750,12 +750,9 @@ impl Teardown for TableTeardown<'_> {
 /// into the teardown, so its `delete_device` drops the last reference (the device is deleted
 /// there, before the handle is closed, not when this function returns).
 ///
-/// IRQL: PASSIVE_LEVEL. Threads: our dismount thread (the dismount IOCTL); the thread that
-/// sends IRP_MJ_SHUTDOWN (`dismount_all_forced`); and, after a publish that failed once the
-/// mount manager took the arrival and a file system mounted on the volume
-/// (`VolumeDevice::file_system_mounted`), the mounting caller's own thread. The last two hold
-/// the control mutex for the whole sequence, its waits included (at most the forced
-/// dismount's 200 x 100 ms, and none when the volume cannot be opened).
+/// IRQL: PASSIVE_LEVEL. Threads: our dismount thread (the dismount IOCTL) and the thread that
+/// sends IRP_MJ_SHUTDOWN (`dismount_all_forced`), which holds the control mutex for the whole
+/// sequence, its waits included.
 fn dismount_volume(
     state: &DriverState,
     device: Arc<VolumeDevice>,
@@ -771,26 +768,9 @@ fn dismount_volume(
         device: core::cell::RefCell::new(Some(device)),
         id,
     };
-    // The log lines use DbgPrint's own formatting, not core::fmt (W13's stack budget).
     match sequence::run(&mut above, &teardown, force) {
         Ok(report) => {
-            let code = |r: Option<Result<(), Status>>| match r {
-                Some(Ok(())) => 0,
-                Some(Err(s)) => s.ntstatus(),
-                None => u32::MAX,
-            };
-            let forced = if force { c", forced" } else { c"" };
-            // SAFETY: NUL-terminated format; `%u`/`%x` get u32 arguments, `%s` a
-            // NUL-terminated static C string.
-            unsafe {
-                DbgPrint(
-                    c"vcdirect: dismount VcVolume%u: lock 0x%08x, dismount 0x%08x%s\n".as_ptr(),
-                    id,
-                    code(Some(report.lock)),
-                    code(report.dismount),
-                    forced.as_ptr(),
-                )
-            };
+            log_dismount(id, &report);
             Ok(())
         }
         Err(status) => {
@@ -807,6 +787,67 @@ fn dismount_volume(
                 )
             };
             Err(status)
+        }
+    }
+}
+
+/// One debugger line for a completed dismount: what the file system answered (`ffffffff`: a
+/// request not sent). DbgPrint's own formatting, not core::fmt (W13's stack budget).
+fn log_dismount(id: u32, report: &sequence::Report) {
+    let code = |r: Option<Result<(), Status>>| match r {
+        Some(Ok(())) => 0,
+        Some(Err(s)) => s.ntstatus(),
+        None => u32::MAX,
+    };
+    let forced = if report.forced { c", forced" } else { c"" };
+    // SAFETY: NUL-terminated format; `%u`/`%x` get u32 arguments, `%s` a NUL-terminated
+    // static C string.
+    unsafe {
+        DbgPrint(
+            c"vcdirect: dismount VcVolume%u: lock 0x%08x, dismount 0x%08x%s\n".as_ptr(),
+            id,
+            code(Some(report.lock)),
+            code(report.dismount),
+            forced.as_ptr(),
+        )
+    };
+}
+
+/// Undoes a mount whose device was published but whose links could not all be made, in the
+/// engine's order (`crate::dismount::undo_failed_publish`): the links and the mount manager's
+/// record first, then the forced W1 sequence only if a file system mounted on the volume
+/// (the device's VPB), else drain and delete without opening it, latching the driver if a
+/// file system mounted in between (W3).
+///
+/// IRQL: PASSIVE_LEVEL, on the mounting caller's thread, holding the control mutex for the
+/// whole undo: the links' removal waits at most its memory budgets (about 2 s, and 2 s more
+/// to reopen the mount manager), a forced sequence at most 200 x 100 ms more.
+fn undo_publish(state: &DriverState, device: Arc<VolumeDevice>) {
+    let id = device.mounted().id;
+    // SAFETY: as in `dismount_volume`: the teardown's reference keeps the device undeleted
+    // until its `delete_device`, after every request and VPB look the undo makes.
+    let mut above = unsafe { KernelVolumeAbove::new(device.device_object(), device.mounted()) };
+    let teardown = TableTeardown {
+        state,
+        device: core::cell::RefCell::new(Some(device)),
+        id,
+    };
+    match sequence::undo_failed_publish(&mut above, &teardown) {
+        sequence::Undone::Forced(report) => log_dismount(id, &report),
+        sequence::Undone::Plain { late_mount } => {
+            let late = if late_mount {
+                c" (a file system mounted meanwhile)"
+            } else {
+                c""
+            };
+            // SAFETY: NUL-terminated format; a u32 and a NUL-terminated static C string.
+            unsafe {
+                DbgPrint(
+                    c"vcdirect: VcVolume%u undone after a failed publish%s\n".as_ptr(),
+                    id,
+                    late.as_ptr(),
+                )
+            };
         }
     }
 }
@@ -1149,21 +1190,10 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         owner,
         dismounting: false,
     };
-    if let Err((status, announced)) = entry.device.publish(prepared) {
-        if announced && entry.device.file_system_mounted() {
-            // W1: the mount manager was told of the arrival and a file system mounted
-            // meanwhile: the forced sequence (lock, dismount, drain, links, delete) before
-            // the device goes. Not in the table: its delete drops the device's only
-            // reference; DriverUnload stays cleared (this mount's hold) until below.
-            let _ = dismount_volume(state, entry.device, true);
-        } else {
-            // Nothing mounted on it: dropping the entry drops the device's only reference,
-            // which removes the links made (and, announced, tells the mount manager the
-            // volume is gone), dismounts the volume and deletes the device. A file system
-            // that an open mounts between the check and the delete (on a mount never
-            // reported to anyone) keeps a reference that defers the delete (W3).
-            drop(entry);
-        }
+    if let Err(status) = entry.device.publish(prepared) {
+        // Not in the table: the undo's delete drops the device's only reference;
+        // DriverUnload stays cleared (this mount's hold) until below.
+        undo_publish(state, entry.device);
         restore_unload(state);
         return Err(status);
     }

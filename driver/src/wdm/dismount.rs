@@ -56,12 +56,11 @@ pub(crate) fn wait_ms(ms: u32) {
 /// It keeps a reference to the mounted volume for its name (W6: no copy is made until the
 /// open, which copies it fallibly).
 pub(crate) struct KernelVolumeAbove {
+    device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
     #[cfg(not(feature = "wine-host"))]
     mounted: Arc<MountedVolume>,
     #[cfg(not(feature = "wine-host"))]
     handle: wdk_sys::HANDLE,
-    #[cfg(feature = "wine-host")]
-    device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
     #[cfg(feature = "wine-host")]
     _mounted: Arc<MountedVolume>,
 }
@@ -72,23 +71,19 @@ impl KernelVolumeAbove {
     ///
     /// # Safety
     /// `device` is a volume device of this driver that stays undeleted until the sequence's
-    /// `Teardown::delete_device` (every request that uses it, `is_ntfs`, `lock` and
-    /// `dismount`, comes before that; `release` does not touch it).
+    /// `Teardown::delete_device` (every request or look that uses it, `is_ntfs`, `lock`,
+    /// `dismount` and `file_system_mounted`, comes before that; `release` does not touch it).
     pub(crate) unsafe fn new(
         device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
         mounted: &Arc<MountedVolume>,
     ) -> Self {
-        #[cfg(not(feature = "wine-host"))]
-        {
-            let _ = device;
-            KernelVolumeAbove {
-                mounted: Arc::clone(mounted),
-                handle: core::ptr::null_mut(),
-            }
-        }
-        #[cfg(feature = "wine-host")]
         KernelVolumeAbove {
             device,
+            #[cfg(not(feature = "wine-host"))]
+            mounted: Arc::clone(mounted),
+            #[cfg(not(feature = "wine-host"))]
+            handle: core::ptr::null_mut(),
+            #[cfg(feature = "wine-host")]
             _mounted: Arc::clone(mounted),
         }
     }
@@ -96,8 +91,10 @@ impl KernelVolumeAbove {
 
 #[cfg(not(feature = "wine-host"))]
 mod product {
-    use wdk_sys::ntddk::ZwClose;
-    use wdk_sys::{FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, SYNCHRONIZE};
+    use wdk_sys::ntddk::{IoAcquireVpbSpinLock, IoReleaseVpbSpinLock, ZwClose};
+    use wdk_sys::{
+        FILE_SHARE_READ, FILE_SHARE_WRITE, GENERIC_READ, HANDLE, KIRQL, SYNCHRONIZE, VPB_MOUNTED,
+    };
 
     use super::super::host::{fs_control, zw_open, ZwName, ZwOpen};
     use super::super::strings::OwnedUnicode;
@@ -109,6 +106,9 @@ mod product {
     use crate::Status;
 
     const FILE_SYNCHRONOUS_IO_NONALERT: u32 = 0x0000_0020;
+    // VPB.Flags is a USHORT; the flag must fit it (W14: figures from the headers, checked).
+    const _: () = assert!(VPB_MOUNTED <= u16::MAX as u32);
+    const MOUNTED_FLAG: u16 = VPB_MOUNTED as u16;
 
     impl KernelVolumeAbove {
         /// Opens the volume as VeraCrypt does (read, share read/write, synchronous): the
@@ -152,9 +152,34 @@ mod product {
             self.fsctl(FSCTL_LOCK_VOLUME, &mut [])
         }
         fn dismount(&mut self) -> Option<Result<(), Status>> {
-            // No handle from `lock` (its open failed): one more open; still none, nothing sent.
-            self.open().ok()?;
+            // No handle from `lock` (its open failed) and nothing mounted: nothing to dismount,
+            // and an open now could only mount a file system. Otherwise a failed open is a
+            // failed dismount, tried again by the forced sequence.
+            if self.handle.is_null() && !self.file_system_mounted() {
+                return None;
+            }
             Some(self.fsctl(FSCTL_DISMOUNT_VOLUME, &mut []))
+        }
+        /// The volume device's VPB says VPB_MOUNTED (IoCreateDevice gives a FILE_DEVICE_DISK
+        /// device one; the I/O manager sets the flag when a file system, RAW included, mounts
+        /// and a dismount swaps in an unmounted VPB), read under the VPB spin lock, which
+        /// guards the device's Vpb pointer and the VPB's Flags.
+        ///
+        /// IRQL: up to DISPATCH_LEVEL (the spin lock); called at PASSIVE_LEVEL.
+        fn file_system_mounted(&mut self) -> bool {
+            let mut irql: KIRQL = 0;
+            // SAFETY: `irql` is valid for the call; PASSIVE_LEVEL here (at most DISPATCH_LEVEL
+            // is allowed).
+            unsafe { IoAcquireVpbSpinLock(&mut irql) };
+            // SAFETY: our volume device, undeleted while this value is used (`new`'s
+            // contract); its Vpb pointer is read under the VPB spin lock.
+            let vpb = unsafe { (*self.device.as_ptr()).Vpb };
+            // SAFETY: a non-null Vpb of our live device stays allocated while the lock is
+            // held (a file system swapping it does so under the same lock).
+            let mounted = !vpb.is_null() && unsafe { (*vpb).Flags } & MOUNTED_FLAG != 0;
+            // SAFETY: releases the lock acquired above with the IRQL it returned.
+            unsafe { IoReleaseVpbSpinLock(irql) };
+            mounted
         }
         fn wait_before_retry(&mut self) {
             super::wait_retry_interval();
@@ -196,6 +221,12 @@ mod wine {
         fn dismount(&mut self) -> Option<Result<(), Status>> {
             // The volume device is always reachable: the request is always sent.
             Some(self.fsctl(FSCTL_DISMOUNT_VOLUME))
+        }
+        /// True: Wine's IoAcquireVpbSpinLock is a stub and no file system mounts on a
+        /// driver's device there; the stand-in in the volume's dispatch plays a mounted one,
+        /// so a failed publish runs the forced sequence as it would over NTFS.
+        fn file_system_mounted(&mut self) -> bool {
+            true
         }
         fn wait_before_retry(&mut self) {
             super::wait_retry_interval();

@@ -200,15 +200,16 @@ impl VolumeDevice {
     /// on each is tried again while out of memory, and a mount manager that cannot be opened
     /// or cannot serve a request makes the letter an explicit global link).
     ///
-    /// On failure: `Err((status, announced))`. Not `announced`: `Links` removed what it made
-    /// and dropping the caller's `Arc` (its only one) runs the whole teardown: the volume
-    /// dismounted, the device deleted. `announced` (the mount manager accepted the arrival,
-    /// so a file system may have mounted): the links made are kept here, and the caller
-    /// must run the W1 dismount sequence (forced) on this device, which removes them as its
-    /// links step before the device is deleted.
+    /// On failure: `Err(status)`, with whatever links are left kept here (none when the mount
+    /// manager had not accepted the arrival: `Links` removed what it made; announced, the
+    /// links made so far, and the mount manager kept for the removal notification). The
+    /// device could be opened from the moment DO_DEVICE_INITIALIZING was cleared, so a file
+    /// system may have mounted: the caller undoes the mount with
+    /// `crate::dismount::undo_failed_publish` (links first, then the forced W1 sequence only
+    /// if one did).
     ///
     /// IRQL: PASSIVE_LEVEL. Called once per device.
-    pub fn publish(self: &Arc<Self>, prepared: PreparedLinks) -> Result<(), (Status, bool)> {
+    pub fn publish(self: &Arc<Self>, prepared: PreparedLinks) -> Result<(), Status> {
         let device = self.device;
         // SAFETY: our live volume device (type invariant); nobody dispatches to it while it
         // is initializing, and the I/O manager reads Flags only after we clear the bit.
@@ -240,47 +241,9 @@ impl VolumeDevice {
                 announced: Some(made),
             }) => {
                 self.links.with(|l| *l = made);
-                Err((status, true))
+                Err(status)
             }
-            Err(Failed { status, .. }) => Err((status, false)),
-        }
-    }
-
-    /// True when a file system (RAW included) is mounted on the device: the I/O manager set
-    /// VPB_MOUNTED in its VPB (IoCreateDevice gives a FILE_DEVICE_DISK device one), read
-    /// under the VPB spin lock. Asked after a publish failed once the mount manager took
-    /// the arrival: the W1 sequence runs only when this is true, since its open would mount
-    /// a file system on an idle volume just to dismount it, and under lasting memory
-    /// pressure (W6) its failed lock would keep the driver loaded for nothing.
-    ///
-    /// Wine build: true. Wine's IoAcquireVpbSpinLock is a stub and no file system mounts on
-    /// a driver's device there; the filesystem stand-in in the volume's dispatch plays a
-    /// mounted one, so the W1 sequence runs as it would over NTFS.
-    ///
-    /// IRQL: up to DISPATCH_LEVEL (the spin lock); called at PASSIVE_LEVEL.
-    pub fn file_system_mounted(&self) -> bool {
-        #[cfg(feature = "wine-host")]
-        {
-            true
-        }
-        #[cfg(not(feature = "wine-host"))]
-        {
-            use wdk_sys::ntddk::{IoAcquireVpbSpinLock, IoReleaseVpbSpinLock};
-            /// VPB_MOUNTED (wdm.h): the I/O manager sets it when a file system mounts.
-            const VPB_MOUNTED: u16 = 0x0001;
-            let mut irql: wdk_sys::KIRQL = 0;
-            // SAFETY: `irql` is valid for the call; PASSIVE_LEVEL (caller's contract), at
-            // most DISPATCH_LEVEL is allowed.
-            unsafe { IoAcquireVpbSpinLock(&mut irql) };
-            // SAFETY: our live volume device (type invariant); its Vpb pointer and the VPB's
-            // Flags are read under the VPB spin lock, as the I/O manager writes them.
-            let mounted = unsafe {
-                let vpb = (*self.device.as_ptr()).Vpb;
-                !vpb.is_null() && (*vpb).Flags & VPB_MOUNTED != 0
-            };
-            // SAFETY: releases the lock acquired above with the IRQL it returned.
-            unsafe { IoReleaseVpbSpinLock(irql) };
-            mounted
+            Err(Failed { status, .. }) => Err(status),
         }
     }
 
