@@ -338,14 +338,19 @@ impl<P: Platform<Request = TestRequest>> VolumeAbove for FsHandle<P> {
         self.0.state.with(|s| s.phase != Phase::Dismounted)
     }
 
-    fn dismount(&mut self) -> Option<Result<(), Status>> {
+    /// Always reachable: the model has no open to fail.
+    fn has_handle(&self) -> bool {
+        true
+    }
+
+    fn dismount(&mut self) -> Result<(), Status> {
         let fs = &self.0;
         fs.device.step(Step::Dismount);
         fs.state.with(|s| {
             fs.write_dirty(s, usize::MAX);
             s.phase = Phase::Dismounted;
-        });
-        Some(Ok(()))
+            Ok(())
+        })
     }
 
     fn wait_before_retry(&mut self) {}
@@ -373,8 +378,11 @@ impl VolumeAbove for Unaware {
     fn lock(&mut self) -> Result<(), Status> {
         Ok(())
     }
-    fn dismount(&mut self) -> Option<Result<(), Status>> {
-        Some(Ok(()))
+    fn dismount(&mut self) -> Result<(), Status> {
+        Ok(())
+    }
+    fn has_handle(&self) -> bool {
+        true
     }
     fn file_system_mounted(&mut self) -> bool {
         true

@@ -33,22 +33,24 @@ pub const VOLUME_DISMOUNTED: Status = Status::Host(0xC000_026E);
 ///
 /// The glue opens the volume from a system thread and sends the FSCTLs on that handle; each
 /// method returns the status the request completed with. A failure to open the volume is a
-/// failed `lock` (VeraCrypt treats both as "files open"). A `dismount` without a handle when
-/// no file system is mounted has nothing to dismount: it opens nothing (an open would mount
-/// one), sends nothing and says so (`None`), and the sequence does not ask again. With a file
-/// system mounted, a failed open is a failed dismount (`Some(Err(..))`), tried again like one:
-/// the open may succeed later (a sharing conflict ends, memory comes back) and the file
-/// system may still hold data to write.
+/// failed `lock` (VeraCrypt treats both as "files open"). When no handle could be opened the
+/// sequence asks [`VolumeAbove::file_system_mounted`]: nothing mounted, nothing to dismount,
+/// so it opens nothing more (an open would mount a file system just to dismount it), sends
+/// nothing and does not wait; a file system mounted, the dismount is asked for (it opens the
+/// volume again) and a failed open is a failed dismount, tried again like one (a sharing
+/// conflict may end, memory may come back, and the file system may still hold data).
 pub trait VolumeAbove {
     /// Opens the volume (once) and sends FSCTL_GET_NTFS_VOLUME_DATA: true when it succeeded
     /// (NTFS is mounted on the volume). Sent first, before the lock, as VeraCrypt does.
     fn is_ntfs(&mut self) -> bool;
     /// Opens the volume (once) and sends FSCTL_LOCK_VOLUME.
     fn lock(&mut self) -> Result<(), Status>;
-    /// Sends FSCTL_DISMOUNT_VOLUME on the handle `lock` opened (opening it once more when
-    /// `lock` could not and a file system is mounted). `None`: no handle and no file system
-    /// mounted, nothing was sent.
-    fn dismount(&mut self) -> Option<Result<(), Status>>;
+    /// Sends FSCTL_DISMOUNT_VOLUME on the handle, opening the volume first when no earlier
+    /// call could (the open's failure is then the result).
+    fn dismount(&mut self) -> Result<(), Status>;
+    /// The volume is open (an earlier call opened it; a lock the file system refused leaves
+    /// it open).
+    fn has_handle(&self) -> bool;
     /// A file system (RAW included) is mounted on the volume now; asked without opening
     /// anything (the kernel: the volume device's VPB says VPB_MOUNTED).
     fn file_system_mounted(&mut self) -> bool;
@@ -81,7 +83,9 @@ pub trait Teardown {
 pub struct Report {
     /// FSCTL_LOCK_VOLUME's result (or the open's failure).
     pub lock: Result<(), Status>,
-    /// FSCTL_DISMOUNT_VOLUME's result; `None` when it was not sent (no handle).
+    /// FSCTL_DISMOUNT_VOLUME's result (or the open's failure, when the lock's open failed and
+    /// a file system was mounted); `None` when it was not asked for: no handle and nothing
+    /// mounted.
     pub dismount: Option<Result<(), Status>>,
     /// The request was forced.
     pub forced: bool,
@@ -143,8 +147,8 @@ fn dismounted(status: Result<(), Status>) -> bool {
     }
 }
 
-/// True when another FSCTL_DISMOUNT_VOLUME may help: one was sent and the filesystem has not
-/// let go yet. Without a handle (`None`) nothing can be sent, now or after a wait.
+/// True when another FSCTL_DISMOUNT_VOLUME may help: one was asked for and the filesystem has
+/// not let go yet. Not asked for (`None`: nothing mounted), there is nothing to wait for.
 fn worth_retrying(status: Option<Result<(), Status>>) -> bool {
     matches!(status, Some(s) if !dismounted(s))
 }
@@ -163,9 +167,10 @@ pub fn keeps_driver(ntfs: bool, writable: bool, forced: bool, lock: Result<(), S
 /// set, [`IN_USE`] and nothing changed (the volume keeps serving). Otherwise dismount the
 /// filesystem (a forced request sends it even when the lock failed, as VeraCrypt does), then
 /// drain, remove the links, latch the driver when [`keeps_driver`] says so, delete the device
-/// and only then close the handle. A non-forced dismount the filesystem refuses, or that
-/// could not be sent (no handle), is [`IN_USE`] too; a forced one that could not be sent goes
-/// on at once (its lock failed as well, so [`keeps_driver`] latches the driver). The handle (and its lock) stays open until the device is deleted, so nothing (Explorer,
+/// and only then close the handle. A non-forced dismount the filesystem refuses is [`IN_USE`]
+/// too. Without a handle and with nothing mounted, the dismount is not asked for (`None`): a
+/// forced sequence goes on at once, and latches nothing for its failed lock, since no file
+/// system holds the device. The handle (and its lock) stays open until the device is deleted, so nothing (Explorer,
 /// an antivirus) can open the drained volume and mount RAW on it in between; after the
 /// deletion no new open reaches the device, and closing a handle to a deleted device is legal.
 pub fn run<A, T>(above: &mut A, volume: &T, force: bool) -> Result<Report, Status>
@@ -179,7 +184,8 @@ where
         above.release();
         return Err(IN_USE);
     }
-    let mut dismount = above.dismount();
+    let mut dismount =
+        (above.has_handle() || above.file_system_mounted()).then(|| above.dismount());
     if !dismount.is_some_and(dismounted) && !force {
         above.release();
         return Err(IN_USE);
@@ -189,10 +195,11 @@ where
     let mut attempts = 1;
     while worth_retrying(dismount) && attempts < DISMOUNT_ATTEMPTS {
         above.wait_before_retry();
-        dismount = above.dismount();
+        dismount = Some(above.dismount());
         attempts += 1;
     }
-    let keeps = keeps_driver(ntfs, volume.writable(), force, lock);
+    // Nothing mounted and no handle: nobody keeps the device referenced.
+    let keeps = dismount.is_some() && keeps_driver(ntfs, volume.writable(), force, lock);
     volume.drain();
     volume.remove_links();
     if keeps {
@@ -286,7 +293,7 @@ mod tests {
         writable: bool,
         /// Dismount attempts refused before `dismount` answers.
         busy_dismounts: core::cell::Cell<u32>,
-        /// The volume can be opened (false: every open fails and nothing is mounted).
+        /// The volume can be opened (false: every open fails, for lack of memory).
         opens: bool,
         /// What the mount checks answer, in turn (the last one from then on).
         mounted: RefCell<Vec<bool>>,
@@ -333,17 +340,20 @@ mod tests {
                 mounted.first().copied().unwrap_or(true)
             }
         }
-        fn dismount(&mut self) -> Option<Result<(), Status>> {
-            if !self.0.opens {
-                return None;
-            }
+        fn has_handle(&self) -> bool {
+            self.0.opens
+        }
+        fn dismount(&mut self) -> Result<(), Status> {
             self.0.steps.borrow_mut().push(Step::Dismount);
+            if !self.0.opens {
+                return Err(Status::InsufficientResources);
+            }
             let busy = self.0.busy_dismounts.get();
             if busy > 0 {
                 self.0.busy_dismounts.set(busy - 1);
-                return Some(Err(DENIED));
+                return Err(DENIED);
             }
-            Some(self.0.dismount)
+            self.0.dismount
         }
         fn release(&mut self) {
             self.0.steps.borrow_mut().push(Step::Release);
@@ -484,22 +494,47 @@ mod tests {
 
     #[test]
     fn w1_nothing_to_dismount_is_not_retried() {
-        // No handle and nothing mounted (the open failed, say for lack of memory): forced,
-        // the sequence sends nothing, waits for nothing and goes on at once; the failed lock
-        // latches the driver.
+        // The open fails (lack of memory) and nothing is mounted: forced, the sequence opens
+        // nothing more, sends nothing, waits for nothing and goes on at once; no file system
+        // holds the device, so nothing is latched.
         let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
         r.opens = false;
+        *r.mounted.borrow_mut() = vec![false];
         let report = run(&mut Above(&r), &r, true).unwrap();
         assert_eq!(report.dismount, None);
-        assert!(report.keeps_driver);
-        let mut want = order_keeping_driver();
-        want.retain(|s| *s != Step::Dismount);
+        assert!(!report.keeps_driver);
+        let mut want = ORDER.to_vec();
+        let at = want.iter().position(|s| *s == Step::Dismount).unwrap();
+        want[at] = Step::MountCheck;
         assert_eq!(r.steps(), want);
         // Not forced: in use, nothing changed.
         let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
         r.opens = false;
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
         assert_eq!(r.steps(), [Step::NtfsProbe, Step::Lock, Step::Release]);
+    }
+
+    #[test]
+    fn w1_a_mounted_file_system_is_asked_again_when_the_open_fails() {
+        // The open fails while a file system is mounted: every attempt opens again (a failed
+        // open is a failed dismount), bounded, then the volume goes and the driver is latched.
+        let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
+        r.opens = false;
+        *r.mounted.borrow_mut() = vec![true];
+        let report = run(&mut Above(&r), &r, true).unwrap();
+        assert_eq!(report.dismount, Some(Err(Status::InsufficientResources)));
+        assert!(report.keeps_driver);
+        let steps = r.steps();
+        let n = steps.iter().filter(|s| **s == Step::Dismount).count();
+        assert_eq!(n, DISMOUNT_ATTEMPTS as usize);
+        assert_eq!(steps.iter().filter(|s| **s == Step::MountCheck).count(), 1);
+        assert!(steps.ends_with(&[
+            Step::Drain,
+            Step::RemoveLinks,
+            Step::KeepDriverLoaded,
+            Step::DeleteDevice,
+            Step::Release
+        ]));
     }
 
     #[test]

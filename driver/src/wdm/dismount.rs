@@ -151,14 +151,13 @@ mod product {
         fn lock(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_LOCK_VOLUME, &mut [])
         }
-        fn dismount(&mut self) -> Option<Result<(), Status>> {
-            // No handle from `lock` (its open failed) and nothing mounted: nothing to dismount,
-            // and an open now could only mount a file system. Otherwise a failed open is a
-            // failed dismount, tried again by the forced sequence.
-            if self.handle.is_null() && !self.file_system_mounted() {
-                return None;
-            }
-            Some(self.fsctl(FSCTL_DISMOUNT_VOLUME, &mut []))
+        fn dismount(&mut self) -> Result<(), Status> {
+            // Opens first when `lock` could not (the sequence asks only when a file system
+            // is mounted then).
+            self.fsctl(FSCTL_DISMOUNT_VOLUME, &mut [])
+        }
+        fn has_handle(&self) -> bool {
+            !self.handle.is_null()
         }
         /// The volume device's VPB says VPB_MOUNTED (IoCreateDevice gives a FILE_DEVICE_DISK
         /// device one; the I/O manager sets the flag when a file system, RAW included, mounts
@@ -218,9 +217,12 @@ mod wine {
         fn lock(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_LOCK_VOLUME)
         }
-        fn dismount(&mut self) -> Option<Result<(), Status>> {
-            // The volume device is always reachable: the request is always sent.
-            Some(self.fsctl(FSCTL_DISMOUNT_VOLUME))
+        fn dismount(&mut self) -> Result<(), Status> {
+            self.fsctl(FSCTL_DISMOUNT_VOLUME)
+        }
+        /// The volume device itself is the handle: always there.
+        fn has_handle(&self) -> bool {
+            true
         }
         /// True: Wine's IoAcquireVpbSpinLock is a stub and no file system mounts on a
         /// driver's device there; the stand-in in the volume's dispatch plays a mounted one,
