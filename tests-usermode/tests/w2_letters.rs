@@ -1163,9 +1163,9 @@ fn w6_links_are_removed_when_calls_run_out_of_memory_a_few_times() {
 
 /// After the mount manager accepted the arrival, a failure that still undoes the mount (the
 /// global link cannot be made, out of memory past the retries) hands the links back
-/// unremoved: the glue runs the W1 forced lock/dismount sequence, whose links step removes
-/// them (and takes the arrival back) before the device is deleted. Before any arrival the
-/// links are removed at once, as before.
+/// unremoved: the glue's undo (`dismount::undo_failed_publish`) removes them first (and takes
+/// the arrival back), then dismounts whatever file system mounted meanwhile. Before any
+/// arrival the links are removed at once, as before.
 #[test]
 fn w2_a_failure_after_the_arrival_hands_the_links_to_the_dismount_sequence() {
     let objects = Objects::default();

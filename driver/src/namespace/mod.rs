@@ -484,8 +484,9 @@ pub struct Failed {
     /// Why the links could not be made.
     pub status: Status,
     /// `Some` when the mount manager had accepted the volume's arrival: the links made so far,
-    /// not removed yet. A file system may have mounted on the announced volume, so the caller
-    /// runs the W1 dismount sequence (lock, forced dismount) and removes them as its step.
+    /// not removed yet, for the caller's undo (`crate::dismount::undo_failed_publish`), which
+    /// removes them first (with the mount manager's removal notification), then dismounts
+    /// whatever file system mounted meanwhile.
     pub announced: Option<Links>,
 }
 
@@ -514,7 +515,7 @@ impl PreparedLinks {
 
     /// [`PreparedLinks::establish`], except that a failure after the mount manager accepted
     /// the arrival hands the links back unremoved ([`Failed::announced`]), for the caller's
-    /// dismount sequence (W1) to remove after it dismounted whatever mounted meanwhile.
+    /// undo (`crate::dismount::undo_failed_publish`) to remove as its first step.
     pub fn establish_or_hand_back<N: Namespace + ?Sized, M: MountManager + ?Sized>(
         self,
         ns: &N,

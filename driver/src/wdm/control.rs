@@ -706,7 +706,7 @@ impl Teardown for TableTeardown<'_> {
             // SAFETY: NUL-terminated format with one `%u` argument.
             unsafe {
                 DbgPrint(
-                    c"vcdirect: unload disabled until reboot (NTFS or open files keep deleted VcVolume%u referenced)\n"
+                    c"vcdirect: unload disabled until reboot (a file system may keep deleted VcVolume%u referenced)\n"
                         .as_ptr(),
                     self.id,
                 )
