@@ -758,16 +758,7 @@ fn dismount_volume(
     device: Arc<VolumeDevice>,
     force: bool,
 ) -> Result<(), Status> {
-    let id = device.mounted().id;
-    // SAFETY: the table's reference (and `teardown`'s) keeps the device undeleted until
-    // `delete_device`; the sequence sends every request that uses it (NTFS probe, lock,
-    // dismount) before that, and `release` does not touch the device.
-    let mut above = unsafe { KernelVolumeAbove::new(device.device_object(), device.mounted()) };
-    let teardown = TableTeardown {
-        state,
-        device: core::cell::RefCell::new(Some(device)),
-        id,
-    };
+    let (id, mut above, teardown) = above_and_teardown(state, device);
     match sequence::run(&mut above, &teardown, force) {
         Ok(report) => {
             log_dismount(id, &report);
@@ -789,6 +780,25 @@ fn dismount_volume(
             Err(status)
         }
     }
+}
+
+/// The volume's id, the volume above its device and the table's teardown of it, for the
+/// engine's sequences (`dismount_volume`, `undo_publish`). `device` moves into the teardown.
+fn above_and_teardown(
+    state: &DriverState,
+    device: Arc<VolumeDevice>,
+) -> (u32, KernelVolumeAbove, TableTeardown<'_>) {
+    let id = device.mounted().id;
+    // SAFETY: the teardown's reference (and the table's, while there is an entry) keeps the
+    // device undeleted until its `delete_device`; the engine's sequences make every request
+    // and VPB look through `above` before that, and `release` does not touch the device.
+    let above = unsafe { KernelVolumeAbove::new(device.device_object(), device.mounted()) };
+    let teardown = TableTeardown {
+        state,
+        device: core::cell::RefCell::new(Some(device)),
+        id,
+    };
+    (id, above, teardown)
 }
 
 /// One debugger line for a completed dismount: what the file system answered (`ffffffff`: a
@@ -823,15 +833,7 @@ fn log_dismount(id: u32, report: &sequence::Report) {
 /// whole undo: the links' removal waits at most its memory budgets (about 2 s, and 2 s more
 /// to reopen the mount manager), a forced sequence at most 200 x 100 ms more.
 fn undo_publish(state: &DriverState, device: Arc<VolumeDevice>) {
-    let id = device.mounted().id;
-    // SAFETY: as in `dismount_volume`: the teardown's reference keeps the device undeleted
-    // until its `delete_device`, after every request and VPB look the undo makes.
-    let mut above = unsafe { KernelVolumeAbove::new(device.device_object(), device.mounted()) };
-    let teardown = TableTeardown {
-        state,
-        device: core::cell::RefCell::new(Some(device)),
-        id,
-    };
+    let (id, mut above, teardown) = above_and_teardown(state, device);
     match sequence::undo_failed_publish(&mut above, &teardown) {
         sequence::Undone::Forced(report) => log_dismount(id, &report),
         sequence::Undone::Plain { late_mount } => {
