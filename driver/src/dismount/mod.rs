@@ -169,8 +169,9 @@ pub fn keeps_driver(ntfs: bool, writable: bool, forced: bool, lock: Result<(), S
 /// drain, remove the links, latch the driver when [`keeps_driver`] says so, delete the device
 /// and only then close the handle. A non-forced dismount the filesystem refuses is [`IN_USE`]
 /// too. Without a handle and with nothing mounted, the dismount is not asked for (`None`): a
-/// forced sequence goes on at once, and latches nothing for its failed lock, since no file
-/// system holds the device. The handle (and its lock) stays open until the device is deleted, so nothing (Explorer,
+/// forced sequence goes on at once, and its failed lock latches nothing by itself; the mount
+/// check is made again once the links are gone, and a file system found then latches the
+/// driver (it holds the device). The handle (and its lock) stays open until the device is deleted, so nothing (Explorer,
 /// an antivirus) can open the drained volume and mount RAW on it in between; after the
 /// deletion no new open reaches the device, and closing a handle to a deleted device is legal.
 pub fn run<A, T>(above: &mut A, volume: &T, force: bool) -> Result<Report, Status>
@@ -198,10 +199,12 @@ where
         dismount = Some(above.dismount());
         attempts += 1;
     }
-    // Nothing mounted and no handle: nobody keeps the device referenced.
     let keeps = dismount.is_some() && keeps_driver(ntfs, volume.writable(), force, lock);
     volume.drain();
     volume.remove_links();
+    // Not asked for (nothing was mounted at the check): only a file system that an open
+    // mounted since, while the links still led to the volume, holds the device (W3).
+    let keeps = keeps || (dismount.is_none() && above.file_system_mounted());
     if keeps {
         volume.keep_driver_loaded();
     }
@@ -495,18 +498,35 @@ mod tests {
     #[test]
     fn w1_nothing_to_dismount_is_not_retried() {
         // The open fails (lack of memory) and nothing is mounted: forced, the sequence opens
-        // nothing more, sends nothing, waits for nothing and goes on at once; no file system
-        // holds the device, so nothing is latched.
+        // nothing more, sends nothing, waits for nothing and goes on at once; still nothing
+        // mounted once the links are gone, so nothing is latched.
         let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
         r.opens = false;
         *r.mounted.borrow_mut() = vec![false];
         let report = run(&mut Above(&r), &r, true).unwrap();
         assert_eq!(report.dismount, None);
         assert!(!report.keeps_driver);
-        let mut want = ORDER.to_vec();
-        let at = want.iter().position(|s| *s == Step::Dismount).unwrap();
-        want[at] = Step::MountCheck;
-        assert_eq!(r.steps(), want);
+        let unasked = |late: bool| {
+            let mut want = ORDER.to_vec();
+            let at = want.iter().position(|s| *s == Step::Dismount).unwrap();
+            want[at] = Step::MountCheck;
+            let at = want.iter().position(|s| *s == Step::DeleteDevice).unwrap();
+            want.insert(at, Step::MountCheck);
+            if late {
+                want.insert(at + 1, Step::KeepDriverLoaded);
+            }
+            want
+        };
+        assert_eq!(r.steps(), unasked(false));
+        // A file system an open mounted after the check (while the links still led to the
+        // volume) holds the device: latched (W3).
+        let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
+        r.opens = false;
+        *r.mounted.borrow_mut() = vec![false, true];
+        let report = run(&mut Above(&r), &r, true).unwrap();
+        assert_eq!(report.dismount, None);
+        assert!(report.keeps_driver);
+        assert_eq!(r.steps(), unasked(true));
         // Not forced: in use, nothing changed.
         let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
         r.opens = false;
