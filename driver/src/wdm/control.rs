@@ -784,6 +784,8 @@ fn dismount_volume(
 
 /// The volume's id, the volume above its device and the table's teardown of it, for the
 /// engine's sequences (`dismount_volume`, `undo_publish`). `device` moves into the teardown.
+/// The two must go to the same sequence together: `above`'s device pointer stays valid only
+/// until that sequence's `delete_device`, which it calls after its last look through `above`.
 fn above_and_teardown(
     state: &DriverState,
     device: Arc<VolumeDevice>,
