@@ -234,11 +234,9 @@ fn status_counters_follow_the_snapshot_field_order() {
     assert_eq!(&s[16..20], &3u32.to_le_bytes());
 }
 
-/// The memory block follows data_size; a reply without it (an older driver, or a caller
-/// whose buffer holds only the first layout) still parses, with no memory figure.
-#[test]
-fn status_memory_block_follows_the_first_layout_and_stays_optional() {
-    let mut reply = StatusReply {
+/// Volume 1's status reply with the "soft" backend, no letter and zeroed counters.
+fn soft_reply(memory: Option<VolumeMemory>) -> StatusReply {
+    StatusReply {
         volume_id: 1,
         flags: 0,
         gates: GatesMessage::default(),
@@ -246,13 +244,20 @@ fn status_memory_block_follows_the_first_layout_and_stays_optional() {
         backend: b"soft".to_vec(),
         counters: CounterSnapshot::default(),
         data_size: 4096,
-        memory: Some(VolumeMemory {
-            direct_bounce: 44,
-            legacy_fragments: 55,
-            legacy_read_ahead: 66,
-            legacy_unaligned: 77,
-        }),
-    };
+        memory,
+    }
+}
+
+/// The memory block follows data_size; a reply without it (an older driver, or a caller
+/// whose buffer holds only the first layout) still parses, with no memory figure.
+#[test]
+fn status_memory_block_follows_the_first_layout_and_stays_optional() {
+    let mut reply = soft_reply(Some(VolumeMemory {
+        direct_bounce: 44,
+        legacy_fragments: 55,
+        legacy_read_ahead: 66,
+        legacy_unaligned: 77,
+    }));
     let s = reply.build().unwrap();
     assert_eq!((s.len(), StatusReply::SIZE), (232, 232));
     assert_eq!(&s[4..8], &232u32.to_le_bytes());
@@ -487,16 +492,7 @@ fn w6_a_failed_allocation_in_a_parse_or_a_reply_is_insufficient_resources() {
     use crate::faults::{allocations_seen, fail_allocation_at};
     assert_eq!(AbiError::NoMemory.status(), Status::InsufficientResources);
     let bytes = mount().build().unwrap();
-    let status = StatusReply {
-        volume_id: 1,
-        flags: 0,
-        gates: GatesMessage::default(),
-        drive_letter: None,
-        backend: b"soft".to_vec(),
-        counters: CounterSnapshot::default(),
-        data_size: 4096,
-        memory: None,
-    };
+    let status = soft_reply(None);
     let list = ListReply {
         entries: vec![ListEntry {
             volume_id: 3,
