@@ -577,8 +577,8 @@ impl Links {
             // The mount manager may make the letter on arrival (the suggested name); else the
             // create point does. Either way it is ours only if it points at our device. From
             // the arrival on, a call out of memory is tried again, all of them within one
-            // budget (`retried_within`, about 2 s in all): an announced mount that fails is
-            // undone with the W1 sequence by the glue, so it should not.
+            // budget (`retried_within`, about 2 s in all): an announced mount that fails has to
+            // be undone (`crate::dismount::undo_failed_publish`), so it should not.
             let budget = MemoryBudget::new();
             self.arrived = accepted(retried_within(ns, &budget, || {
                 mm.volume_arrival(&self.device)

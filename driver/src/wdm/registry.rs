@@ -54,7 +54,7 @@ pub fn read_values(path: &[u16], names: &[&str]) -> Result<ValueMap, Status> {
     // SAFETY: every pointer is valid for the call; `key_name` is alive here.
     let status = unsafe { ZwOpenKey(&mut key, KEY_READ, &mut attributes) };
     if status < 0 {
-        // Out of memory is that error (NOTE 5); no key: every value missing.
+        // Out of memory is that error; no key: every value missing.
         read_failure(status as u32)?;
         return Ok(map);
     }

@@ -74,8 +74,9 @@ pub struct VolumeDevice {
     mounted: Arc<MountedVolume>,
     links: SpinLock<Links>,
     /// The mount manager opened at publish (its referenced file object), kept until the
-    /// links are removed, so their removal does not reopen it (review MUST 1); `None` for a
-    /// letterless mount, once the links are removed, or when it could not be opened.
+    /// links are removed, so their removal does not reopen it (which could fail for want of
+    /// memory); `None` for a letterless mount, once the links are removed, or when it could
+    /// not be opened.
     mount_manager: SpinLock<Option<KernelMountManager>>,
 }
 
@@ -221,30 +222,19 @@ impl VolumeDevice {
             .mounted
             .drive_letter
             .and_then(|_| unsafe { links::mount_manager(device) });
-        let made = prepared.establish_or_hand_back(&KernelNamespace, mm.as_ref());
-        // Kept only while its arrival is to be taken back (announced links).
-        let announced = match &made {
-            Ok(links) => links.announced(),
-            Err(failed) => failed.announced.is_some(),
+        let (made, result) = match prepared.establish_or_hand_back(&KernelNamespace, mm.as_ref()) {
+            Ok(links) => (Some(links), Ok(())),
+            Err(Failed { status, announced }) => (announced, Err(status)),
         };
-        // Otherwise dropped (dereferenced) at the end of this call.
-        if announced {
-            self.mount_manager.with(|m| *m = mm);
-        }
-        match made {
-            Ok(made) => {
-                self.links.with(|l| *l = made);
-                Ok(())
+        if let Some(made) = made {
+            // Kept only while its arrival is to be taken back; otherwise dropped
+            // (dereferenced) at the end of this call.
+            if made.announced() {
+                self.mount_manager.with(|m| *m = mm);
             }
-            Err(Failed {
-                status,
-                announced: Some(made),
-            }) => {
-                self.links.with(|l| *l = made);
-                Err(status)
-            }
-            Err(Failed { status, .. }) => Err(status),
+            self.links.with(|l| *l = made);
         }
+        result
     }
 
     /// The mounted volume.
