@@ -486,7 +486,8 @@ pub struct Failed {
     /// `Some` when the mount manager had accepted the volume's arrival: the links made so far,
     /// not removed yet, for the caller's undo (`crate::dismount::undo_failed_publish`), which
     /// removes them first (with the mount manager's removal notification), then dismounts
-    /// whatever file system mounted meanwhile.
+    /// whatever file system mounted meanwhile. Handed back only after the arrival, so their
+    /// `announced()` is always true (the glue keeps the mount manager for them by it).
     pub announced: Option<Links>,
 }
 
