@@ -169,6 +169,13 @@ fn w9_the_model_host_signals_its_completions_at_dispatch_level() {
     let StdHost::Model(model) = vol.host() else {
         unreachable!("a model host")
     };
+    // A lone waiter times itself and may return at its deadline before the timer thread,
+    // which signals (and counts) the same operation, has got to it: wait for the count (a
+    // synchronisation, not a timing assertion; bounded so a missing signal still fails).
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while model.completions_at_dispatch() < 8 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     assert!(
         model.completions_at_dispatch() >= 8,
         "{}",
