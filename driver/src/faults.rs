@@ -99,25 +99,24 @@ mod alloc_faults {
 }
 
 /// Asked by every fallible allocation site before it allocates: true when the injection says
-/// this one fails (never without the `fault-switches` feature).
+/// this one fails. Two injections can answer: the test switches above (feature
+/// `fault-switches`, user mode) and the one a platform installed through the platform seam
+/// ([`crate::platform::AllocationInjection`]: the kernel glue's Wine build); without either
+/// it is a constant `false`.
 #[inline(always)]
 pub fn allocation_fails() -> bool {
     #[cfg(feature = "fault-switches")]
     {
         alloc_faults::ALL.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
-        alloc_faults::STATE.with(|s| {
+        let switched = alloc_faults::STATE.with(|s| {
             let (seen, fail_at) = s.get();
             s.set((seen + 1, fail_at));
             seen + 1 == fail_at
-        })
+        });
+        switched || crate::platform::installed_says_fail()
     }
-    // The kernel glue's Wine build: the registry-driven injection (`wdm::pool::injection`).
-    #[cfg(all(not(feature = "fault-switches"), feature = "wine-host"))]
+    #[cfg(not(feature = "fault-switches"))]
     {
-        crate::wdm::pool::injection::fails()
-    }
-    #[cfg(not(any(feature = "fault-switches", feature = "wine-host")))]
-    {
-        false
+        crate::platform::installed_says_fail()
     }
 }

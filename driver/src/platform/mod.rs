@@ -8,6 +8,7 @@
 //! Every point where an engine thread blocks or wakes goes through these traits, so the
 //! simulator can run one engine thread at a time and choose the next.
 
+mod injection;
 pub mod irql;
 pub mod irql_table;
 mod request;
@@ -15,6 +16,10 @@ mod request_queue;
 mod rundown;
 mod work_queue;
 
+#[cfg(feature = "allocation-injection")]
+pub use injection::install_allocation_injection;
+pub(crate) use injection::installed_says_fail;
+pub use injection::AllocationInjection;
 pub use request::{
     BufOrigin, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf, KeptRead, Origin, Paging,
     RequestKind, RequestList, RequestNote, UpperRequest,

@@ -192,6 +192,9 @@ pub unsafe fn driver_entry(
         return status;
     }
     let has_pool2 = pool::resolve();
+    // W6, Wine build: the engine's fallible allocations ask the glue's injection from now on.
+    #[cfg(feature = "wine-host")]
+    pool::injection::install();
     // SAFETY: the I/O manager passes a valid UNICODE_STRING (Length in bytes) or NULL.
     let given: &[u16] = match unsafe { registry_path.as_ref() } {
         Some(p) if !p.Buffer.is_null() => {

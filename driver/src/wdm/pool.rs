@@ -465,11 +465,30 @@ pub mod injection {
         true
     }
 
+    /// The rule above as the engine's [`crate::platform::AllocationInjection`], installed at
+    /// DriverEntry ([`install`]) so the engine's fallible allocations ask it through the
+    /// platform seam rather than by naming the glue.
+    struct MountThreadInjection;
+
+    impl crate::platform::AllocationInjection for MountThreadInjection {
+        fn fails(&self) -> bool {
+            fails()
+        }
+    }
+
+    static INSTALLED: &dyn crate::platform::AllocationInjection = &MountThreadInjection;
+
+    /// Hands the injection to the engine (DriverEntry; disarmed until a mount arms it). A
+    /// reload of the image in the same process finds it installed already: the same rule.
+    pub fn install() {
+        let _ = crate::platform::install_allocation_injection(&INSTALLED);
+    }
+
     /// True when this fallible allocation is the one to fail. Only the mounting thread's
     /// allocations count (keyed by its KTHREAD, stable per thread under Wine), so another
     /// thread's (a serving volume's, a dismount's, the engine threads the mount starts)
     /// cannot shift n; mounts run one at a time (the control mutex).
-    pub fn fails() -> bool {
+    fn fails() -> bool {
         if !mounting_thread() {
             return false;
         }
