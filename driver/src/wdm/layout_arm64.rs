@@ -1,14 +1,16 @@
 //! W14: the Windows structure layouts the glue relies on, asserted at compile time against the
 //! ARM64 figures measured with Microsoft's WDK headers (`arm64-layouts.tsv` beside this file).
 //!
-//! Owns: the figures file (a verbatim copy of the measured table; `driver/tests/arm64_layouts.rs`
-//! checks that it still matches the shared measurement when that is present) and one assertion
-//! per figure the table holds for a structure the glue touches (size, alignment, field offset).
+//! Owns: the figures file (the measured table, pinned row by row by
+//! `driver/tests/arm64_layouts.rs`; docs/arm64.md "Layout figures" says how it was measured)
+//! and one assertion per figure the table holds for a structure the glue touches (size,
+//! alignment, field offset).
 //! Structures and offsets without a figure (the disk module below lists them) are not asserted.
 //! Never: reads anything outside the repository at build time.
 //!
 //! Why it matters: on Linux the ARM64 bindings are generated from mingw-w64's DDK headers
-//! configured as x64 (no DDK header set on Linux has an ARM64 branch; sys/README.md "ARM64").
+//! configured as x64 (no DDK header set on Linux has an ARM64 branch; sys/README.md "ARM64",
+//! docs/arm64.md).
 //! Both targets are LLP64, so the layouts agree, and every assumption with a figure is checked
 //! here: a wrong one fails the build, not a Windows machine. The assertions hold for the x64
 //! image too (Microsoft's x64 and ARM64 layouts are identical for all of them).
