@@ -5,13 +5,14 @@
 #   scripts/test-all.sh            all stages
 #   STAGES="lint unit" scripts/test-all.sh   only those stages
 #
-# Stages: setup, lint, windows-check, unit (includes the loom models), sim, fuzz, sys, wine.
+# Stages: setup, lint, windows-check, unit (includes the loom models), lone-clone, sim, fuzz,
+# sys, wine.
 # Each stage is one command, most of them a script of their own in scripts/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 # Warnings are denied by the crates' [lints] tables (debug and release, every target).
-stages="${STAGES:-setup lint windows-check unit sim fuzz sys wine}"
+stages="${STAGES:-setup lint windows-check unit lone-clone sim fuzz sys wine}"
 failed=0
 total_start=$(date +%s)
 
@@ -19,9 +20,13 @@ total_start=$(date +%s)
 # job limit a margin); a full run from a fresh clone on a 2-core machine takes well under
 # 45 minutes. What each budget pays for:
 #   setup          rustup targets, nightly, cargo-fuzz (built from source: the long part)
-#   lint           rustfmt; workspace clippy in debug and in release
+#   lint           the docs' links and cited paths; rustfmt; workspace clippy in debug and
+#                  in release; rustdoc
 #   windows-check  the engine for x64 and ARM64 Windows (debug and release), vcctl for Windows
-#   unit           every cargo test of the workspace (debug), loom models included
+#   unit           every cargo test of the workspace (debug), loom models included, and the
+#                  engine's allocation-injection seam test (its own feature)
+#   lone-clone     the unit tests again in a clone with nothing next to it (the repository
+#                  stands alone); dependencies come from unit's build
 #   sim            release vcsim over 2,000 seeds and 1,000 of --filesystem-above (W1), the
 #                  harness-bites proof, a debug vcsim smoke
 #                  over a few seeds (about a minute)
@@ -31,8 +36,8 @@ total_start=$(date +%s)
 #   wine           builds of the test disk, client, shim and vcctl, then the Wine end to end
 CI_LIMIT=4500
 declare -A budget=(
-    [setup]=360 [lint]=540 [windows-check]=300 [unit]=780
-    [sim]=480 [fuzz]=360 [sys]=960 [wine]=660
+    [setup]=360 [lint]=420 [windows-check]=300 [unit]=600 [lone-clone]=420
+    [sim]=480 [fuzz]=360 [sys]=840 [wine]=540
 )
 sum=0
 for s in "${!budget[@]}"; do sum=$((sum + budget[$s])); done
@@ -68,7 +73,8 @@ run_stage() { # name command...
 run_stage setup scripts/setup.sh
 run_stage lint scripts/lint.sh
 run_stage windows-check scripts/windows-check.sh
-run_stage unit cargo test --workspace
+run_stage unit bash -c 'cargo test --workspace && cargo test -p vcdirect --features allocation-injection --test allocation_injection'
+run_stage lone-clone scripts/lone-clone.sh
 run_stage sim bash -c 'cargo build -q --release -p vcdirect-usermode --bin vcsim && target/release/vcsim --seeds 0..2000 && target/release/vcsim --filesystem-above --seeds 0..1000 && cargo test -q --release -p vcdirect-usermode --test harness_bites -- --test-threads 1 && cargo run -q -p vcdirect-usermode --bin vcsim -- --seeds 0..20'
 run_stage fuzz scripts/fuzz-smoke.sh 15
 # The kernel glue is linted here (debug and release) rather than in lint: it needs the sys
