@@ -133,7 +133,7 @@ fn r1_reentrant_completions_that_wait_cannot_deadlock_and_never_run_on_engine_th
     });
 }
 
-/// R1 with one hand-off less (issue 23): a request finished while a work item is free and no
+/// R1 with one hand-off less: a request finished while a work item is free and no
 /// earlier request waits for one has its work item queued by the thread that finished it (a
 /// direct worker, the legacy completion thread); once every work item is busy, later requests
 /// go to the completion thread, which waits for one, so the bound still holds. Either way the

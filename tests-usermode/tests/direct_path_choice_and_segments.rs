@@ -583,7 +583,7 @@ fn an_aligned_6144_byte_request_is_one_host_operation_on_a_4k_aligned_host() {
     vol.dismount();
 }
 
-/// Issue 23 item 3: a worker keeps several segments of its request in flight together, within
+/// A worker keeps several segments of its request in flight together, within
 /// the volume's cap of `HOST_OPS` host operations: a lone 1 MiB read on a 128 KiB host has all
 /// 8 segments at the host at once, a lone 1 MiB write its `WRITE_WINDOWS` (4) at once, and 16
 /// concurrent 1 MiB requests never put more than 8 operations at the host. The data round-trips.

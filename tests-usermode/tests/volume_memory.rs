@@ -1,4 +1,4 @@
-//! What a mounted volume holds in buffers (issue 24): only what its gates and configuration
+//! What a mounted volume holds in buffers: only what its gates and configuration
 //! can use, sized by the host, and reported as exactly what was allocated.
 
 mod common;

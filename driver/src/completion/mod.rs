@@ -14,7 +14,7 @@
 //! is handed to the completion thread, which queues another work item for it, and the blocked
 //! routine wakes. Our completion thread itself never blocks on an upper routine.
 //!
-//! Who queues the work item (issue 23, fewer hand-offs): the thread that finishes a request
+//! Who queues the work item (fewer hand-offs): the thread that finishes a request
 //! (a direct worker, the legacy completion thread, a cancel) queues its work item itself when
 //! a work item is free (a permit taken without waiting) and no earlier request waits in the
 //! stage; only otherwise does the request go to the completion thread, which waits for a free

@@ -14,7 +14,7 @@
 //!
 //! Fair share: holding some, a worker takes another only while it holds fewer than the cap
 //! divided by the workers in a transfer ([`HostOps::enter`]), at least one. A lone request
-//! gets all 8; with 8 workers busy each keeps one in flight, as before issue 23, and none
+//! gets all 8; with 8 workers busy each keeps one in flight, as before segments went in flight together, and none
 //! waits for a permit (a worker that grabbed more would make the next one to start wait).
 
 use crate::faults::{self, Fault};

@@ -1,4 +1,4 @@
-//! What one mounted volume holds in engine buffers, by purpose (issue 24). Every figure is
+//! What one mounted volume holds in engine buffers, by purpose. Every figure is
 //! the byte length of the allocations themselves (alignment slack included), recorded when
 //! they are made at mount, so the report is what was allocated, not a formula beside it.
 

@@ -173,7 +173,7 @@ mod tests {
         assert_eq!(l.largest_aligned(), 100 * 1024 + 512);
     }
 
-    /// Issue 23 item 7: a 6,144-byte request into an aligned buffer on a 512-byte-sector host
+    /// A 6,144-byte request into an aligned buffer on a 512-byte-sector host
     /// with a 4 KiB alignment is one segment (it was 4,096 + 2,048).
     #[test]
     fn an_aligned_6144_byte_request_is_one_segment_on_a_4k_aligned_host() {

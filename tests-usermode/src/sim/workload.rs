@@ -252,9 +252,10 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
         alignment_mask: [0, 511, 4095][rng.gen_range(0..3)],
         page_size: 4096,
     };
-    // Issue 23: in about one seed in three a small maximum transfer cuts requests into many
-    // segments (up to 32), so a worker keeps several at the host and the cap of 8 host
-    // operations binds. Drawn from its own generator, so the other draws stay as they were.
+    // Segments in flight together: in about one seed in three a small maximum transfer cuts
+    // requests into many segments (up to 32), so a worker keeps several at the host and the
+    // cap of 8 host operations binds. Drawn from its own generator, so the other draws stay
+    // as they were.
     let mut split_rng = StdRng::seed_from_u64(seed ^ 0x5e65_3e17);
     let limits = if split_rng.gen_bool(0.33) {
         HostLimits {

@@ -1,5 +1,5 @@
 //! Completion hand-off: work items, exactly once, bounded (docs/review.md R1); a finishing
-//! thread queues its own work item only when one is free and nobody waits (issue 23).
+//! thread queues its own work item only when one is free and nobody waits.
 
 use std::sync::Arc;
 

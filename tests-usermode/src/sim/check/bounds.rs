@@ -1,5 +1,5 @@
 //! The direct path keeps at most 8 requests and at most 8 host operations in flight (a worker
-//! may have several segments of its request at the host at once: issue 23), and
+//! may have several segments of its request at the host at once), and
 //! docs/review.md R12: no request ever waits on one whose range does not overlap its own.
 
 use vcdirect::volume::{CounterSnapshot, Volume};
