@@ -186,6 +186,10 @@ pub struct RunResult {
     pub cpu_user_s: f64,
     /// CPU time of the whole process in the kernel during the measured window, in seconds.
     pub cpu_system_s: f64,
+    /// Voluntary context switches of the whole process during the measured window.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches of the whole process during the measured window.
+    pub involuntary_switches: u64,
 }
 
 impl RunResult {
@@ -202,6 +206,17 @@ impl RunResult {
     pub fn cpu_us_per_op(&self) -> Option<f64> {
         let ops = self.ops();
         (ops > 0).then(|| (self.cpu_user_s + self.cpu_system_s) * 1e6 / ops as f64)
+    }
+    /// Voluntary context switches of the whole process per operation (`None` without
+    /// operations): the hand-offs a request pays, whatever the machine's speed.
+    pub fn switches_per_op(&self) -> Option<f64> {
+        let ops = self.ops();
+        (ops > 0).then(|| self.voluntary_switches as f64 / ops as f64)
+    }
+    /// Involuntary context switches (preemptions) of the whole process per operation.
+    pub fn preemptions_per_op(&self) -> Option<f64> {
+        let ops = self.ops();
+        (ops > 0).then(|| self.involuntary_switches as f64 / ops as f64)
     }
     /// Mean latency of every operation, in microseconds (`None` without operations).
     pub fn mean_latency_us(&self) -> Option<f64> {
@@ -243,19 +258,51 @@ impl Rng {
     }
 }
 
-/// User and system CPU time of the whole process so far, in seconds.
+/// What the whole process has used so far: CPU time and context switches, from its own
+/// counters (`getrusage(RUSAGE_SELF)`, every thread).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcessUsage {
+    /// CPU time in user mode, in seconds.
+    pub user_s: f64,
+    /// CPU time in the kernel, in seconds.
+    pub system_s: f64,
+    /// Voluntary context switches: a thread blocked (a wait, a sleep, I/O), so another ran. A
+    /// machine-independent count of the hand-offs a request pays.
+    pub voluntary: u64,
+    /// Involuntary context switches: a thread was preempted (its time slice ended).
+    pub involuntary: u64,
+}
+
+impl ProcessUsage {
+    /// What was used between `self` (earlier) and `later`.
+    pub fn until(self, later: ProcessUsage) -> ProcessUsage {
+        ProcessUsage {
+            user_s: (later.user_s - self.user_s).max(0.0),
+            system_s: (later.system_s - self.system_s).max(0.0),
+            voluntary: later.voluntary.saturating_sub(self.voluntary),
+            involuntary: later.involuntary.saturating_sub(self.involuntary),
+        }
+    }
+}
+
+/// The whole process's usage so far (all zero if the kernel refuses to say).
 #[allow(unsafe_code)]
-pub fn process_cpu_times() -> (f64, f64) {
+pub fn process_usage() -> ProcessUsage {
     // SAFETY: an all-zero `rusage` is a valid value of that plain C struct.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `usage` is a valid, writable rusage that outlives the call; RUSAGE_SELF reads the
     // calling process's own counters.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     if rc != 0 {
-        return (0.0, 0.0);
+        return ProcessUsage::default();
     }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (secs(usage.ru_utime), secs(usage.ru_stime))
+    ProcessUsage {
+        user_s: secs(usage.ru_utime),
+        system_s: secs(usage.ru_stime),
+        voluntary: u64::try_from(usage.ru_nvcsw).unwrap_or(0),
+        involuntary: u64::try_from(usage.ru_nivcsw).unwrap_or(0),
+    }
 }
 
 #[derive(Default)]
@@ -403,7 +450,7 @@ pub fn run_profile(
     let live_ops = AtomicU64::new(0);
     let align = target.alignment();
     let mut seed = 0x1234_5678_9ABC_DEF1u64;
-    let mut cpu = ((0.0, 0.0), (0.0, 0.0));
+    let mut cpu = ProcessUsage::default();
 
     let outs: Vec<Vec<SlotOut>> = std::thread::scope(|s| {
         let mut handles = Vec::new();
@@ -436,7 +483,7 @@ pub fn run_profile(
         }
 
         std::thread::sleep(timing.warmup);
-        let cpu_start = process_cpu_times();
+        let cpu_start = process_usage();
         phase.store(MEASURE, Ordering::Release);
         let start = Instant::now();
         let end = start + timing.duration;
@@ -458,7 +505,7 @@ pub fn run_profile(
             }
         }
         phase.store(STOP, Ordering::Release);
-        cpu = (cpu_start, process_cpu_times());
+        cpu = cpu_start.until(process_usage());
         handles
             .into_iter()
             .map(|hs| {
@@ -472,11 +519,12 @@ pub fn run_profile(
         eprint!("\r{:120}\r", "");
     }
 
-    let ((user0, sys0), (user1, sys1)) = cpu;
     let mut result = RunResult {
         seconds: timing.duration.as_secs_f64(),
-        cpu_user_s: (user1 - user0).max(0.0),
-        cpu_system_s: (sys1 - sys0).max(0.0),
+        cpu_user_s: cpu.user_s,
+        cpu_system_s: cpu.system_s,
+        voluntary_switches: cpu.voluntary,
+        involuntary_switches: cpu.involuntary,
         ..RunResult::default()
     };
     let (mut all_r, mut all_w) = (Vec::new(), Vec::new());
@@ -591,6 +639,8 @@ mod tests {
         assert_eq!(r.errors, 0);
         assert!(r.iops() > 0.0 && r.read_lat.p99_us > 0.0);
         assert!(r.cpu_us_per_op().is_some_and(|c| c > 0.0));
+        // The generator threads block while their I/Os are in flight: the process switched.
+        assert!(r.switches_per_op().is_some_and(|c| c > 0.0), "{r:?}");
 
         let r = run_profile(
             &target,

@@ -53,6 +53,11 @@ pub struct Medians {
     pub cpu_us_per_op: Option<f64>,
     /// Mean latency of all operations (None without operations).
     pub mean_latency_us: Option<f64>,
+    /// Voluntary context switches of the whole process per operation (None without
+    /// operations).
+    pub context_switches_per_op: Option<f64>,
+    /// Involuntary context switches (preemptions) of the whole process per operation.
+    pub preemptions_per_op: Option<f64>,
 }
 
 /// The summary of one profile.
@@ -116,6 +121,8 @@ pub fn summarize(profiles: &[String], runs: &[RunRecord]) -> Vec<ProfileSummary>
                     write_p99_us: pick(&|r| p99(&r.write_lat)),
                     cpu_us_per_op: pick(&|r| r.cpu_us_per_op()),
                     mean_latency_us: pick(&|r| r.mean_latency_us()),
+                    context_switches_per_op: pick(&|r| r.switches_per_op()),
+                    preemptions_per_op: pick(&|r| r.preemptions_per_op()),
                 };
                 s.modes.push((mode, m));
             }
@@ -166,13 +173,22 @@ fn fmt_opt(v: Option<f64>, width: usize, prec: usize) -> String {
 pub fn table(summary: &[ProfileSummary], runs: &[RunRecord], latency: bool) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<18} {:<8} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9}\n",
-        "profile", "mode", "IOPS", "MiB/s", "rd p99 us", "wr p99 us", "mean us", "CPU us/op"
+        "{:<18} {:<8} {:>10} {:>9} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8}\n",
+        "profile",
+        "mode",
+        "IOPS",
+        "MiB/s",
+        "rd p99 us",
+        "wr p99 us",
+        "mean us",
+        "CPU us/op",
+        "vcsw/op",
+        "ivcsw/op"
     ));
     for s in summary {
         for (mode, m) in &s.modes {
             out.push_str(&format!(
-                "{:<18} {:<8} {:>10.0} {:>9.1} {} {} {} {}\n",
+                "{:<18} {:<8} {:>10.0} {:>9.1} {} {} {} {} {} {}\n",
                 s.profile,
                 mode.name(),
                 m.iops,
@@ -180,7 +196,9 @@ pub fn table(summary: &[ProfileSummary], runs: &[RunRecord], latency: bool) -> S
                 fmt_opt(m.read_p99_us, 10, 1),
                 fmt_opt(m.write_p99_us, 10, 1),
                 fmt_opt(m.mean_latency_us, 10, 1),
-                fmt_opt(m.cpu_us_per_op, 9, 1)
+                fmt_opt(m.cpu_us_per_op, 9, 1),
+                fmt_opt(m.context_switches_per_op, 8, 2),
+                fmt_opt(m.preemptions_per_op, 8, 2)
             ));
         }
     }
@@ -265,7 +283,9 @@ pub fn summary_json(summary: &[ProfileSummary]) -> Value {
                         Some(m) => json!({"iops": m.iops, "mib_per_s": m.mib_per_s,
                                           "read_p99_us": m.read_p99_us, "write_p99_us": m.write_p99_us,
                                           "mean_latency_us": m.mean_latency_us,
-                                          "cpu_us_per_op": m.cpu_us_per_op}),
+                                          "cpu_us_per_op": m.cpu_us_per_op,
+                                          "context_switches_per_op": m.context_switches_per_op,
+                                          "preemptions_per_op": m.preemptions_per_op}),
                         None => Value::Null,
                     };
                     median.insert(mode.key().into(), v);
@@ -300,6 +320,9 @@ pub fn runs_json(runs: &[RunRecord]) -> Value {
                        "read_latency": lat_json(&r.result.read_lat), "write_latency": lat_json(&r.result.write_lat),
                        "cpu_user_s": r.result.cpu_user_s, "cpu_system_s": r.result.cpu_system_s,
                        "cpu_us_per_op": r.result.cpu_us_per_op(),
+                       "voluntary_switches": r.result.voluntary_switches,
+                       "involuntary_switches": r.result.involuntary_switches,
+                       "context_switches_per_op": r.result.switches_per_op(),
                        "errors": r.result.errors,
                        "first_error": r.result.first_error.map(|s| format!("{s:?} (0x{:08X})", s.ntstatus())),
                        "classes": classes, "counters": r.counters})
@@ -433,6 +456,9 @@ mod tests {
                 // 2 us of CPU per operation, half user, half system.
                 cpu_user_s: ops as f64 * 1e-6,
                 cpu_system_s: ops as f64 * 1e-6,
+                // 3 voluntary context switches and 1 preemption per operation.
+                voluntary_switches: 3 * ops,
+                involuntary_switches: ops,
                 ..Default::default()
             },
             counters: None,
@@ -453,6 +479,8 @@ mod tests {
         let mut s = summarize(&["rand-read".to_string()], &runs);
         let raw = s[0].get(Mode::Raw).unwrap();
         assert!((raw.cpu_us_per_op.unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(raw.context_switches_per_op, Some(3.0));
+        assert_eq!(raw.preemptions_per_op, Some(1.0));
         assert!((raw.mean_latency_us.unwrap() - 75.75).abs() < 1e-9);
         assert!((s[0].added_latency_direct_us.unwrap() - 50.5).abs() < 1e-9);
         assert!((s[0].added_latency_legacy_us.unwrap() - 126.25).abs() < 1e-9);
@@ -460,11 +488,16 @@ mod tests {
         s[0].lone = true;
         let t = table(&s, &runs, false);
         assert!(t.contains("CPU us/op") && t.contains("direct-raw"), "{t}");
+        assert!(t.contains("vcsw/op") && t.contains("ivcsw/op"), "{t}");
         let j = summary_json(&s);
         assert!(j[0]["median"]["direct"]["cpu_us_per_op"].is_number());
+        assert_eq!(j[0]["median"]["direct"]["context_switches_per_op"], 3.0);
+        assert_eq!(j[0]["median"]["direct"]["preemptions_per_op"], 1.0);
         let added = j[0]["added_mean_latency_us"]["direct"].as_f64().unwrap();
         assert!((added - 50.5).abs() < 1e-9);
         assert!(runs_json(&runs)[0]["cpu_us_per_op"].is_number());
+        assert_eq!(runs_json(&runs)[0]["context_switches_per_op"], 3.0);
+        assert_eq!(runs_json(&runs)[0]["voluntary_switches"], 3);
     }
 
     #[test]
