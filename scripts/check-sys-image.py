@@ -112,6 +112,12 @@ CLOSURE_ONLY = [r"^vcdirect::wdm::encryption_pool::",
                 r"^<vcdirect::wdm::platform::KernelPlatform as vcdirect::platform::Platform>::run_pieces$"]
 CLOSURE_NAME = r"\{\{closure\}\}|\{\{vtable\.shim\}\}|^core::ops::function::"
 
+# Functions whose only indirect call is the allocation-failure injection a platform installed
+# (driver/src/platform/injection.rs, Wine build only): through that slot it reaches an
+# `AllocationInjection::fails`, never another trait's method stored at the same offset.
+INJECTION_ONLY = {r"^vcdirect::platform::injection::installed_says_fail$":
+                  r" as vcdirect::platform::injection::AllocationInjection>::fails$"}
+
 failures = 0
 # Names of the routines the image imports (their thunks lead into the kernel).
 IMPORTED = set()
@@ -555,6 +561,9 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image):
             out |= taken if off is None else slots.get(off, set())
         if any(re.search(p, name(f)) for p in CLOSURE_ONLY):
             out = {t for t in out if re.search(CLOSURE_NAME, name(t))}
+        for caller, callee in INJECTION_ONLY.items():
+            if re.search(caller, name(f)):
+                out = {t for t in out if re.search(callee, name(t))}
         return out - callbacks
 
     def node(t):
