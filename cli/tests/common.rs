@@ -6,13 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// The shared VeraCrypt test volumes (outside the repository).
-pub fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/testdata/veracrypt")
-        .join(name)
-}
-
 /// A fresh path in the temp dir, removed when dropped.
 pub struct TempPath(pub PathBuf);
 

@@ -1,11 +1,47 @@
 //! docs/review.md W15: volumes laid out, filled and accepted as VeraCrypt 1.26 does.
+//!
+//! The layout rule is checked against the two hidden volumes VeraCrypt 1.26.20 wrote
+//! (tests/data/veracrypt-written: hidden-host.hc, 64 KiB, and hidden-2m-host.hc, 2 MiB, one on
+//! each side of VeraCrypt's 2 MiB threshold); the other tests use volumes vcctl creates.
 
 mod common;
 use common::*;
 
 use vcctl::create::{hidden_reserved, layout};
 
-const VC_HIDDEN: &str = "vc_1-sha512-xts-aes-hidden";
+/// A hidden volume VeraCrypt wrote: container, outer password (SHA-512, PIM 0), hidden
+/// password, the hidden header's PRF and PIM, the size given to VeraCrypt (`--size`) and the
+/// reserved area VeraCrypt left after the hidden data.
+struct VcHidden {
+    file: &'static str,
+    outer: &'static str,
+    hidden: &'static str,
+    prf: &'static str,
+    pim: &'static str,
+    size: u64,
+    reserved: u64,
+}
+
+const VC_HIDDEN: [VcHidden; 2] = [
+    VcHidden {
+        file: "hidden-host.hc",
+        outer: "outer volume password\n",
+        hidden: "hidden volume password\n",
+        prf: "whirlpool",
+        pim: "3",
+        size: 65_536,
+        reserved: 4096,
+    },
+    VcHidden {
+        file: "hidden-2m-host.hc",
+        outer: "large outer volume password\n",
+        hidden: "large hidden volume password\n",
+        prf: "sha256",
+        pim: "0",
+        size: 2 << 20,
+        reserved: 131_072,
+    },
+];
 
 fn inspect_file(path: &str, stdin: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["volume", "inspect", path, "--password-stdin"];
@@ -47,23 +83,34 @@ fn assert_veracrypt_hidden_layout(outer: &serde_json::Value, hidden: &serde_json
 
 #[test]
 fn w15_veracrypt_written_hidden_volume_matches_our_layout_rule() {
-    let file = testdata(VC_HIDDEN);
-    let path = file.to_str().unwrap();
-    let outer = inspect_file(path, "aaaaaaaaaaaa\n", &["--prf", "sha512"]);
-    let hidden = inspect_file(path, "bbbbbbbbbbbb\n", &["--prf", "sha512", "--hidden"]);
-    let outer_end = u(&outer["data_offset"]) + u(&outer["data_size"]);
-    let hidden_end = u(&hidden["data_offset"]) + u(&hidden["data_size"]);
-    assert_eq!(outer_end - hidden_end, 4096);
-    assert_veracrypt_hidden_layout(&outer, &hidden);
-    // vcctl's layout for the same container and hidden size lands on the same bytes.
-    let size = std::fs::metadata(&file).unwrap().len();
-    let asked = outer_end - u(&hidden["data_offset"]);
-    let l = layout(size, Some(asked)).unwrap();
-    assert_eq!(l.outer, (u(&outer["data_offset"]), u(&outer["data_size"])));
-    assert_eq!(
-        l.hidden,
-        Some((u(&hidden["data_offset"]), u(&hidden["data_size"])))
-    );
+    for vc in VC_HIDDEN {
+        let file = written(vc.file);
+        let path = file.to_str().unwrap();
+        let outer = inspect_file(path, vc.outer, &["--prf", "sha512"]);
+        let extra = ["--prf", vc.prf, "--pim", vc.pim, "--hidden"];
+        let hidden = inspect_file(path, vc.hidden, &extra);
+        let outer_end = u(&outer["data_offset"]) + u(&outer["data_size"]);
+        let hidden_end = u(&hidden["data_offset"]) + u(&hidden["data_size"]);
+        // The hidden volume takes the last `size` bytes of the outer data area, and VeraCrypt
+        // keeps the reserved area of its side of the 2 MiB threshold out of the hidden data.
+        assert_eq!(
+            outer_end - u(&hidden["data_offset"]),
+            vc.size,
+            "{}",
+            vc.file
+        );
+        assert_eq!(outer_end - hidden_end, vc.reserved, "{}", vc.file);
+        assert_eq!(hidden_reserved(vc.size), vc.reserved, "{}", vc.file);
+        assert_veracrypt_hidden_layout(&outer, &hidden);
+        // vcctl's layout for the same container and hidden size lands on the same bytes.
+        let size = std::fs::metadata(&file).unwrap().len();
+        let l = layout(size, Some(vc.size)).unwrap();
+        assert_eq!(l.outer, (u(&outer["data_offset"]), u(&outer["data_size"])));
+        assert_eq!(
+            l.hidden,
+            Some((u(&hidden["data_offset"]), u(&hidden["data_size"])))
+        );
+    }
 }
 
 #[test]

@@ -1,20 +1,49 @@
 #!/bin/sh
 # Writes the test volumes of this folder with VeraCrypt's console build (see README.md).
-# Usage: VERACRYPT=/path/to/veracrypt ./make-volumes.sh   (run inside this folder)
-# Only the volumes are committed; keyfile-a and keyfile-b are committed too and reused.
+# Usage: VERACRYPT=/path/to/veracrypt ./make-volumes.sh [VOLUME.hc...]   (run inside this folder)
+# With no argument every volume is written again; with names, only those are (a hidden host
+# with its hidden volume), and every other volume keeps its bytes.
+# keyfile-a and keyfile-b are committed too and reused.
 set -eu
 VC=${VERACRYPT:-veracrypt}
 
+# Every volume this script writes, in the order it writes them.
+VOLUMES="whirlpool-aes.hc blake2s-aes.hc streebog-aes.hc sha512-pim7-aes.hc
+keyfiles-sha512-aes.hc hidden-host.hc serpent.hc aes-twofish.hc sha256-aes.hc sha512-aes.hc
+hidden-2m-host.hc"
+WANTED=${*:-$VOLUMES}
+
+# Whether the word $1 is one of the words of $2.
+is_in() {
+    for word in $2; do
+        [ "$word" = "$1" ] && return 0
+    done
+    return 1
+}
+
+for name in $WANTED; do
+    is_in "$name" "$VOLUMES" || { echo "unknown volume: $name" >&2; exit 1; }
+done
+
+# Whether the volume file $1 is to be written in this run.
+want() {
+    is_in "$1" "$WANTED"
+}
+
 # Options every volume shares: text mode, no questions, FAT written by VeraCrypt itself,
-# randomness from the OS, file containers (512-byte sectors).
+# randomness from the OS, file containers (512-byte sectors). `vc --create FILE ...` does
+# nothing when FILE is not to be written in this run.
 vc() {
+    want "$2" || return 0
     "$VC" --text --non-interactive --random-source=/dev/urandom "$@" > /dev/null
 }
 
 [ -f keyfile-a ] || head -c 64 /dev/urandom > keyfile-a
 [ -f keyfile-b ] || head -c 1000 /dev/urandom > keyfile-b
 
-rm -f ./*.hc
+for name in $WANTED; do
+    rm -f "./$name"
+done
 
 vc --create whirlpool-aes.hc --volume-type=normal --size=300K --encryption=AES \
     --hash=whirlpool --filesystem=FAT --pim=0 --keyfiles= \
@@ -53,4 +82,26 @@ vc --create aes-twofish.hc --volume-type=normal --size=300K --encryption=AES-Two
     --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
     --password='aes twofish volume password'
 
-ls -l ./*.hc keyfile-a keyfile-b
+# A SHA-256 volume, and a plain SHA-512 volume (PIM 0, no keyfile) for the tests that damage,
+# truncate or read across a volume.
+vc --create sha256-aes.hc --volume-type=normal --size=300K --encryption=AES \
+    --hash=sha256 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='sha256 volume password'
+
+vc --create sha512-aes.hc --volume-type=normal --size=300K --encryption=AES \
+    --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='sha512 volume password'
+
+# A hidden volume of exactly 2 MiB, VeraCrypt's threshold: from this size on VeraCrypt keeps
+# 128 KiB (not 4 KiB) of its footprint out of the hidden data area.
+vc --create hidden-2m-host.hc --volume-type=normal --size=2560K --encryption=AES \
+    --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='large outer volume password'
+vc --create hidden-2m-host.hc --volume-type=hidden --size=2M --encryption=AES \
+    --hash=sha256 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='large hidden volume password'
+
+for name in $WANTED; do
+    ls -l "./$name"
+done
+ls -l keyfile-a keyfile-b
