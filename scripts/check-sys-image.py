@@ -102,7 +102,9 @@ RECURSION = {
 
 # Functions whose indirect calls go to kernel routines looked up at run time with
 # MmGetSystemRoutineAddress (wdm/pool.rs: ExAllocatePool2), not into the driver.
-KERNEL_INDIRECT = [r"^vcdirect::wdm::pool::", r"^<vcdirect::wdm::pool::KernelAllocator as "]
+# Only `pool::allocate` (never inlined for this purpose) calls through that pointer; every other
+# indirect call in the pool module (a boxed closure's drop on a failure path) is counted.
+KERNEL_INDIRECT = [r"^vcdirect::wdm::pool::allocate$"]
 
 # Functions whose only indirect call is the engine's `Platform::run_pieces` work, a `&dyn
 # Fn(&mut Piece)` (wdm/encryption_pool.rs, the platform's run_pieces): through its `call` slot
@@ -288,7 +290,7 @@ def main():
     if not arm64:
         x86_checks(insns)
 
-    stack_budget(arm64, insns, headers, mapfile, sections, base, image)
+    stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
     return failures
 
 
@@ -405,7 +407,7 @@ def sp_moves_arm64(insns, func_of):
     return out
 
 
-def stack_budget(arm64, insns, headers, mapfile, sections, base, image):
+def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour):
     frames = frames_arm64(image) if arm64 else frames_x64(image)
     text = sections[".text"]
     lo, hi = text["va"], text["va"] + text["vsize"]
@@ -549,6 +551,10 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image):
     callbacks = {f for f in starts if any(re.search(p, name(f)) for p in KERNEL_CALLBACKS)}
     taken -= callbacks
 
+    # What the narrowing rules kept, so a rule that no longer matches fails instead of hiding
+    # a call (a renamed trait, another mangling, a second indirect call in the function).
+    narrowed, narrowed_slots, closure_empty = {}, {}, set()
+
     def targets(f):
         if any(re.search(p, name(f)) for p in KERNEL_INDIRECT):
             return set()
@@ -561,9 +567,13 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image):
             out |= taken if off is None else slots.get(off, set())
         if any(re.search(p, name(f)) for p in CLOSURE_ONLY):
             out = {t for t in out if re.search(CLOSURE_NAME, name(t))}
+            if indirect.get(f) and not out:
+                closure_empty.add(name(f))
         for caller, callee in INJECTION_ONLY.items():
             if re.search(caller, name(f)):
                 out = {t for t in out if re.search(callee, name(t))}
+                narrowed.setdefault(name(f), set()).update(name(t) for t in out)
+                narrowed_slots.setdefault(name(f), set()).update(indirect.get(f, ()))
         return out - callbacks
 
     def node(t):
@@ -659,6 +669,27 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image):
 
     def frame_of(n):
         return max(frame(f) for f in starts if name(f) == n)
+
+    # The allocation-injection seam exists only in the Wine build; there its one indirect call
+    # must reach exactly the injection's `fails` through one vtable slot (the first method's).
+    seam = [f for f in starts if any(re.search(c, name(f)) for c in INJECTION_ONLY)
+            or re.search(r"AllocationInjection>::fails$|once_cell", name(f))]
+    if flavour == "x64-wine":
+        for f in starts:
+            if any(re.search(c, name(f)) for c in INJECTION_ONLY):
+                targets(f)
+        ok = bool(narrowed) and all(narrowed.values()) and all(
+            v == {24} for v in narrowed_slots.values())
+        check("the allocation-injection seam's indirect call reaches only "
+              "AllocationInjection::fails, through one slot",
+              ok, f"kept {narrowed or 'no caller'}, slots {narrowed_slots}")
+    else:
+        check("no allocation-injection seam in the product image", not seam,
+              ", ".join(sorted({name(f) for f in seam})[:3]))
+    for f in starts:
+        targets(f)
+    check("every closure-only indirect call still reaches a closure", not closure_empty,
+          ", ".join(sorted(closure_empty)[:3]))
 
     biggest = max(starts, key=frame)
     unknown = sum(1 for f in starts if None in indirect[f])

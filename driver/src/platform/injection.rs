@@ -22,8 +22,9 @@ pub trait AllocationInjection: Sync {
 #[cfg(feature = "allocation-injection")]
 static INSTALLED: OnceRef<'static, &'static dyn AllocationInjection> = OnceRef::new();
 
-/// Installs `injection` for the rest of the process (or the driver's life). The first one
-/// installed stays: a second call returns `false` and changes nothing.
+/// Installs `injection` for the life of this loaded image (a process, or a driver image until
+/// it unloads). The first one installed stays: a second call returns `false` and changes
+/// nothing.
 #[cfg(feature = "allocation-injection")]
 pub fn install_allocation_injection(injection: &'static &'static dyn AllocationInjection) -> bool {
     INSTALLED.set(injection).is_ok()

@@ -478,8 +478,9 @@ pub mod injection {
 
     static INSTALLED: &dyn crate::platform::AllocationInjection = &MountThreadInjection;
 
-    /// Hands the injection to the engine (DriverEntry; disarmed until a mount arms it). A
-    /// reload of the image in the same process finds it installed already: the same rule.
+    /// Hands the injection to the engine (DriverEntry; disarmed until a mount arms it). Statics
+    /// are per image: a reloaded image installs again into its own copy, and nothing points
+    /// across images.
     pub fn install() {
         let _ = crate::platform::install_allocation_injection(&INSTALLED);
     }
