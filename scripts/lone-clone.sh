@@ -5,6 +5,9 @@
 # checkout's target/ (CARGO_TARGET_DIR; cargo keeps the two workspaces' crates apart by path),
 # so dependencies are not compiled twice; the sources and CARGO_MANIFEST_DIR are the clone's.
 # Uncommitted changes are not in the clone (a note says so).
+#
+#   scripts/lone-clone.sh                   the unit stage's tests
+#   scripts/lone-clone.sh -p vcctl --test X  only those (arguments go to `cargo test`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -24,6 +27,10 @@ fi
 echo "lone-clone: HEAD $(git -C "$tmp/vcdirect" rev-parse --short HEAD) in an empty folder"
 cd "$tmp/vcdirect"
 export CARGO_TARGET_DIR="$root/target"
-cargo test -q --workspace
-cargo test -q -p vcdirect --features allocation-injection --test allocation_injection
+if [ $# -gt 0 ]; then
+    cargo test -q "$@"
+else
+    cargo test -q --workspace
+    cargo test -q -p vcdirect --features allocation-injection --test allocation_injection
+fi
 echo "lone-clone: the unit tests pass with nothing next to the repository"
