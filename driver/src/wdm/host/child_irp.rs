@@ -47,8 +47,8 @@ use wdk_sys::ntddk::{
 use wdk_sys::MDL_PARTIAL_HAS_BEEN_MAPPED;
 use wdk_sys::{
     _EVENT_TYPE::SynchronizationEvent, _KWAIT_REASON::Executive, _MODE::KernelMode, DEVICE_OBJECT,
-    IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_WRITE, IRP_NOCACHE, IRP_PAGING_IO, IRP_SYNCHRONOUS_PAGING_IO,
-    KEVENT, MDL, MDL_ALLOCATED_FIXED_SIZE, MDL_ALLOCATED_MUST_SUCCEED, NTSTATUS, PVOID,
+    IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_WRITE, IRP_NOCACHE, KEVENT, MDL, MDL_ALLOCATED_FIXED_SIZE,
+    MDL_ALLOCATED_MUST_SUCCEED, NTSTATUS, PVOID,
 };
 #[cfg(feature = "wine-host")]
 use wdk_sys::{MDL_MAPPED_TO_SYSTEM_VA, MDL_PARTIAL, MDL_SOURCE_IS_NONPAGED_POOL};
@@ -59,7 +59,7 @@ use super::super::sync::KernelSemaphore;
 use super::KernelHost;
 use crate::io::MAX_DIRECT_REQUEST;
 use crate::platform::irql::Call;
-use crate::platform::{BufOrigin, HostIo, Origin, Paging, Semaphore};
+use crate::platform::{BufOrigin, HostIo, Origin, Semaphore};
 use crate::Status;
 
 extern "system" {
@@ -348,15 +348,10 @@ impl KernelHost {
             };
             irp_ref.MdlAddress = slot.mdl.as_ptr();
             irp_ref.UserBuffer = va;
-            // W11: the flags a disk class driver's requests carry.
+            // W11: uncached, and nothing else. Never the upper request's paging flags: this
+            // IRP goes to the host handle's device (RAW and its minifilters, not the disk),
+            // where they would claim paging I/O for a section the DASD file object has not.
             irp_ref.Flags = IRP_NOCACHE;
-            // The upper request's paging flags as it has them (the modified page writer's
-            // writes are asynchronous paging I/O: no IRP_SYNCHRONOUS_PAGING_IO).
-            irp_ref.Flags |= match request.origin.paging {
-                Paging::No => 0,
-                Paging::Asynchronous => IRP_PAGING_IO,
-                Paging::Synchronous => IRP_PAGING_IO | IRP_SYNCHRONOUS_PAGING_IO,
-            };
         }
         // SAFETY: after IoReuseIrp the Overlay arm of Tail is the one in use.
         let current = unsafe { irp_ref.Tail.Overlay.__bindgen_anon_2.__bindgen_anon_1 };
