@@ -33,7 +33,7 @@ use super::dismount::KernelVolumeAbove;
 use super::host::{KernelHost, OpenParams};
 use super::identity::{self, DeviceAccess};
 use super::irp::Irp;
-use super::links::{fresh_unique_id, fresh_uuid, KernelNamespace, DIRS};
+use super::links::{fresh_uuid, KernelNamespace, DIRS};
 use super::mutex::KernelMutex;
 use super::platform::{ClientSecurity, KernelPlatform};
 use super::registry::read_values;
@@ -49,7 +49,7 @@ use crate::abi::{
 };
 use crate::access::{self, Caller, Operation, Sid};
 use crate::dismount::{self as sequence, Teardown};
-use crate::namespace::VolumeNames;
+use crate::namespace::{UniqueId, VolumeNames};
 use crate::platform::{Lock, Thread, UpperRequest};
 use crate::registry::{Config, Gate, Gates, Note, Tunables, ALL_VALUE_NAMES, DRIVER_GATES};
 use crate::volume::{MountParams, Volume};
@@ -1100,8 +1100,9 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         // session's, checked in its thread), before anything of the mount is created.
         crate::namespace::letter_free(&KernelNamespace, &DIRS, c)?;
     }
-    // W2: fresh bytes for the mount manager's unique id of this volume (not the slot).
-    let unique_id = fresh_unique_id()?;
+    // W2: the mount manager's unique id of this volume: its letter's (one database entry per
+    // letter, whatever the number of mounts), or fresh bytes without a letter (never the slot).
+    let unique_id = UniqueId::for_mount(request.drive_letter, fresh_uuid)?;
     let asked_read_only = request.flags & MOUNT_READ_ONLY != 0;
     // R11: the mounting user's context, captured in the caller's thread.
     let security = ClientSecurity::capture()?;
