@@ -87,6 +87,11 @@ struct DriverState {
     next_id: AtomicU32,
     /// Serializes the control IOCTLs (W4): two mounts cannot race for a letter or an id.
     control_mutex: KernelMutex,
+    /// Serializes the dismount IOCTLs' hand-off to their system thread: the join of the
+    /// previous dismount thread (up to about 20 s for a forced dismount whose file system
+    /// keeps refusing) happens under it, never under `control_mutex`, so list, status and
+    /// mount go on meanwhile. Lock order: `control_mutex` before `dismount_mutex` (shutdown).
+    dismount_mutex: KernelMutex,
     /// The system thread of the last dismount IOCTL (W1), joined by the next one and by
     /// Unload, so none runs in the image after it is gone (W3).
     workers: SpinLock<Vec<SystemThread>>,
@@ -216,6 +221,10 @@ pub unsafe fn driver_entry(
         Ok(m) => m,
         Err(status) => return nt(status),
     };
+    let dismount_mutex = match KernelMutex::try_new() {
+        Ok(m) => m,
+        Err(status) => return nt(status),
+    };
 
     let mut device_name = unicode(&DEVICE_NAME);
     let mut device: *mut DEVICE_OBJECT = core::ptr::null_mut();
@@ -312,6 +321,7 @@ pub unsafe fn driver_entry(
             }
         }),
         control_mutex,
+        dismount_mutex,
         workers: SpinLock::new(Vec::new()),
     });
     let state = match state {
@@ -519,9 +529,13 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
         // dismount IOCTL's thread finishes first (its volume is then gone, or unclaimed and
         // dismounted here). The workers never take the control mutex: no deadlock.
         state.control_mutex.with(|| {
-            for worker in state.workers.with(core::mem::take) {
-                worker.join();
-            }
+            // No dismount IOCTL hands a new thread over meanwhile (its hand-off holds the
+            // dismount mutex), so the one joined here is the last.
+            state.dismount_mutex.with(|| {
+                for worker in state.workers.with(core::mem::take) {
+                    worker.join();
+                }
+            });
             dismount_all_forced(state);
         });
     }
@@ -621,7 +635,9 @@ fn probe_control_device() -> Result<(), Status> {
 /// sends to the volume must not run in a dispatch routine (under Wine one dispatch loop serves
 /// the process; on Windows the filesystem may write through our own device meanwhile). The
 /// previous dismount's thread is joined first (it has completed its IRP, or is about to), so
-/// at most one thread object is kept, and Unload joins that one.
+/// at most one thread object is kept, and Unload joins that one. The join and the hand-off run
+/// under the dismount mutex, not the control mutex: a forced dismount that waits for its file
+/// system (up to about 20 s) holds up the next dismount, never list, status or mount.
 ///
 /// IRQL: PASSIVE_LEVEL, in the caller's thread.
 fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTATUS {
@@ -638,7 +654,7 @@ fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTA
     };
     slot.with(|s| *s = Some(irp));
     let device = Arc::clone(&claim.device);
-    ds.control_mutex.with(|| {
+    ds.dismount_mutex.with(|| {
         for previous in ds.workers.with(core::mem::take) {
             previous.join();
         }
