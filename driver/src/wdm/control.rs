@@ -1127,6 +1127,7 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         read_only: asked_read_only,
         shared: request.flags & MOUNT_SHARED != 0,
         wine_driver_name: &request.wine_host_driver_name,
+        own_driver: state.driver,
     })?;
     // W11: a write-protected raw host is mounted read-only, as VeraCrypt does (the volume
     // device gets FILE_READ_ONLY_DEVICE, writes fail with STATUS_MEDIA_WRITE_PROTECTED, the
