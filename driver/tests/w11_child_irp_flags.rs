@@ -3,7 +3,8 @@
 //! so it carries IRP_NOCACHE and nothing else: the upper request's IRP_PAGING_IO or
 //! IRP_SYNCHRONOUS_PAGING_IO would claim paging I/O for a section the DASD file object does
 //! not have. The glue is built only for Windows targets, so this reads its source: the one
-//! assignment of Flags, and no paging flag anywhere in the host module's code.
+//! assignment of Flags, no paging flag anywhere in the host module's code, and the priority
+//! hint set after Flags (the I/O manager keeps it in Flags' bits), at least normal.
 
 use std::path::PathBuf;
 
@@ -44,7 +45,7 @@ fn findings(lines: &[(usize, String)]) -> Vec<String> {
 }
 
 #[test]
-fn w11_child_irps_carry_no_paging_flag() {
+fn w11_child_irps_carry_no_paging_flag_and_keep_their_priority_hint() {
     for path in [
         "src/wdm/host/child_irp.rs",
         "src/wdm/host/mod.rs",
@@ -64,6 +65,26 @@ fn w11_child_irps_carry_no_paging_flag() {
         sets.len(),
         1,
         "the child IRP's Flags are set once, to IRP_NOCACHE"
+    );
+    // The I/O manager keeps the priority hint in Flags' bits: the hint is set after Flags, or
+    // the assignment wipes it; and never below normal (a class driver's idle queue would hold
+    // a slot).
+    let flags_line = sets[0].0;
+    let hint: Vec<_> = child
+        .iter()
+        .filter(|(_, l)| l.contains("IoSetIoPriorityHint(irp"))
+        .collect();
+    assert_eq!(hint.len(), 1, "one call sets the child's hint");
+    assert!(
+        hint[0].0 > flags_line,
+        "IoSetIoPriorityHint (line {}) must come after Flags = IRP_NOCACHE (line {flags_line})",
+        hint[0].0
+    );
+    assert!(
+        child
+            .iter()
+            .any(|(_, l)| l.contains(".max(IO_PRIORITY_NORMAL)")),
+        "the child's hint is at least IoPriorityNormal"
     );
 }
 
