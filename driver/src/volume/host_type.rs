@@ -59,17 +59,23 @@ pub struct HostTypeFacts {
     pub device_type: u32,
     /// The open reached a directory (FileStandardInformation's Directory).
     pub directory: bool,
-    /// The device belongs to this driver: a vcdirect volume's own device.
+    /// The open reached a named pipe, wherever it is served (FilePipeInformation answered):
+    /// a remote pipe by UNC path passes the device-type test through the UNC provider.
+    pub pipe: bool,
+    /// The device the open reached belongs to this driver: one of our volumes (opened raw,
+    /// or a file on a file system mounted on it).
     pub own_volume: bool,
 }
 
 /// Whether a volume may be mounted on the host the facts describe: `Ok`, or
-/// [`HOST_TYPE_REFUSED`] for a named pipe, a mailslot, a directory, a vcdirect volume opened
-/// raw, and any device type that is not a disk's (raw), or a disk or network file system's
-/// (a file).
+/// [`HOST_TYPE_REFUSED`] for a named pipe (local or remote), a mailslot, a directory, a vcdirect
+/// volume opened raw, and any device type that is not a disk's (raw), or a disk or network file
+/// system's (a file). A container file on a file system mounted on one of our volumes is a
+/// file like any other (nested volumes are VeraCrypt's too): only the raw open is refused.
 pub fn check_host_type(facts: &HostTypeFacts) -> Result<(), Status> {
     use device_type::*;
-    if facts.directory || facts.own_volume {
+    let own_raw = facts.own_volume && facts.kind == HostKind::RawDevice;
+    if facts.directory || facts.pipe || own_raw {
         return Err(HOST_TYPE_REFUSED);
     }
     let accepted: &[u32] = match facts.kind {
@@ -80,6 +86,7 @@ pub fn check_host_type(facts: &HostTypeFacts) -> Result<(), Status> {
         HostKind::FileContainer => &[
             DISK,
             VIRTUAL_DISK,
+            MASS_STORAGE,
             CD_ROM,
             DVD,
             NETWORK_FILE_SYSTEM,
@@ -105,6 +112,7 @@ mod tests {
             kind,
             device_type,
             directory: false,
+            pipe: false,
             own_volume: false,
         }
     }
@@ -120,6 +128,14 @@ mod tests {
         let own = HostTypeFacts {
             own_volume: true,
             ..facts(Raw, DISK)
+        };
+        let nested = HostTypeFacts {
+            own_volume: true,
+            ..facts(File, DISK)
+        };
+        let remote_pipe = HostTypeFacts {
+            pipe: true,
+            ..facts(File, MULTI_UNC_PROVIDER)
         };
         let table: &[(&str, HostTypeFacts, Result<(), Status>)] = &[
             ("a disk or partition", facts(Raw, DISK), Ok(())),
@@ -142,6 +158,12 @@ mod tests {
             ("a mailslot", facts(File, MAILSLOT), refused),
             ("the null device", facts(Raw, NULL), refused),
             ("a vcdirect volume opened raw", own, refused),
+            (
+                "a container on a file system on a vcdirect volume",
+                nested,
+                Ok(()),
+            ),
+            ("a remote named pipe by UNC path", remote_pipe, refused),
             (
                 "a network redirector opened raw",
                 facts(Raw, NETWORK_FILE_SYSTEM),
@@ -171,6 +193,7 @@ mod tests {
                 [
                     DISK,
                     VIRTUAL_DISK,
+                    MASS_STORAGE,
                     CD_ROM,
                     DVD,
                     NETWORK_FILE_SYSTEM,

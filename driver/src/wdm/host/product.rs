@@ -16,8 +16,10 @@ use wdk_sys::ntddk::{
     ZwQueryVolumeInformationFile, ZwReadFile, ZwWriteFile,
 };
 use wdk_sys::{
-    _FILE_INFORMATION_CLASS::FileStandardInformation, _FSINFOCLASS::FileFsDeviceInformation,
-    _MODE::KernelMode, FILE_FS_DEVICE_INFORMATION, FILE_OBJECT, FILE_OPEN, FILE_SHARE_READ,
+    _FILE_INFORMATION_CLASS::{FilePipeInformation, FileStandardInformation},
+    _FSINFOCLASS::FileFsDeviceInformation,
+    _MODE::KernelMode,
+    FILE_FS_DEVICE_INFORMATION, FILE_OBJECT, FILE_OPEN, FILE_PIPE_INFORMATION, FILE_SHARE_READ,
     FILE_SHARE_WRITE, FILE_STANDARD_INFORMATION, GENERIC_READ, GENERIC_WRITE, HANDLE,
     IO_STATUS_BLOCK, LARGE_INTEGER, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE,
     OBJ_FORCE_ACCESS_CHECK, OBJ_KERNEL_HANDLE, PVOID, SYNCHRONIZE, UNICODE_STRING,
@@ -103,7 +105,9 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
     // W11: what the open reached must be able to hold a volume. A named pipe or mailslot that
     // stops answering would block the legacy I/O thread forever (and dismount and shutdown
     // with it), a directory has no bytes, and one of our own volumes opened raw would feed
-    // its I/O back into this driver: refused before anything is asked of the host.
+    // its I/O back into this driver: refused before anything is asked of the host (a
+    // container on a file system mounted on one of our volumes is allowed: own_volume
+    // refuses only the raw open).
     // SAFETY: `file` is a referenced FILE_OBJECT; its DeviceObject (the device the open
     // reached) is referenced with it and read only.
     let reached = unsafe { (*file).DeviceObject };
@@ -119,6 +123,8 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
             .unwrap_or(0),
         // SAFETY: our kernel handle.
         directory: unsafe { standard_information(handle) }.is_some_and(|(_, dir)| dir),
+        // SAFETY: our kernel handle.
+        pipe: unsafe { is_pipe(handle) },
         // SAFETY: as above.
         own_volume: unsafe { reached.as_ref() }
             .is_some_and(|d| core::ptr::eq(d.DriverObject, params.own_driver)),
@@ -396,6 +402,27 @@ unsafe fn standard_information(handle: HANDLE) -> Option<(u64, bool)> {
     };
     let directory = info[DIRECTORY / 8].to_le_bytes()[DIRECTORY % 8] != 0;
     (status >= 0).then_some((info[END_OF_FILE / 8], directory))
+}
+
+/// Whether the open reached a named pipe, local or remote: only a pipe answers
+/// FilePipeInformation.
+///
+/// # Safety
+/// `handle` is the mount's open kernel handle.
+unsafe fn is_pipe(handle: HANDLE) -> bool {
+    let mut info = FILE_PIPE_INFORMATION::default();
+    let mut iosb = IO_STATUS_BLOCK::default();
+    // SAFETY: our kernel handle (contract); `info` is a writable FILE_PIPE_INFORMATION.
+    let status = unsafe {
+        ZwQueryInformationFile(
+            handle,
+            &mut iosb,
+            (&raw mut info).cast(),
+            size_of::<FILE_PIPE_INFORMATION>() as u32,
+            FilePipeInformation,
+        )
+    };
+    status >= 0
 }
 
 /// FileFsDeviceInformation of the open: the device type of what it reached (FILE_DEVICE_*),

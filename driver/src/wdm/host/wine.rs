@@ -76,6 +76,7 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         kind: HostKind::RawDevice,
         device_type: dev.DeviceType,
         directory: false,
+        pipe: false,
         own_volume: core::ptr::eq(dev.DriverObject, params.own_driver),
     };
     if let Err(status) = check_host_type(&facts) {
