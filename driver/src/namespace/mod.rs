@@ -297,14 +297,17 @@ impl UniqueId {
         UniqueId(id)
     }
 
-    /// The id for a mount: its letter's, or (without a letter) the fresh one from `nonce`.
+    /// The id for a mount: its letter's, or the fresh one from `nonce` without a letter, or
+    /// when `live` says a mounted volume answers the letter's id already (one the user moved
+    /// from that letter to another with mountvol): one id never belongs to two live volumes.
     pub fn for_mount(
         letter: Option<char>,
+        live: impl FnOnce(&UniqueId) -> bool,
         nonce: impl FnOnce() -> Result<[u8; 16], Status>,
     ) -> Result<UniqueId, Status> {
-        match letter {
-            Some(c) => Ok(UniqueId::for_letter(c)),
-            None => nonce().map(UniqueId::new),
+        match letter.map(UniqueId::for_letter) {
+            Some(id) if !live(&id) => Ok(id),
+            _ => nonce().map(UniqueId::new),
         }
     }
 

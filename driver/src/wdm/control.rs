@@ -1118,7 +1118,15 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
     }
     // W2: the mount manager's unique id of this volume: its letter's (one database entry per
     // letter, whatever the number of mounts), or fresh bytes without a letter (never the slot).
-    let unique_id = UniqueId::for_mount(request.drive_letter, fresh_uuid)?;
+    // A mounted volume may answer the letter's id already (moved to another letter with
+    // mountvol): then fresh bytes, so one id never belongs to two live volumes.
+    let live = |id: &UniqueId| {
+        state.volumes.with(|v| {
+            v.iter()
+                .any(|e| e.device.mounted().names.unique_id() == id.as_bytes())
+        })
+    };
+    let unique_id = UniqueId::for_mount(request.drive_letter, live, fresh_uuid)?;
     let asked_read_only = request.flags & MOUNT_READ_ONLY != 0;
     // R11: the mounting user's context, captured in the caller's thread.
     let security = ClientSecurity::capture()?;
