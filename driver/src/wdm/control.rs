@@ -92,6 +92,10 @@ struct DriverState {
     /// keeps refusing) happens under it, never under `control_mutex`, so list, status and
     /// mount go on meanwhile. Lock order: `control_mutex` before `dismount_mutex` (shutdown).
     dismount_mutex: KernelMutex,
+    /// Dismount IOCTLs that claimed their volume (under the control mutex) and have not yet
+    /// handed it to their thread (under the dismount mutex): shutdown waits for them, so no
+    /// claimed volume is left mounted behind its forced dismount of every volume.
+    claims_pending: AtomicUsize,
     /// The system thread of the last dismount IOCTL (W1), joined by the next one and by
     /// Unload, so none runs in the image after it is gone (W3).
     workers: SpinLock<Vec<SystemThread>>,
@@ -322,6 +326,7 @@ pub unsafe fn driver_entry(
         }),
         control_mutex,
         dismount_mutex,
+        claims_pending: AtomicUsize::new(0),
         workers: SpinLock::new(Vec::new()),
     });
     let state = match state {
@@ -502,7 +507,13 @@ unsafe extern "C" fn dispatch_device_control(
     let (status, information) = control_ioctl(state(), &mut irp, &mut claim);
     match (state(), claim) {
         (Some(state), Some(claim)) if status.is_success() => start_dismount(state, claim, irp),
-        _ => {
+        (state, claim) => {
+            // A claim whose IOCTL failed afterwards (its reply did not fit) gives the volume
+            // back: it stays mounted, dismountable again.
+            if let (Some(state), Some(claim)) = (state, claim) {
+                unclaim(state, &claim.device);
+                state.claims_pending.fetch_sub(1, Ordering::AcqRel);
+            }
             irp.complete(status, information);
             nt(status)
         }
@@ -529,13 +540,21 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
         // dismount IOCTL's thread finishes first (its volume is then gone, or unclaimed and
         // dismounted here). The workers never take the control mutex: no deadlock.
         state.control_mutex.with(|| {
-            // No dismount IOCTL hands a new thread over meanwhile (its hand-off holds the
-            // dismount mutex), so the one joined here is the last.
-            state.dismount_mutex.with(|| {
-                for worker in state.workers.with(core::mem::take) {
-                    worker.join();
+            // No new claim meanwhile (claims take the control mutex); a claim already made
+            // hands its volume to a thread under the dismount mutex soon: wait until none is
+            // pending, joining each dismount thread, so the loop below skips no volume a
+            // dismount was about to start on.
+            loop {
+                state.dismount_mutex.with(|| {
+                    for worker in state.workers.with(core::mem::take) {
+                        worker.join();
+                    }
+                });
+                if state.claims_pending.load(Ordering::Acquire) == 0 {
+                    break;
                 }
-            });
+                super::dismount::wait_ms(10);
+            }
             dismount_all_forced(state);
         });
     }
@@ -648,6 +667,7 @@ fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTA
         Ok(slot) => slot,
         Err(status) => {
             unclaim(ds, &claim.device);
+            ds.claims_pending.fetch_sub(1, Ordering::AcqRel);
             irp.complete(status, 0);
             return nts::PENDING;
         }
@@ -692,6 +712,8 @@ fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTA
                 }
             }
         }
+        // Handed over (or given back): shutdown no longer waits for this claim.
+        ds.claims_pending.fetch_sub(1, Ordering::AcqRel);
     });
     nts::PENDING
 }
@@ -1282,6 +1304,9 @@ fn claim_dismount(
         entry.dismounting = true;
         Ok(Arc::clone(&entry.device))
     })?;
+    // Shutdown waits for this claim until its thread has it (`start_dismount`), or until the
+    // IOCTL gives it back (`dispatch_device_control`).
+    state.claims_pending.fetch_add(1, Ordering::AcqRel);
     *claim = Some(Claim { device, force });
     Ok(Answer::Empty)
 }
