@@ -9,7 +9,8 @@
 # NX_COMPAT/DYNAMIC_BASE/FORCE_INTEGRITY, .reloc and .pdata, imports only from the committed
 # allowlist sys/imports-<flavour>.txt (a new import fails until it is added there with a reason),
 # on x64 no VEX/EVEX or x87/MMX instruction, and the stack budget of the dispatch, control,
-# worker and cancel paths. Prints one line per check and the figures; exits 1 on any failure.
+# worker and cancel paths. Every import a routine Microsoft declares
+# (scripts/check-imports-declared.py). Prints one line per check and the figures; exits 1 on any failure.
 # Usage: check-sys.sh [x64|x64-wine|arm64]... (default: all three)
 set -uo pipefail
 
@@ -123,6 +124,15 @@ for flavour in "${flavours[@]}"; do
     [ -n "$checksum" ] && [ "$checksum" != 00000000 ]
     check "PE checksum set and correct (0x${checksum:-?})" $? "$(grep -i checksum <<<"$verify" | tr '\n' ' ')"
 done
+# Every import is a routine Microsoft declares: windows-sys's Windows Driver Kit modules or
+# sys/imports-not-in-windows-sys.txt (header, first Windows); a misspelt one fails. With
+# --self-test first: the check refuses a misspelt and an invented name.
+images=()
+for flavour in "${flavours[@]}"; do images+=("$ROOT/target/sys/$flavour/vcdirect.sys"); done
+[ "${#flavours[@]}" -eq 3 ] && images=(--complete "${images[@]}")
+python3 "$ROOT/scripts/check-imports-declared.py" --self-test && \
+    python3 "$ROOT/scripts/check-imports-declared.py" "${images[@]}"
+check "every import of the images is declared by Microsoft's metadata or listed with its header" $? "see the lines above"
 # The INF's minimum Windows version and the README's (W16 install steps) must agree.
 inf_min="$(sed -n 's/^; Minimum Windows for this INF: \(.*(build [0-9]*)\).*/\1/p' "$ROOT/inf/vcdirect.inx")"
 [ -n "$inf_min" ] && grep -qF "INF route: $inf_min" "$ROOT/README.md"

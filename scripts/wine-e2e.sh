@@ -549,6 +549,28 @@ w11_wine_write_protected_host() {
     fi
     client w11-wine-write-protect-off disk-write-protect --on 0
 }
+# W11 (Wine build): a host no volume can live on. The test disk reports a named pipe's device
+# type (FILE_DEVICE_NAMED_PIPE, 0x11): the mount is refused before anything is asked of the
+# host (STATUS_OBJECT_TYPE_MISMATCH; vcctl's one line, "the host is not a disk ..."), nothing is
+# mounted, and with the disk's own type back the next mount serves the model's bytes and
+# dismounts (no thread left blocked on the refused host).
+host_type_wine_refused() {
+    gates 1 1
+    client host-type-wine-pipe disk-device-type --type 17
+    vcctl host-type-wine-pipe-mount "$MOUNT_ARGS"
+    local rc=$? log="$LAST_LOG"
+    client host-type-wine-disk disk-device-type --type 7
+    if [ $rc -ne 0 ] && grep -aq "the host is not a disk" "$log" && [ "$(grep -ac . "$log")" -eq 1 ] \
+        && ! grep -aq '"volume_id"' "$log"; then
+        result PASS host-type-wine-pipe-refused "a test disk reporting a named pipe's type: $(tr -d '\r\n' < "$log" | head -c 120)"
+    else
+        result FAIL host-type-wine-pipe-refused "rc $rc; see $log"
+    fi
+    if mount_volume host-type-wine-after ""; then
+        client host-type-wine-after-verify verify --device "$VOLUME_PATH" --model "$VM"
+        vcctl host-type-wine-after-dismount dismount "$VOL"
+    fi
+}
 if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     # A std File on the test disk: a positional read works under Wine (a seek does not).
     client std-read-through-disk std-read --device "$DISK_PATH" --offset 0
@@ -601,6 +623,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     w6_wine_allocation_failure
     w6_wine_reservation_handoff
     w11_wine_write_protected_host
+    host_type_wine_refused
 
     # W1 (stand-in): a dismount with "open files" (a client holding the volume device open:
     # the wine-host filesystem stand-in refuses FSCTL_LOCK_VOLUME then) is refused in one line

@@ -38,6 +38,8 @@ pub enum DriverError {
     InUse(String),
     /// No mounted volume has this letter or id (nothing changed).
     NoSuchVolume(String),
+    /// The mount's host is not one a volume can live on (STATUS_OBJECT_TYPE_MISMATCH, W11).
+    HostType,
 }
 
 /// ERROR_ACCESS_DENIED: how DeviceIoControl reports the driver's STATUS_ACCESS_DENIED.
@@ -46,6 +48,9 @@ const ERROR_ACCESS_DENIED: i32 = 5;
 const ERROR_BUSY: i32 = 170;
 /// ERROR_NOT_FOUND: how DeviceIoControl reports STATUS_NOT_FOUND (no such volume).
 const ERROR_NOT_FOUND: i32 = 1168;
+/// ERROR_INVALID_HANDLE: how DeviceIoControl reports STATUS_OBJECT_TYPE_MISMATCH, the mount
+/// IOCTL's answer to a host no volume can live on (W11).
+const ERROR_INVALID_HANDLE: i32 = 6;
 
 /// How a volume is named in messages: `V:` or `volume 3`.
 pub fn target_name(t: Target) -> String {
@@ -74,6 +79,9 @@ const ERROR_ALREADY_EXISTS: i32 = 183;
 pub(crate) fn ioctl_error(code: u32, e: std::io::Error) -> DriverError {
     if code == abi::IOCTL_MOUNT && e.raw_os_error() == Some(ERROR_ALREADY_EXISTS) {
         return DriverError::LetterInUse;
+    }
+    if code == abi::IOCTL_MOUNT && e.raw_os_error() == Some(ERROR_INVALID_HANDLE) {
+        return DriverError::HostType;
     }
     if e.raw_os_error() != Some(ERROR_ACCESS_DENIED) {
         return DriverError::Io(format!("IOCTL {code:#x} failed: {e}"));
@@ -111,6 +119,10 @@ impl fmt::Display for DriverError {
                 "{v} is in use: close files and windows on it, or use --force"
             ),
             DriverError::NoSuchVolume(v) => write!(f, "no mounted volume {v} (nothing changed)"),
+            DriverError::HostType => write!(
+                f,
+                "the host is not a disk, a partition or a file on a disk or network file system (a pipe, a mailslot, a directory or a vcdirect volume cannot hold a volume)"
+            ),
         }
     }
 }
@@ -372,6 +384,19 @@ pub use elsewhere::{
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_type_refused_mount_is_one_clear_line() {
+        let refused = std::io::Error::from_raw_os_error(ERROR_INVALID_HANDLE);
+        let line = ioctl_error(abi::IOCTL_MOUNT, refused).to_string();
+        assert!(line.starts_with("the host is not a disk"), "{line}");
+        assert!(!line.contains('\n'));
+        // Only the mount's answer is about the host.
+        let other = std::io::Error::from_raw_os_error(ERROR_INVALID_HANDLE);
+        assert!(!ioctl_error(abi::IOCTL_STATUS, other)
+            .to_string()
+            .starts_with("the host is not"));
+    }
 
     #[test]
     fn w2_letter_in_use_is_one_clear_line_and_unit_masks_name_the_drive() {

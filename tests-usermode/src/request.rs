@@ -4,9 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use vcdirect::platform::{
-    BufOrigin, IoBuf, Paging, RequestKind, RequestList, RequestNote, UpperRequest,
-};
+use vcdirect::platform::{BufOrigin, IoBuf, RequestKind, RequestList, RequestNote, UpperRequest};
 use vcdirect::Status;
 
 /// What a fresh read buffer holds before the read: a byte pattern no test volume or medium
@@ -202,7 +200,6 @@ struct Inner {
     buf: Option<Buf>,
     cancel: CancelHandle,
     done: Option<Callback>,
-    paging: Paging,
     priority: Option<u8>,
     note: RequestNote,
     /// The next request in the list this one waits in (the IRP's list entry).
@@ -305,18 +302,10 @@ impl TestRequest {
             buf,
             cancel: CancelHandle::new(),
             done: Some(Box::new(done)),
-            paging: Paging::No,
             priority: None,
             note: RequestNote::default(),
             next: None,
         }))
-    }
-
-    /// The same request as paging I/O of the given kind (IRP_PAGING_IO, with or without
-    /// IRP_SYNCHRONOUS_PAGING_IO, in the kernel).
-    pub fn with_paging(mut self, paging: Paging) -> Self {
-        self.0.paging = paging;
-        self
     }
 
     /// The same request with an I/O priority hint (IoSetIoPriorityHint in the kernel).
@@ -385,9 +374,6 @@ impl UpperRequest for TestRequest {
     }
     fn is_cancelled(&self) -> bool {
         self.0.cancel.0.cancelled.load(Ordering::SeqCst)
-    }
-    fn paging(&self) -> Paging {
-        self.0.paging
     }
     fn priority_hint(&self) -> Option<u8> {
         self.0.priority

@@ -1,7 +1,8 @@
 //! docs/review.md W11: what the direct path tells the host about the upper request a segment
 //! serves. The kernel host builds each child IRP from it: a read's data as a partial MDL of the
-//! upper request's MDL (the origin names that MDL and the segment's offset in it), and the
-//! paging flags when the upper request is paging I/O, and its I/O priority hint.
+//! upper request's MDL (the origin names that MDL and the segment's offset in it), and its I/O
+//! priority hint. Never its paging flags (`Origin` has none: the child goes to the host
+//! handle's device, not a disk; `driver/tests/w11_child_irp_flags.rs` holds the glue to it).
 
 mod common;
 
@@ -9,7 +10,7 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use common::*;
 use vcdirect::platform::{
-    BufOrigin, HostDevice, HostKind, HostLimits, IoBuf, KeptRead, Origin, Paging, RequestKind,
+    BufOrigin, HostDevice, HostKind, HostLimits, IoBuf, KeptRead, Origin, RequestKind,
 };
 use vcdirect::volume::Volume;
 use vcdirect::Status;
@@ -92,21 +93,19 @@ impl HostDevice for OriginHost {
     }
 }
 
-/// A direct read or write of `buf` at `offset`, of a paging kind, with a priority hint or
-/// not; its status.
+/// A direct read or write of `buf` at `offset`, with a priority hint or not; its status.
 fn transfer(
     vol: &Arc<Volume<StdPlatform<OriginHost>>>,
     kind: RequestKind,
     offset: u64,
     buf: Buf,
-    (paging, priority): (Paging, Option<u8>),
+    priority: Option<u8>,
 ) -> Status {
     let (tx, rx) = mpsc::channel();
     let len = buf.len() as u32;
     let mut req = TestRequest::new(kind, offset as i64, len, Some(buf), move |c| {
         let _ = tx.send(c.status);
     });
-    req = req.with_paging(paging);
     if let Some(hint) = priority {
         req = req.with_priority_hint(hint);
     }
@@ -115,7 +114,7 @@ fn transfer(
 }
 
 #[test]
-fn w11_direct_segments_name_the_callers_memory_paging_flag_and_priority() {
+fn w11_direct_segments_name_the_callers_memory_and_priority() {
     let size = 2 * MIB;
     let mem = MemoryHost::new(DATA_OFFSET + size + 64 * KIB).with_limits(HostLimits {
         max_transfer: 64 * 1024,
@@ -134,21 +133,15 @@ fn w11_direct_segments_name_the_callers_memory_paging_flag_and_priority() {
     )
     .expect("mount");
 
-    for (paging, priority) in [
-        (Paging::No, None),
-        (Paging::Asynchronous, None),
-        (Paging::Synchronous, None),
-        (Paging::No, Some(1)),
-        (Paging::Asynchronous, Some(4)),
-    ] {
+    for priority in [None, Some(1), Some(4)] {
         // A write of 160 KiB: three segments from the worker's buffer, none of them caller
-        // memory, each with the request's paging kind.
+        // memory, each with the request's priority.
         host.seen.lock().unwrap().clear();
         let data = pattern(3, 160 * 1024);
         let mut wbuf = buf_at_page_offset(data.len(), 0);
         wbuf.as_mut_slice().copy_from_slice(&data);
         assert_eq!(
-            transfer(&vol, RequestKind::Write, 0, wbuf, (paging, priority)),
+            transfer(&vol, RequestKind::Write, 0, wbuf, priority),
             Status::Success
         );
         let seen = host.seen.lock().unwrap().clone();
@@ -158,7 +151,6 @@ fn w11_direct_segments_name_the_callers_memory_paging_flag_and_priority() {
             assert_eq!(
                 s.origin,
                 Some(Origin {
-                    paging,
                     priority,
                     memory: None
                 }),
@@ -172,7 +164,7 @@ fn w11_direct_segments_name_the_callers_memory_paging_flag_and_priority() {
         let rbuf = buf_at_page_offset(data.len(), 512);
         let (base, start) = (rbuf.origin().unwrap(), rbuf.address());
         assert_eq!(
-            transfer(&vol, RequestKind::Read, 0, rbuf, (paging, priority)),
+            transfer(&vol, RequestKind::Read, 0, rbuf, priority),
             Status::Success
         );
         let seen = host.seen.lock().unwrap().clone();
@@ -189,7 +181,6 @@ fn w11_direct_segments_name_the_callers_memory_paging_flag_and_priority() {
             assert_eq!(
                 s.origin,
                 Some(Origin {
-                    paging,
                     priority,
                     memory: Some(expected),
                 }),

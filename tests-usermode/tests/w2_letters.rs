@@ -145,6 +145,14 @@ struct MountMgr<'a> {
     devices: RefCell<BTreeMap<String, VolumeNames>>,
     /// unique id -> remembered letter (`\DosDevices\X:`).
     database: RefCell<BTreeMap<Vec<u8>, String>>,
+    /// unique id -> its `\??\Volume{GUID}` entry (HKLM\SYSTEM\MountedDevices): made at the
+    /// first arrival of an id, kept across reboots, removed by neither a delete-points request
+    /// that names only the letter nor a volume removal, as Windows' mount manager does.
+    volume_entries: RefCell<BTreeMap<Vec<u8>, String>>,
+    /// unique id -> its `#{GUID}` "no drive letter" entry: written when a delete-points
+    /// request removes the id's letter, removed by the next create point for it; while it is
+    /// there, an arrival of the id gets no letter (the suggested link is ignored).
+    no_letter: RefCell<BTreeMap<Vec<u8>, String>>,
     /// Every request, in order.
     log: RefCell<Vec<String>>,
     fail_arrival: Cell<bool>,
@@ -161,6 +169,8 @@ impl<'a> MountMgr<'a> {
             objects,
             devices: RefCell::default(),
             database: RefCell::default(),
+            volume_entries: RefCell::default(),
+            no_letter: RefCell::default(),
             log: RefCell::default(),
             fail_arrival: Cell::new(false),
             fail_create_point: Cell::new(false),
@@ -212,8 +222,21 @@ impl MountManager for MountMgr<'_> {
         self.held
             .borrow_mut()
             .insert(device.clone(), names.unique_id().to_vec());
+        let mut entries = self.volume_entries.borrow_mut();
+        let next = entries.len();
+        entries
+            .entry(names.unique_id().to_vec())
+            .or_insert_with(|| format!("\\??\\Volume{{{next:08x}-guid}}"));
+        drop(entries);
         let remembered = self.database.borrow().get(names.unique_id()).cloned();
-        let wanted = remembered.or_else(|| names.suggested_link_name().map(s));
+        let no_letter = self.no_letter.borrow().contains_key(names.unique_id());
+        let wanted = remembered.or_else(|| {
+            if no_letter {
+                None
+            } else {
+                names.suggested_link_name().map(s)
+            }
+        });
         if let Some(dos) = wanted {
             let letter = Self::letter_of(&dos);
             if self.objects.global_target(&letter).is_none() {
@@ -245,6 +268,7 @@ impl MountManager for MountMgr<'_> {
                     .get(&device)
                     .cloned()
                     .expect("a device");
+                self.no_letter.borrow_mut().remove(names.unique_id());
                 self.database
                     .borrow_mut()
                     .insert(names.unique_id().to_vec(), link);
@@ -264,6 +288,10 @@ impl MountManager for MountMgr<'_> {
             return Err(OBJECT_NAME_NOT_FOUND);
         };
         db.remove(&id);
+        let mut no_letter = self.no_letter.borrow_mut();
+        let n = no_letter.len();
+        no_letter.insert(id, format!("#{{{n:08x}-guid}}"));
+        drop(no_letter);
         self.objects
             .global
             .borrow_mut()
@@ -1203,4 +1231,68 @@ fn w2_a_failure_after_the_arrival_hands_the_links_to_the_dismount_sequence() {
     assert_eq!(failed.status, Status::InsufficientResources);
     assert!(failed.announced.is_none());
     assert_eq!(objects.snapshot(), before);
+}
+
+/// 100 mounts and dismounts on one letter, each volume a different one, with the unique id
+/// `id_of` gives mount `n`; how many `\??\Volume{GUID}`, `#{GUID}` and letter entries the mount
+/// manager's database holds afterwards.
+fn database_after_100_mounts_on_v(id_of: impl Fn(u32) -> UniqueId) -> (usize, usize, usize) {
+    let objects = Objects::default();
+    let mm = MountMgr::new(&objects);
+    for n in 0..100u32 {
+        let v = VolumeNames::new(1000 + n, Some('V'), id_of(n)).unwrap();
+        mm.attach(&v);
+        let mut links = mount(&objects, Some(&mm), &v).expect("mounted");
+        assert_eq!(
+            objects.global_target("V:").as_deref(),
+            Some(s(v.device_name()).as_str()),
+            "mount {n} has V:"
+        );
+        links.remove_all(&objects, Some(&mm as &dyn MountManager));
+        assert_eq!(objects.global_target("V:"), None, "dismount {n} removed V:");
+    }
+    let entries = mm.volume_entries.borrow().len();
+    let no_letter = mm.no_letter.borrow().len();
+    let letters = mm.database.borrow().len();
+    (entries, no_letter, letters)
+}
+
+#[test]
+fn w2_repeated_mounts_on_one_letter_leave_one_database_entry() {
+    // The driver's choice (`UniqueId::for_mount`, as the control IOCTL makes it): the letter's
+    // id, whatever fresh bytes each mount drew.
+    let (entries, no_letter, letters) = database_after_100_mounts_on_v(|n| {
+        UniqueId::for_mount(Some('V'), |_| false, || Ok([n as u8; 16])).unwrap()
+    });
+    assert_eq!(entries, 1, "one Volume{{GUID}} entry for V:'s id");
+    assert!(no_letter <= 1, "at most one #{{GUID}} entry ({no_letter})");
+    assert!(letters <= 1, "at most V:'s letter entry ({letters})");
+    // The id is the letter's, in either case, and another letter's differs.
+    assert_eq!(UniqueId::for_letter('v'), UniqueId::for_letter('V'));
+    assert_ne!(UniqueId::for_letter('V'), UniqueId::for_letter('W'));
+    assert_eq!(UniqueId::for_letter('V').as_bytes().len(), 24);
+    assert!(UniqueId::for_letter('V')
+        .as_bytes()
+        .starts_with(b"vcdirect-volume-V"));
+    // Without a letter the id is fresh each time (never announced, so never in the database).
+    let a = UniqueId::for_mount(None, |_| false, || Ok([1; 16])).unwrap();
+    let b = UniqueId::for_mount(None, |_| false, || Ok([2; 16])).unwrap();
+    assert_ne!(a, b);
+    assert_eq!(
+        UniqueId::for_mount(None, |_| false, || Err(Status::InsufficientResources)),
+        Err(Status::InsufficientResources)
+    );
+    // The letter's id while a live volume already answers it (one moved from V: to another
+    // letter with mountvol): fresh bytes, so one id never belongs to two live volumes.
+    let moved = UniqueId::for_letter('V');
+    let c = UniqueId::for_mount(Some('V'), |id| *id == moved, || Ok([3; 16])).unwrap();
+    assert_eq!(c, UniqueId::new([3; 16]));
+}
+
+#[test]
+fn w2_the_model_bites_fresh_ids_per_mount_grow_the_database() {
+    // A fresh id per mount with a letter (what the driver did before): a Volume{GUID} and a
+    // #{GUID} entry per mount.
+    let (entries, no_letter, _) = database_after_100_mounts_on_v(|n| UniqueId::new([n as u8; 16]));
+    assert_eq!((entries, no_letter), (100, 100));
 }

@@ -292,9 +292,9 @@ fn transfer<P: Platform>(
 ) -> Status {
     let address = buf.address();
     // W11: the host hands the caller's memory down (a read's segment is a partial MDL of the
-    // upper request's) and copies the paging flags and priority hint into its child requests.
+    // upper request's) and copies the priority hint into its child requests (not the paging
+    // flags: `Origin` says why).
     let memory = buf.origin();
-    let paging = request.paging();
     let priority = request.priority_hint();
     // W7: mapped now that a worker has taken it; a mapping failure issues nothing.
     let data = match buf.map() {
@@ -330,7 +330,6 @@ fn transfer<P: Platform>(
                         host_offset(pos),
                         segment,
                         Origin {
-                            paging,
                             priority,
                             memory: memory.map(|m| m.advanced(pos)),
                         },
@@ -419,7 +418,6 @@ fn transfer<P: Platform>(
                         host_offset(pos),
                         out,
                         Origin {
-                            paging,
                             priority,
                             memory: None,
                         },

@@ -266,20 +266,49 @@ pub fn dos_letter(letter: char) -> Result<Vec<u16>, Status> {
 /// Bytes of a [`UniqueId`].
 pub const UNIQUE_ID_BYTES: usize = 24;
 
-/// The mount manager's unique id of one mounted volume: `vcdirect` and 16 bytes drawn fresh
-/// for each mount (the glue takes them from ExUuidCreate). Never derived from the slot
-/// number (a later volume in the same `\Device\VcVolume<N>` would inherit a letter the mount
-/// manager remembers for that id) nor from key material.
+/// The mount manager's unique id of one mounted volume (W2). A mount with a drive letter gets
+/// the id of that letter, `vcdirect-volume-X` padded with zeros, the same at every mount on X
+/// (VeraCrypt's approach, a fixed prefix and the letter): the mount manager keeps one
+/// `\??\Volume{GUID}` entry in its database (HKLM\SYSTEM\MountedDevices) per unique id it
+/// has seen, and a delete-points request naming `\DosDevices\X:` removes only the letter's,
+/// so fresh ids left one entry behind per mount; per letter there are at most 26, and after a
+/// crash while mounted the letter stays bound to an id that returns with the next mount on it.
+/// A mount without a letter is never announced to the mount manager and gets `vcdirect` and
+/// 16 bytes drawn fresh (the glue takes them from ExUuidCreate), so two of them never share an
+/// id. Never derived from the slot number (a later volume in the same `\Device\VcVolume<N>`
+/// would inherit a letter the mount manager remembers for that id) nor from key material.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UniqueId([u8; UNIQUE_ID_BYTES]);
 
 impl UniqueId {
-    /// The id for a mount whose fresh 16 bytes are `nonce`.
+    /// The id for a mount without a letter whose fresh 16 bytes are `nonce`.
     pub fn new(nonce: [u8; 16]) -> UniqueId {
         let mut id = [0u8; UNIQUE_ID_BYTES];
         id[..8].copy_from_slice(b"vcdirect");
         id[8..].copy_from_slice(&nonce);
         UniqueId(id)
+    }
+
+    /// The id of every mount on drive letter `letter` (`A`..=`Z`, either case).
+    pub fn for_letter(letter: char) -> UniqueId {
+        let mut id = [0u8; UNIQUE_ID_BYTES];
+        id[..16].copy_from_slice(b"vcdirect-volume-");
+        id[16] = letter_name(letter)[0];
+        UniqueId(id)
+    }
+
+    /// The id for a mount: its letter's, or the fresh one from `nonce` without a letter, or
+    /// when `live` says a mounted volume answers the letter's id already (one the user moved
+    /// from that letter to another with mountvol): one id never belongs to two live volumes.
+    pub fn for_mount(
+        letter: Option<char>,
+        live: impl FnOnce(&UniqueId) -> bool,
+        nonce: impl FnOnce() -> Result<[u8; 16], Status>,
+    ) -> Result<UniqueId, Status> {
+        match letter.map(UniqueId::for_letter) {
+            Some(id) if !live(&id) => Ok(id),
+            _ => nonce().map(UniqueId::new),
+        }
     }
 
     /// Its bytes (the MOUNTDEV_UNIQUE_ID payload).

@@ -21,7 +21,7 @@ pub use injection::install_allocation_injection;
 pub(crate) use injection::installed_says_fail;
 pub use injection::AllocationInjection;
 pub use request::{
-    BufOrigin, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf, KeptRead, Origin, Paging,
+    BufOrigin, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf, KeptRead, Origin,
     RequestKind, RequestList, RequestNote, UpperRequest,
 };
 pub use request_queue::{RequestQueue, Taken};

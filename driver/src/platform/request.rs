@@ -91,27 +91,13 @@ impl BufOrigin {
     }
 }
 
-/// Whether an upper request is paging I/O, and which kind: its host requests carry the same.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Paging {
-    /// Not paging I/O.
-    #[default]
-    No,
-    /// Asynchronous paging I/O (the kernel: IRP_PAGING_IO alone, as the modified page
-    /// writer's writes).
-    Asynchronous,
-    /// Synchronous paging I/O (the kernel: IRP_PAGING_IO | IRP_SYNCHRONOUS_PAGING_IO, as a
-    /// page fault's reads).
-    Synchronous,
-}
-
-/// What a host operation knows about the upper request it serves: the flags a disk class
-/// driver copies into its child requests, and where a read's caller buffer lives.
+/// What a host operation knows about the upper request it serves: its I/O priority, and where a
+/// read's caller buffer lives. Not its paging flags (W11): a child request goes to the host
+/// handle's device (RAW and any minifilters above a disk, not the disk itself), where
+/// IRP_PAGING_IO would claim paging I/O for a section the DASD file object does not have;
+/// the child carries IRP_NOCACHE instead, as every direct transfer is uncached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Origin {
-    /// The upper request's paging kind (the kernel: its IRP_PAGING_IO and
-    /// IRP_SYNCHRONOUS_PAGING_IO flags).
-    pub paging: Paging,
     /// The upper request's I/O priority hint in the platform's terms (the kernel:
     /// IO_PRIORITY_HINT), copied into its host requests; `None` leaves theirs at the default.
     pub priority: Option<u8>,
@@ -171,12 +157,6 @@ pub trait UpperRequest: Send + Sized + 'static {
     fn put_buffer(&mut self, buf: Self::Buf);
     /// True once the request was cancelled by its issuer.
     fn is_cancelled(&self) -> bool;
-    /// The request's paging kind (the kernel: IRP_PAGING_IO and IRP_SYNCHRONOUS_PAGING_IO in
-    /// the IRP's flags): the host requests made for it carry the same flags, as a disk class
-    /// driver's do.
-    fn paging(&self) -> Paging {
-        Paging::No
-    }
     /// The request's I/O priority hint (the kernel: IoGetIoPriorityHint), or `None` where the
     /// platform has none: the host requests made for it carry it.
     fn priority_hint(&self) -> Option<u8> {

@@ -12,6 +12,7 @@
 
 mod cancel;
 pub mod geometry;
+pub mod host_type;
 
 /// The counters a volume shows (defined with what both paths share, in `io`).
 pub use crate::io::{CounterSnapshot, Counters, LegacyReason, VolumeMemory};

@@ -33,7 +33,7 @@ use super::dismount::KernelVolumeAbove;
 use super::host::{KernelHost, OpenParams};
 use super::identity::{self, DeviceAccess};
 use super::irp::Irp;
-use super::links::{fresh_unique_id, fresh_uuid, KernelNamespace, DIRS};
+use super::links::{fresh_uuid, KernelNamespace, DIRS};
 use super::mutex::KernelMutex;
 use super::platform::{ClientSecurity, KernelPlatform};
 use super::registry::read_values;
@@ -49,7 +49,7 @@ use crate::abi::{
 };
 use crate::access::{self, Caller, Operation, Sid};
 use crate::dismount::{self as sequence, Teardown};
-use crate::namespace::VolumeNames;
+use crate::namespace::{UniqueId, VolumeNames};
 use crate::platform::{Lock, Thread, UpperRequest};
 use crate::registry::{Config, Gate, Gates, Note, Tunables, ALL_VALUE_NAMES, DRIVER_GATES};
 use crate::volume::{MountParams, Volume};
@@ -87,6 +87,15 @@ struct DriverState {
     next_id: AtomicU32,
     /// Serializes the control IOCTLs (W4): two mounts cannot race for a letter or an id.
     control_mutex: KernelMutex,
+    /// Serializes the dismount IOCTLs' hand-off to their system thread: the join of the
+    /// previous dismount thread (up to about 20 s for a forced dismount whose file system
+    /// keeps refusing) happens under it, never under `control_mutex`, so list, status and
+    /// mount go on meanwhile. Lock order: `control_mutex` before `dismount_mutex` (shutdown).
+    dismount_mutex: KernelMutex,
+    /// Dismount IOCTLs that claimed their volume (under the control mutex) and have not yet
+    /// handed it to their thread (under the dismount mutex): shutdown waits for them, so no
+    /// claimed volume is left mounted behind its forced dismount of every volume.
+    claims_pending: AtomicUsize,
     /// The system thread of the last dismount IOCTL (W1), joined by the next one and by
     /// Unload, so none runs in the image after it is gone (W3).
     workers: SpinLock<Vec<SystemThread>>,
@@ -216,6 +225,10 @@ pub unsafe fn driver_entry(
         Ok(m) => m,
         Err(status) => return nt(status),
     };
+    let dismount_mutex = match KernelMutex::try_new() {
+        Ok(m) => m,
+        Err(status) => return nt(status),
+    };
 
     let mut device_name = unicode(&DEVICE_NAME);
     let mut device: *mut DEVICE_OBJECT = core::ptr::null_mut();
@@ -312,6 +325,8 @@ pub unsafe fn driver_entry(
             }
         }),
         control_mutex,
+        dismount_mutex,
+        claims_pending: AtomicUsize::new(0),
         workers: SpinLock::new(Vec::new()),
     });
     let state = match state {
@@ -492,7 +507,13 @@ unsafe extern "C" fn dispatch_device_control(
     let (status, information) = control_ioctl(state(), &mut irp, &mut claim);
     match (state(), claim) {
         (Some(state), Some(claim)) if status.is_success() => start_dismount(state, claim, irp),
-        _ => {
+        (state, claim) => {
+            // A claim whose IOCTL failed afterwards (its reply did not fit) gives the volume
+            // back: it stays mounted, dismountable again.
+            if let (Some(state), Some(claim)) = (state, claim) {
+                unclaim(state, &claim.device);
+                state.claims_pending.fetch_sub(1, Ordering::AcqRel);
+            }
             irp.complete(status, information);
             nt(status)
         }
@@ -519,8 +540,20 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
         // dismount IOCTL's thread finishes first (its volume is then gone, or unclaimed and
         // dismounted here). The workers never take the control mutex: no deadlock.
         state.control_mutex.with(|| {
-            for worker in state.workers.with(core::mem::take) {
-                worker.join();
+            // No new claim meanwhile (claims take the control mutex); a claim already made
+            // hands its volume to a thread under the dismount mutex soon: wait until none is
+            // pending, joining each dismount thread, so the loop below skips no volume a
+            // dismount was about to start on.
+            loop {
+                state.dismount_mutex.with(|| {
+                    for worker in state.workers.with(core::mem::take) {
+                        worker.join();
+                    }
+                });
+                if state.claims_pending.load(Ordering::Acquire) == 0 {
+                    break;
+                }
+                super::dismount::wait_ms(10);
             }
             dismount_all_forced(state);
         });
@@ -621,7 +654,9 @@ fn probe_control_device() -> Result<(), Status> {
 /// sends to the volume must not run in a dispatch routine (under Wine one dispatch loop serves
 /// the process; on Windows the filesystem may write through our own device meanwhile). The
 /// previous dismount's thread is joined first (it has completed its IRP, or is about to), so
-/// at most one thread object is kept, and Unload joins that one.
+/// at most one thread object is kept, and Unload joins that one. The join and the hand-off run
+/// under the dismount mutex, not the control mutex: a forced dismount that waits for its file
+/// system (up to about 20 s) holds up the next dismount, never list, status or mount.
 ///
 /// IRQL: PASSIVE_LEVEL, in the caller's thread.
 fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTATUS {
@@ -632,13 +667,14 @@ fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTA
         Ok(slot) => slot,
         Err(status) => {
             unclaim(ds, &claim.device);
+            ds.claims_pending.fetch_sub(1, Ordering::AcqRel);
             irp.complete(status, 0);
             return nts::PENDING;
         }
     };
     slot.with(|s| *s = Some(irp));
     let device = Arc::clone(&claim.device);
-    ds.control_mutex.with(|| {
+    ds.dismount_mutex.with(|| {
         for previous in ds.workers.with(core::mem::take) {
             previous.join();
         }
@@ -676,6 +712,8 @@ fn start_dismount(ds: &'static DriverState, claim: Claim, mut irp: Irp) -> NTSTA
                 }
             }
         }
+        // Handed over (or given back): shutdown no longer waits for this claim.
+        ds.claims_pending.fetch_sub(1, Ordering::AcqRel);
     });
     nts::PENDING
 }
@@ -1100,8 +1138,17 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         // session's, checked in its thread), before anything of the mount is created.
         crate::namespace::letter_free(&KernelNamespace, &DIRS, c)?;
     }
-    // W2: fresh bytes for the mount manager's unique id of this volume (not the slot).
-    let unique_id = fresh_unique_id()?;
+    // W2: the mount manager's unique id of this volume: its letter's (one database entry per
+    // letter, whatever the number of mounts), or fresh bytes without a letter (never the slot).
+    // A mounted volume may answer the letter's id already (moved to another letter with
+    // mountvol): then fresh bytes, so one id never belongs to two live volumes.
+    let live = |id: &UniqueId| {
+        state.volumes.with(|v| {
+            v.iter()
+                .any(|e| e.device.mounted().names.unique_id() == id.as_bytes())
+        })
+    };
+    let unique_id = UniqueId::for_mount(request.drive_letter, live, fresh_uuid)?;
     let asked_read_only = request.flags & MOUNT_READ_ONLY != 0;
     // R11: the mounting user's context, captured in the caller's thread.
     let security = ClientSecurity::capture()?;
@@ -1110,6 +1157,7 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         read_only: asked_read_only,
         shared: request.flags & MOUNT_SHARED != 0,
         wine_driver_name: &request.wine_host_driver_name,
+        own_driver: state.driver,
     })?;
     // W11: a write-protected raw host is mounted read-only, as VeraCrypt does (the volume
     // device gets FILE_READ_ONLY_DEVICE, writes fail with STATUS_MEDIA_WRITE_PROTECTED, the
@@ -1256,6 +1304,9 @@ fn claim_dismount(
         entry.dismounting = true;
         Ok(Arc::clone(&entry.device))
     })?;
+    // Shutdown waits for this claim until its thread has it (`start_dismount`), or until the
+    // IOCTL gives it back (`dispatch_device_control`).
+    state.claims_pending.fetch_add(1, Ordering::AcqRel);
     *claim = Some(Claim { device, force });
     Ok(Answer::Empty)
 }

@@ -14,14 +14,12 @@ use wdk_sys::ntddk::{IofCompleteRequest, MmMapLockedPagesSpecifyCache};
 use wdk_sys::{
     _MEMORY_CACHING_TYPE::MmCached, _MM_PAGE_PRIORITY::HighPagePriority, _MODE::KernelMode,
     IO_DISK_INCREMENT, IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_BUFFERED_IO,
-    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, IRP_PAGING_IO, IRP_SYNCHRONOUS_PAGING_IO, MDL,
-    MDL_MAPPED_TO_SYSTEM_VA, MDL_SOURCE_IS_NONPAGED_POOL,
+    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, MDL, MDL_MAPPED_TO_SYSTEM_VA,
+    MDL_SOURCE_IS_NONPAGED_POOL,
 };
 
 use super::nt;
-use crate::platform::{
-    BufOrigin, IoBuf, Paging, RequestKind, RequestList, RequestNote, UpperRequest,
-};
+use crate::platform::{BufOrigin, IoBuf, RequestKind, RequestList, RequestNote, UpperRequest};
 use crate::Status;
 
 /// MdlMappingNoExecute (wdm.h, Windows 8 and later): map data pages no-execute.
@@ -745,17 +743,6 @@ impl UpperRequest for Irp {
         // IoCancelIrp may set concurrently: read it as the atomic byte it is used as.
         let cancel = unsafe { AtomicU8::from_ptr(field) };
         cancel.load(Ordering::SeqCst) != 0
-    }
-
-    fn paging(&self) -> Paging {
-        let flags = self.raw().Flags;
-        if flags & IRP_PAGING_IO == 0 {
-            Paging::No
-        } else if flags & IRP_SYNCHRONOUS_PAGING_IO == 0 {
-            Paging::Asynchronous
-        } else {
-            Paging::Synchronous
-        }
     }
 
     /// Product: the upper IRP's hint (IoReuseIrp resets a child's, so the host sets it again).

@@ -1,11 +1,11 @@
 //! The kernel side of `crate::namespace` (W2): symbolic links in the object namespace, the
-//! mount manager, and each mount's fresh unique-id bytes.
+//! mount manager, and fresh bytes from ExUuidCreate.
 //!
 //! Owns: [`KernelNamespace`] (ZwOpenSymbolicLinkObject/ZwQuerySymbolicLinkObject to read a
 //! link, IoCreateSymbolicLink and IoDeleteSymbolicLink), the mount manager a mount talks to
 //! ([`mount_manager`]: product build `\Device\MountPointManager` through
 //! IoGetDeviceObjectPointer and device-control IRPs; wine-host build the in-process stand-in
-//! below) and [`fresh_unique_id`] (ExUuidCreate). Never: decides which links a mount makes or
+//! below) and [`fresh_uuid`] (ExUuidCreate). Never: decides which links a mount makes or
 //! removes (`crate::namespace::Links` does).
 //!
 //! wine-host build: Wine's mount manager runs in another winedevice process, which a driver
@@ -32,7 +32,7 @@ use wdk_sys::{
 };
 
 use super::strings::OwnedUnicode;
-use crate::namespace::{mountmgr, Directories, Leftover, MountManager, Namespace, UniqueId};
+use crate::namespace::{mountmgr, Directories, Leftover, MountManager, Namespace};
 use crate::Status;
 
 /// Where global links live in this build.
@@ -181,15 +181,8 @@ impl Namespace for KernelNamespace {
     }
 }
 
-/// 16 fresh bytes for a mount's unique id (ExUuidCreate: time and node based, unique across
-/// boots; never key material).
-///
-/// IRQL: PASSIVE_LEVEL.
-pub(crate) fn fresh_unique_id() -> Result<UniqueId, Status> {
-    fresh_uuid().map(UniqueId::new)
-}
-
-/// 16 fresh bytes from ExUuidCreate (a mount's unique id, the first volume id of a load).
+/// 16 fresh bytes from ExUuidCreate (time and node based, unique across boots; never key
+/// material): the unique id of a mount without a letter, the first volume id of a load.
 ///
 /// IRQL: PASSIVE_LEVEL.
 pub(crate) fn fresh_uuid() -> Result<[u8; 16], Status> {

@@ -5,9 +5,9 @@
 //! sized for the host's stack, an MDL able to describe the largest segment and the KEVENT its
 //! completion routine sets; reused for every segment with IoReuseIrp, so a segment allocates
 //! nothing), building one child request in a slot (W11: READ, WRITE or FLUSH_BUFFERS with
-//! IRP_NOCACHE and the paging flags of the upper request, the issuing thread in
-//! Tail.Overlay.Thread and the upper request's I/O priority hint (product), the mount's FILE_OBJECT in the
-//! target's stack location, the data described by a partial MDL of the upper request's MDL for
+//! IRP_NOCACHE and never the upper request's paging flags, the issuing thread in
+//! Tail.Overlay.Thread and the upper request's I/O priority hint, at least normal (product),
+//! the mount's FILE_OBJECT in the target's stack location, the data described by a partial MDL of the upper request's MDL for
 //! a read into the caller's buffer, or by an MDL built for the engine's nonpaged buffer), and
 //! [`ChildIo`], the engine's `HostIo`, which holds the host's remove lock and its slot until the
 //! IRP completed (R13). Never: retries, times out or abandons a request (R13: a started child
@@ -47,8 +47,8 @@ use wdk_sys::ntddk::{
 use wdk_sys::MDL_PARTIAL_HAS_BEEN_MAPPED;
 use wdk_sys::{
     _EVENT_TYPE::SynchronizationEvent, _KWAIT_REASON::Executive, _MODE::KernelMode, DEVICE_OBJECT,
-    IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_WRITE, IRP_NOCACHE, IRP_PAGING_IO, IRP_SYNCHRONOUS_PAGING_IO,
-    KEVENT, MDL, MDL_ALLOCATED_FIXED_SIZE, MDL_ALLOCATED_MUST_SUCCEED, NTSTATUS, PVOID,
+    IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_WRITE, IRP_NOCACHE, KEVENT, MDL, MDL_ALLOCATED_FIXED_SIZE,
+    MDL_ALLOCATED_MUST_SUCCEED, NTSTATUS, PVOID,
 };
 #[cfg(feature = "wine-host")]
 use wdk_sys::{MDL_MAPPED_TO_SYSTEM_VA, MDL_PARTIAL, MDL_SOURCE_IS_NONPAGED_POOL};
@@ -59,7 +59,7 @@ use super::super::sync::KernelSemaphore;
 use super::KernelHost;
 use crate::io::MAX_DIRECT_REQUEST;
 use crate::platform::irql::Call;
-use crate::platform::{BufOrigin, HostIo, Origin, Paging, Semaphore};
+use crate::platform::{BufOrigin, HostIo, Origin, Semaphore};
 use crate::Status;
 
 extern "system" {
@@ -85,6 +85,9 @@ const SLOT_MDL_SIZE: usize = core::mem::size_of::<MDL>() + PFN_BYTES * SLOT_MDL_
 const _: () = assert!(SLOT_MDL_SIZE <= i16::MAX as usize);
 /// SL_INVOKE_ON_CANCEL | SL_INVOKE_ON_SUCCESS | SL_INVOKE_ON_ERROR.
 const SL_INVOKE_ALWAYS: u8 = 0x20 | 0x40 | 0x80;
+/// IoPriorityNormal (IO_PRIORITY_HINT): the lowest hint a child request carries.
+#[cfg(not(feature = "wine-host"))]
+const IO_PRIORITY_NORMAL: i32 = 2;
 /// SL_WRITE_THROUGH (IO_STACK_LOCATION.Flags of a write).
 const SL_WRITE_THROUGH: u8 = 0x04;
 /// The MDL flags IoAllocateMdl sets that say how to free it; kept across reuse.
@@ -333,13 +336,6 @@ impl KernelHost {
         // dropped before its borrow ends, by the worker that started it), so it outlives it.
         // SAFETY: no preconditions; the current thread is referenced while it runs.
         irp_ref.Tail.Overlay.Thread = unsafe { KeGetCurrentThread() };
-        #[cfg(not(feature = "wine-host"))]
-        if let Some(hint) = request.origin.priority {
-            // The upper request's priority (IoReuseIrp reset the child's); a hint the kernel
-            // refuses leaves the default, so the status is not needed.
-            // SAFETY: our IRP, not in flight; IRQL <= DISPATCH_LEVEL.
-            let _ = unsafe { IoSetIoPriorityHint(irp, i32::from(hint)) };
-        }
         if !flush {
             // SAFETY: our MDL, released after its last use; the buffer contract is the
             // caller's (`start`).
@@ -348,15 +344,22 @@ impl KernelHost {
             };
             irp_ref.MdlAddress = slot.mdl.as_ptr();
             irp_ref.UserBuffer = va;
-            // W11: the flags a disk class driver's requests carry.
+            // W11: uncached, and nothing else. Never the upper request's paging flags: this
+            // IRP goes to the host handle's device (RAW and its minifilters, not the disk),
+            // where they would claim paging I/O for a section the DASD file object has not.
             irp_ref.Flags = IRP_NOCACHE;
-            // The upper request's paging flags as it has them (the modified page writer's
-            // writes are asynchronous paging I/O: no IRP_SYNCHRONOUS_PAGING_IO).
-            irp_ref.Flags |= match request.origin.paging {
-                Paging::No => 0,
-                Paging::Asynchronous => IRP_PAGING_IO,
-                Paging::Synchronous => IRP_PAGING_IO | IRP_SYNCHRONOUS_PAGING_IO,
-            };
+        }
+        // The priority hint after Flags: the I/O manager keeps it in Flags' bits, so setting
+        // Flags afterwards would wipe it.
+        #[cfg(not(feature = "wine-host"))]
+        if let Some(hint) = request.origin.priority {
+            // The upper request's priority (IoReuseIrp reset the child's), never below normal:
+            // a disk class driver holds very-low and low requests in its idle queue, and a
+            // child held there keeps one of the volume's 8 slots from normal and paging I/O
+            // behind it. A hint the kernel refuses leaves the default: no status needed.
+            let hint = i32::from(hint).max(IO_PRIORITY_NORMAL);
+            // SAFETY: our IRP, not in flight; IRQL <= DISPATCH_LEVEL.
+            let _ = unsafe { IoSetIoPriorityHint(irp, hint) };
         }
         // SAFETY: after IoReuseIrp the Overlay arm of Tail is the one in use.
         let current = unsafe { irp_ref.Tail.Overlay.__bindgen_anon_2.__bindgen_anon_1 };

@@ -33,6 +33,9 @@ pub struct OpenParams<'a> {
     pub shared: bool,
     /// wine-host build: the test disk driver whose first device plays the host.
     pub wine_driver_name: &'a [u16],
+    /// This driver's object: a host device of this driver is one of its own volumes, which
+    /// may not be the raw host of another (`crate::volume::host_type`).
+    pub own_driver: *const wdk_sys::DRIVER_OBJECT,
 }
 
 impl KernelHost {

@@ -12,13 +12,16 @@ use core::ptr::NonNull;
 
 use wdk_sys::ntddk::{
     IoGetRelatedDeviceObject, ObReferenceObjectByHandle, ObfDereferenceObject, ZwClose,
-    ZwCreateFile, ZwDeviceIoControlFile, ZwFsControlFile, ZwQueryInformationFile, ZwReadFile,
-    ZwWriteFile,
+    ZwCreateFile, ZwDeviceIoControlFile, ZwFsControlFile, ZwQueryInformationFile,
+    ZwQueryVolumeInformationFile, ZwReadFile, ZwWriteFile,
 };
 use wdk_sys::{
-    _FILE_INFORMATION_CLASS::FileStandardInformation, _MODE::KernelMode, FILE_OBJECT, FILE_OPEN,
-    FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFORMATION, GENERIC_READ, GENERIC_WRITE,
-    HANDLE, IO_STATUS_BLOCK, LARGE_INTEGER, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE,
+    _FILE_INFORMATION_CLASS::{FilePipeInformation, FileStandardInformation},
+    _FSINFOCLASS::FileFsDeviceInformation,
+    _MODE::KernelMode,
+    FILE_FS_DEVICE_INFORMATION, FILE_OBJECT, FILE_OPEN, FILE_PIPE_INFORMATION, FILE_SHARE_READ,
+    FILE_SHARE_WRITE, FILE_STANDARD_INFORMATION, GENERIC_READ, GENERIC_WRITE, HANDLE,
+    IO_STATUS_BLOCK, LARGE_INTEGER, OBJECT_ATTRIBUTES, OBJ_CASE_INSENSITIVE,
     OBJ_FORCE_ACCESS_CHECK, OBJ_KERNEL_HANDLE, PVOID, SYNCHRONIZE, UNICODE_STRING,
 };
 
@@ -28,6 +31,7 @@ use super::super::strings::{unicode, OwnedUnicode};
 use super::open::{probe, OpenParams};
 use super::KernelHost;
 use crate::platform::{HostKind, HostLimits};
+use crate::volume::host_type::{check_host_type, HostTypeFacts};
 use crate::Status;
 
 const FILE_WRITE_THROUGH: u32 = 0x0000_0002;
@@ -98,6 +102,40 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
     // forms `HostKind::of_path` knows; where they differ, the file object wins.
     // SAFETY: `file` is a referenced FILE_OBJECT (checked above); its FileName is read only.
     let raw = unsafe { (*file).FileName.Length } == 0;
+    // W11: what the open reached must be able to hold a volume. A named pipe or mailslot that
+    // stops answering would block the legacy I/O thread forever (and dismount and shutdown
+    // with it), a directory has no bytes, and one of our own volumes opened raw would feed
+    // its I/O back into this driver: refused before anything is asked of the host (a
+    // container on a file system mounted on one of our volumes is allowed: own_volume
+    // refuses only the raw open).
+    // SAFETY: `file` is a referenced FILE_OBJECT; its DeviceObject (the device the open
+    // reached) is referenced with it and read only.
+    let reached = unsafe { (*file).DeviceObject };
+    let facts = HostTypeFacts {
+        kind: if raw {
+            HostKind::RawDevice
+        } else {
+            HostKind::FileContainer
+        },
+        // SAFETY: our kernel handle; `reached` as above (NULL checked).
+        device_type: unsafe { fs_device_type(handle) }
+            .or_else(|| unsafe { reached.as_ref() }.map(|d| d.DeviceType))
+            .unwrap_or(0),
+        // SAFETY: our kernel handle.
+        directory: unsafe { standard_information(handle) }.is_some_and(|(_, dir)| dir),
+        // SAFETY: our kernel handle.
+        pipe: unsafe { is_pipe(handle) },
+        // SAFETY: as above.
+        own_volume: unsafe { reached.as_ref() }
+            .is_some_and(|d| core::ptr::eq(d.DriverObject, params.own_driver)),
+    };
+    if let Err(status) = check_host_type(&facts) {
+        // SAFETY: as above, undo the reference and the handle.
+        unsafe { ObfDereferenceObject(object) };
+        // SAFETY: our handle, closed once.
+        let _ = unsafe { ZwClose(handle) };
+        return Err(status);
+    }
     // SAFETY: `file` is a referenced FILE_OBJECT; the device stack behind it lives as
     // long as the file object (R10: the same handle, no second open).
     let device = unsafe { IoGetRelatedDeviceObject(file) };
@@ -332,11 +370,23 @@ pub(crate) unsafe fn fs_control(
 /// # Safety
 /// As [`device_control`].
 unsafe fn file_size(handle: HANDLE) -> Option<u64> {
-    // A FILE_STANDARD_INFORMATION in u64 words (8-aligned); EndOfFile's word by the binding.
+    // SAFETY: the caller's contract.
+    unsafe { standard_information(handle) }.map(|(size, _)| size)
+}
+
+/// FileStandardInformation of the open: its EndOfFile and whether it is a directory.
+///
+/// # Safety
+/// `handle` is the mount's open kernel handle.
+unsafe fn standard_information(handle: HANDLE) -> Option<(u64, bool)> {
+    // A FILE_STANDARD_INFORMATION in u64 words (8-aligned); EndOfFile's word and the
+    // Directory byte by the binding.
     const WORDS: usize = size_of::<FILE_STANDARD_INFORMATION>().div_ceil(8);
     const END_OF_FILE: usize = offset_of!(FILE_STANDARD_INFORMATION, EndOfFile);
+    const DIRECTORY: usize = offset_of!(FILE_STANDARD_INFORMATION, Directory);
     const _: () =
         assert!(END_OF_FILE.is_multiple_of(8) && align_of::<FILE_STANDARD_INFORMATION>() <= 8);
+    const _: () = assert!(DIRECTORY < WORDS * 8);
     let mut info = [0u64; WORDS];
     let mut iosb = IO_STATUS_BLOCK::default();
     // SAFETY: our kernel handle (contract); `info` (8-aligned) holds a
@@ -350,7 +400,50 @@ unsafe fn file_size(handle: HANDLE) -> Option<u64> {
             FileStandardInformation,
         )
     };
-    (status >= 0).then_some(info[END_OF_FILE / 8])
+    let directory = info[DIRECTORY / 8].to_le_bytes()[DIRECTORY % 8] != 0;
+    (status >= 0).then_some((info[END_OF_FILE / 8], directory))
+}
+
+/// Whether the open reached a named pipe, local or remote: only a pipe answers
+/// FilePipeInformation.
+///
+/// # Safety
+/// `handle` is the mount's open kernel handle.
+unsafe fn is_pipe(handle: HANDLE) -> bool {
+    let mut info = FILE_PIPE_INFORMATION::default();
+    let mut iosb = IO_STATUS_BLOCK::default();
+    // SAFETY: our kernel handle (contract); `info` is a writable FILE_PIPE_INFORMATION.
+    let status = unsafe {
+        ZwQueryInformationFile(
+            handle,
+            &mut iosb,
+            (&raw mut info).cast(),
+            size_of::<FILE_PIPE_INFORMATION>() as u32,
+            FilePipeInformation,
+        )
+    };
+    status >= 0
+}
+
+/// FileFsDeviceInformation of the open: the device type of what it reached (FILE_DEVICE_*),
+/// or `None` when the query fails.
+///
+/// # Safety
+/// `handle` is the mount's open kernel handle.
+unsafe fn fs_device_type(handle: HANDLE) -> Option<u32> {
+    let mut info = FILE_FS_DEVICE_INFORMATION::default();
+    let mut iosb = IO_STATUS_BLOCK::default();
+    // SAFETY: our kernel handle (contract); `info` is a writable FILE_FS_DEVICE_INFORMATION.
+    let status = unsafe {
+        ZwQueryVolumeInformationFile(
+            handle,
+            &mut iosb,
+            (&raw mut info).cast(),
+            size_of::<FILE_FS_DEVICE_INFORMATION>() as u32,
+            FileFsDeviceInformation,
+        )
+    };
+    (status >= 0).then_some(info.DeviceType)
 }
 
 /// Synchronous ZwReadFile/ZwWriteFile on the mount's handle (the legacy I/O thread's host

@@ -18,6 +18,7 @@ use super::super::strings::OwnedUnicode;
 use super::open::{probe, OpenParams};
 use super::KernelHost;
 use crate::platform::{HostKind, HostLimits};
+use crate::volume::host_type::{check_host_type, HostTypeFacts};
 use crate::Status;
 
 /// IO_TYPE_DRIVER: the Type field of a DRIVER_OBJECT.
@@ -67,6 +68,22 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
             return Err(nts::NO_SUCH_DEVICE);
         }
     };
+    // W11: the host's device must be one a volume can live on (a disk's type, never one of
+    // our own volumes); the test disk can be told to report another type to show it.
+    // SAFETY: the driver's device lives as long as the referenced driver object.
+    let dev = unsafe { device.as_ref() };
+    let facts = HostTypeFacts {
+        kind: HostKind::RawDevice,
+        device_type: dev.DeviceType,
+        directory: false,
+        pipe: false,
+        own_volume: core::ptr::eq(dev.DriverObject, params.own_driver),
+    };
+    if let Err(status) = check_host_type(&facts) {
+        // SAFETY: the reference taken above.
+        unsafe { ObfDereferenceObject(object) };
+        return Err(status);
+    }
     // W6, W11: the device referenced for the mount's lifetime and the child-operation slots
     // sized for its stack; a failure fails the mount with nothing left behind.
     // SAFETY: the driver's device lives as long as the referenced driver object.

@@ -94,7 +94,7 @@ const USAGE: &str = "usage: vc-e2e <command> [--option value]...
                 [--out-len N] --expect ok|ERROR_NUMBER [--name NAME]
   latency       --device D --min-ms X
   disk-fault    --offset O --length L --status S [--ops 3]
-  disk-clear-faults | disk-reset | disk-latency --us N | disk-write-protect [--on 1|0] | disk-counters
+  disk-clear-faults | disk-reset | disk-latency --us N | disk-write-protect [--on 1|0] | disk-device-type [--type N] | disk-counters
   check-counter --name NAME [--min X] [--max Y]
   mount-probe   [--device \\\\.\\vcdirect]          (exit 3 when the mount IOCTL is not supported)
   malformed-mount [--device \\\\.\\vcdirect]
@@ -262,6 +262,12 @@ fn run(command: &str, o: &Opts, report: &mut Report) -> Result<u8, String> {
             let on = o.num("on", 1)? as u32;
             Device::open(td::CONTROL_PATH)?
                 .ioctl(td::IOCTL_SET_WRITE_PROTECTED, &on.to_le_bytes(), 0)
+                .map_err(|e| e.to_string())?;
+        }
+        "disk-device-type" => {
+            let value = o.num("type", 7)? as u32;
+            Device::open(td::CONTROL_PATH)?
+                .ioctl(td::IOCTL_SET_DEVICE_TYPE, &value.to_le_bytes(), 0)
                 .map_err(|e| e.to_string())?;
         }
         "disk-counters" => {

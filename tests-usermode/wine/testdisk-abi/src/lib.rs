@@ -54,6 +54,11 @@ pub const IOCTL_RESET_COUNTERS: u32 = ctl(0x804);
 /// STATUS_MEDIA_WRITE_PROTECTED and writes fail with it (as a write-protected disk's do).
 pub const IOCTL_SET_WRITE_PROTECTED: u32 = ctl(0x805);
 
+/// The disk device's DeviceType: input u32, a FILE_DEVICE_* value (FILE_DEVICE_DISK, 7, at
+/// load). Another type makes the disk look like a host no volume may live on (a named pipe,
+/// 0x11), which vcdirect's Wine build must refuse at mount (W11, `host_type_*`).
+pub const IOCTL_SET_DEVICE_TYPE: u32 = ctl(0x806);
+
 /// Most faults active at once.
 pub const MAX_FAULTS: usize = 8;
 /// Fault applies to reads.

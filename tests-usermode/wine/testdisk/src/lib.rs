@@ -24,7 +24,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use vctestdisk_abi::{
     self as td, counter, Fault, COUNTERS, DEFAULT_MAX_TRANSFER, FAULT_READ, FAULT_WRITE,
     IOCTL_CLEAR_FAULTS, IOCTL_COUNTERS, IOCTL_RESET_COUNTERS, IOCTL_SET_FAULT, IOCTL_SET_LATENCY,
-    IOCTL_SET_WRITE_PROTECTED, MAX_FAULTS, PAGE, SECTOR,
+    IOCTL_SET_DEVICE_TYPE, IOCTL_SET_WRITE_PROTECTED, MAX_FAULTS, PAGE, SECTOR,
 };
 use wdk_sys::ntddk::{
     DbgPrint, IoCreateDevice, IoCreateSymbolicLink, IoDeleteDevice, IoDeleteSymbolicLink,
@@ -234,6 +234,8 @@ struct Shared {
 #[repr(C)]
 struct Disk {
     tag: u32,
+    /// The disk's own device object (its DeviceType is what IOCTL_SET_DEVICE_TYPE changes).
+    device: *mut DEVICE_OBJECT,
     shared: SpinLocked<Shared>,
     /// Synchronization event: set when a request is queued or when stopping.
     wake: UnsafeCell<KEVENT>,
@@ -661,6 +663,7 @@ unsafe fn create_devices(
         let ext = (*disk_device).DeviceExtension as *mut Disk;
         core::ptr::write_bytes(ext.cast::<u8>(), 0, size_of::<Disk>());
         (*ext).tag = TAG_DISK;
+        (*ext).device = disk_device;
         *(*ext).file.get() = file;
         KeInitializeEvent((*ext).wake.get(), SYNCHRONIZATION_EVENT, 0);
         &*ext
@@ -1202,6 +1205,17 @@ unsafe fn control_ioctl(disk: &Disk, irp: *mut IRP, st: &IO_STACK_LOCATION) -> (
             };
             disk.latency_us
                 .store(u32::from_le_bytes(value), Ordering::Relaxed);
+            (STATUS_SUCCESS, 0)
+        }
+        IOCTL_SET_DEVICE_TYPE => {
+            let Ok(value) = <[u8; 4]>::try_from(&buffer[..input]) else {
+                return (STATUS_INVALID_PARAMETER, 0);
+            };
+            // SAFETY: the disk's device object lives as long as its extension (`disk`); only
+            // this test IOCTL writes its DeviceType, between mounts.
+            unsafe {
+                core::ptr::write_volatile(&raw mut (*disk.device).DeviceType, u32::from_le_bytes(value))
+            };
             (STATUS_SUCCESS, 0)
         }
         IOCTL_SET_WRITE_PROTECTED => {
