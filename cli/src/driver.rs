@@ -40,6 +40,8 @@ pub enum DriverError {
     NoSuchVolume(String),
     /// The mount's host is not one a volume can live on (STATUS_OBJECT_TYPE_MISMATCH, W11).
     HostType,
+    /// With `--protect-hidden`: which of the two headers did not open, and why.
+    Header(&'static str, VolumeError),
 }
 
 /// ERROR_ACCESS_DENIED: how DeviceIoControl reports the driver's STATUS_ACCESS_DENIED.
@@ -119,6 +121,7 @@ impl fmt::Display for DriverError {
                 "{v} is in use: close files and windows on it, or use --force"
             ),
             DriverError::NoSuchVolume(v) => write!(f, "no mounted volume {v} (nothing changed)"),
+            DriverError::Header(which, e) => write!(f, "{which} did not open: {e}"),
             DriverError::HostType => write!(
                 f,
                 "the host is not a disk, a partition or a file on a disk or network file system (a pipe, a mailslot, a directory or a vcdirect volume cannot hold a volume)"
@@ -162,15 +165,30 @@ pub struct MountArgs {
 /// Opens the header(s) in user mode and builds the mount request. `raw_sector` is the logical
 /// sector size of a raw partition or drive (`None` for a container file): headers are read in
 /// whole sectors of it, and a volume whose sector size differs is refused here, as the driver
-/// and VeraCrypt 1.26 refuse it.
+/// and VeraCrypt 1.26 refuse it. What the user must be told (the backup header was used, a
+/// vulnerable master key) is added to `warnings`. With `--protect-hidden` an error names
+/// the header that did not open.
 pub fn mount_request<R: std::io::Read + std::io::Seek>(
     args: &MountArgs,
     file: &mut R,
     size: u64,
     raw_sector: Option<u32>,
+    warnings: &mut Vec<String>,
 ) -> Result<Zeroizing<Vec<u8>>, DriverError> {
     let sector = raw_sector.unwrap_or(512);
-    let opened = volume::open_host(file, size, sector, &args.creds, args.kind)?;
+    let protecting = args.hidden_creds.is_some();
+    let which = |header: &'static str| {
+        move |e: VolumeError| {
+            if protecting {
+                DriverError::Header(header, e)
+            } else {
+                DriverError::Volume(e)
+            }
+        }
+    };
+    let opened = volume::open_host(file, size, sector, &args.creds, args.kind)
+        .map_err(which("the outer volume's header (outer password)"))?;
+    warnings.extend(opened.warnings(&args.host));
     if let Some(host) = raw_sector.filter(|s| *s != opened.header.sector_size) {
         return Err(DriverError::Usage(format!(
             "sector size mismatch: the volume uses {}-byte sectors, the host {host}-byte sectors",
@@ -190,7 +208,10 @@ pub fn mount_request<R: std::io::Read + std::io::Seek>(
     }
     let mut protected_range = (0, 0);
     if let Some(hc) = &args.hidden_creds {
-        let hidden = volume::open_host(file, size, sector, hc, Kind::Hidden)?;
+        let hidden = volume::open_host(file, size, sector, hc, Kind::Hidden).map_err(which(
+            "the hidden volume's header (hidden password, for --protect-hidden)",
+        ))?;
+        warnings.extend(hidden.warnings(&args.host));
         flags |= abi::MOUNT_PROTECT_HIDDEN;
         // docs/design.md §4: [hidden encrypted-area start, + hidden-volume-size field).
         protected_range = (hidden.header.data_offset, hidden.header.hidden_volume_size);
@@ -568,14 +589,59 @@ mod tests {
             wine_host_driver_name: None,
         };
         let mut file = std::fs::File::open(&path).unwrap();
-        let bytes = mount_request(&args, &mut file, 1 << 20, None).unwrap();
-        let _ = std::fs::remove_file(&path);
+        let mut warnings = Vec::new();
+        let bytes = mount_request(&args, &mut file, 1 << 20, None, &mut warnings).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
         let req = MountRequest::parse(&bytes, false).unwrap();
         assert_eq!(req.flags, abi::MOUNT_PROTECT_HIDDEN);
         assert_eq!((req.data_offset, req.data_size), layout.outer);
         assert_eq!(req.protected_range, layout.hidden.unwrap());
         assert_eq!(req.drive_letter, Some('V'));
         assert_eq!(req.sector_size, 512);
+
+        // A failed protect-hidden mount names the header that did not open.
+        for (outer, hidden, named) in [
+            (b"x" as &[u8], b"h" as &[u8], "the outer volume's header"),
+            (b"o", b"x", "the hidden volume's header"),
+        ] {
+            let args = MountArgs {
+                host: args.host.clone(),
+                creds: creds(outer),
+                kind: Kind::Normal,
+                hidden_creds: Some(creds(hidden)),
+                letter: None,
+                read_only: false,
+                shared: false,
+                wine_host_driver_name: None,
+            };
+            let err = mount_request(&args, &mut file, 1 << 20, None, &mut Vec::new())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(named) && err.contains("wrong password"),
+                "{err}"
+            );
+            assert!(!err.contains('\n'));
+        }
+        // Without --protect-hidden the error is the volume's own, as before.
+        let plain = MountArgs {
+            host: args.host.clone(),
+            creds: creds(b"x"),
+            kind: Kind::Normal,
+            hidden_creds: None,
+            letter: None,
+            read_only: false,
+            shared: false,
+            wine_host_driver_name: None,
+        };
+        let err = mount_request(&plain, &mut file, 1 << 20, None, &mut Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("wrong password") && !err.contains("header did not open"),
+            "{err}"
+        );
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

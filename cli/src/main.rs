@@ -305,6 +305,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut pw = first_password(&open, 1)?;
             let creds = credentials(&open, pw.remove(0));
             let v = volume::open(&file, &creds, kind(&open))?;
+            let warnings = v.warnings(&file.display().to_string());
+            for w in &warnings {
+                eprintln!("vcctl: {w}");
+            }
             let json = serde_json::json!({
                 "prf": v.prf.name(),
                 "cipher": v.algorithm.name(),
@@ -317,6 +321,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 "hidden_volume_size": v.header.hidden_volume_size,
                 "header_version": v.header.version,
                 "flags": v.header.flags,
+                "master_key_vulnerable": v.master_key_vulnerable(),
+                "warnings": warnings,
             });
             println!("{json}");
             return Ok(());
@@ -332,6 +338,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut f = std::fs::File::open(&file)
                 .map_err(|e| Failure(format!("cannot open {}: {e}", file.display())))?;
             let v = volume::open_file(&mut f, &creds, kind(&open))?;
+            for w in v.warnings(&file.display().to_string()) {
+                eprintln!("vcctl: {w}");
+            }
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             volume::read_data_to(&mut f, &v, offset, length, &mut out)?;
             out.flush()

@@ -106,6 +106,37 @@ pub struct Opened {
 }
 
 impl Opened {
+    /// VeraCrypt's vulnerable-key check: the primary and secondary XTS keys (the first and
+    /// second halves of the master key area the cipher uses) are equal. VeraCrypt mounts such
+    /// a volume with a warning and refuses to change its password (the master key would stay).
+    pub fn master_key_vulnerable(&self) -> bool {
+        let half = self.algorithm.key_len() / 2;
+        let key = &self.header.master_key[..];
+        half > 0 && key.len() >= 2 * half && key[..half] == key[half..2 * half]
+    }
+
+    /// What the user must be told about this open, one line each (stderr; never an error):
+    /// the backup header was used (with the command that repairs the primary), and a
+    /// vulnerable master key (with VeraCrypt's advice). `volume` names the volume as given.
+    pub fn warnings(&self, volume: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.copy == HeaderCopy::Backup {
+            let (which, flag) = match self.kind {
+                Kind::Hidden => ("the hidden volume's primary header", " --hidden"),
+                Kind::Normal => ("the primary header", ""),
+            };
+            out.push(format!(
+                "warning: {which} of {volume} did not open; its backup header at the end was used (repair the primary from it with: vcctl volume restore-header {volume} --password-stdin{flag})"
+            ));
+        }
+        if self.master_key_vulnerable() {
+            out.push(format!(
+                "warning: the master key of {volume} is vulnerable (its two XTS key halves are equal): create a new volume and move the data to it"
+            ));
+        }
+        out
+    }
+
     /// The 64-byte AES-256-XTS master key, or an error naming the volume's cipher.
     pub fn aes_key(&self) -> Result<Zeroizing<[u8; 64]>, VolumeError> {
         if self.algorithm != AES {
@@ -227,11 +258,17 @@ pub fn open_candidates<R: Read + Seek>(
     // AES-256-XTS on every header copy first (64 bytes of key per PRF), so a damaged primary
     // header of an AES volume opens from its backup without the longer derivation; then the
     // other ciphers, continuing each PRF's derivation where the first pass stopped.
+    // A header that decrypts but whose data area does not fit the volume is damaged like a
+    // failed CRC: the next copy is tried, and the first such error is reported if none opens.
+    let mut unfit = None;
     let mut first_keys = Vec::with_capacity(headers.len());
     for (copy, raw) in &headers {
         let (trial, keys) = try_header_aes(raw, &password, &prfs, creds.pim);
         match trial {
-            Trial::Opened(o) => return finish(*o, kind, *copy, size),
+            Trial::Opened(o) => match finish(*o, kind, *copy, size) {
+                Ok(opened) => return Ok(opened),
+                Err(e) => unfit = unfit.or(Some(e)),
+            },
             Trial::Damaged(e) if e.is_unsupported() => return Err(VolumeError::Unsupported(e)),
             Trial::Damaged(e) => damaged = damaged.or(Some(e)),
             Trial::NoMatch => {}
@@ -240,11 +277,17 @@ pub fn open_candidates<R: Read + Seek>(
     }
     for ((copy, raw), keys) in headers.iter().zip(&first_keys) {
         match try_header_others(raw, &password, &prfs, creds.pim, keys) {
-            Trial::Opened(o) => return finish(*o, kind, *copy, size),
+            Trial::Opened(o) => match finish(*o, kind, *copy, size) {
+                Ok(opened) => return Ok(opened),
+                Err(e) => unfit = unfit.or(Some(e)),
+            },
             Trial::Damaged(e) if e.is_unsupported() => return Err(VolumeError::Unsupported(e)),
             Trial::Damaged(e) => damaged = damaged.or(Some(e)),
             Trial::NoMatch => {}
         }
+    }
+    if let Some(e) = unfit {
+        return Err(e);
     }
     match damaged {
         Some(e) => Err(VolumeError::DamagedHeader(e)),

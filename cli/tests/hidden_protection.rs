@@ -93,7 +93,7 @@ fn protect_hidden_uses_the_hidden_headers_own_prf_pim_and_keyfiles() {
     };
     let mut file = std::fs::File::open(&f.0).unwrap();
     let own = args(creds(b"hidden", Some(Prf::Blake2s), 2, &[&kf.0]));
-    let req = mount_request(&own, &mut file, size, None).unwrap();
+    let req = mount_request(&own, &mut file, size, None, &mut Vec::new()).unwrap();
     let req = vcdirect::abi::MountRequest::parse(&req, false).unwrap();
     assert_eq!(
         req.protected_range,
@@ -105,7 +105,7 @@ fn protect_hidden_uses_the_hidden_headers_own_prf_pim_and_keyfiles() {
     // The outer's PRF, PIM and keyfiles (the old behaviour) do not open the hidden header:
     // the mount is refused rather than left unprotected.
     let outer_params = args(creds(b"hidden", Some(Prf::Sha256), 1, &[]));
-    let err = mount_request(&outer_params, &mut file, size, None).unwrap_err();
+    let err = mount_request(&outer_params, &mut file, size, None, &mut Vec::new()).unwrap_err();
     assert!(err.to_string().contains("wrong password"), "{err}");
 }
 

@@ -214,7 +214,9 @@ fn w15_outer_writes_up_to_the_end_of_the_outer_data_never_touch_the_hidden_data(
         wine_host_driver_name: None,
     };
     let mut file = std::fs::File::open(&f.0).unwrap();
-    let req = vcctl::driver::mount_request(&args, &mut file, bytes.len() as u64, None).unwrap();
+    let req =
+        vcctl::driver::mount_request(&args, &mut file, bytes.len() as u64, None, &mut Vec::new())
+            .unwrap();
     let req = vcdirect::abi::MountRequest::parse(&req, false).unwrap();
     assert_eq!(req.protected_range, (hs, hl));
     assert!(req.protected_range.0 + req.protected_range.1 <= outer_end - 4096);
@@ -505,8 +507,11 @@ fn w15_headers_are_read_with_whole_aligned_sectors_of_a_4k_disk() {
         data: std::io::Cursor::new(bytes.clone()),
         reads: Vec::new(),
     };
-    let err = vcctl::driver::mount_request(&args, &mut disk, size, Some(4096)).unwrap_err();
+    let err = vcctl::driver::mount_request(&args, &mut disk, size, Some(4096), &mut Vec::new())
+        .unwrap_err();
     assert!(err.to_string().contains("sector size mismatch"), "{err}");
     let mut disk512 = std::io::Cursor::new(bytes);
-    assert!(vcctl::driver::mount_request(&args, &mut disk512, size, Some(512)).is_ok());
+    assert!(
+        vcctl::driver::mount_request(&args, &mut disk512, size, Some(512), &mut Vec::new()).is_ok()
+    );
 }

@@ -92,15 +92,21 @@ pub fn mount(args: &MountArgs) -> Result<Value, DriverError> {
     let mut host = File::open(&args.host)
         .map_err(|e| DriverError::Io(format!("cannot open {}: {e}", args.host)))?;
     let (size, raw_sector) = host_geometry(&host)?;
-    let req = super::mount_request(args, &mut host, size, raw_sector)?;
+    let mut warnings = Vec::new();
+    let req = super::mount_request(args, &mut host, size, raw_sector, &mut warnings)?;
     drop(host);
+    for w in &warnings {
+        eprintln!("vcctl: {w}");
+    }
     let out = ioctl(&control()?, abi::IOCTL_MOUNT, &req, MountReply::SIZE)?;
     let reply = MountReply::parse(&out)?;
     // W2: Explorer and other programs learn about the new drive.
     if let Some(c) = reply.drive_letter {
         super::broadcast::arrived(c);
     }
-    Ok(mount_json(&reply))
+    let mut json = mount_json(&reply);
+    json["warnings"] = warnings.into();
+    Ok(json)
 }
 
 /// The drive letter of the volume `target` names, if it has one (for the broadcast after a
