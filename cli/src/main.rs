@@ -236,6 +236,9 @@ struct HiddenArgs {
     /// Keyfile of the hidden volume (repeatable, order matters; default: the outer's).
     #[arg(long = "hidden-keyfile")]
     hidden_keyfiles: Vec<PathBuf>,
+    /// The hidden volume has no keyfiles, even where the outer volume has some.
+    #[arg(long)]
+    hidden_no_keyfiles: bool,
 }
 
 impl HiddenArgs {
@@ -245,7 +248,9 @@ impl HiddenArgs {
             password,
             prf: self.hidden_prf.map(Prf::from).or(outer.prf),
             pim: self.hidden_pim.unwrap_or(outer.pim),
-            keyfiles: if self.hidden_keyfiles.is_empty() {
+            keyfiles: if self.hidden_no_keyfiles {
+                Vec::new()
+            } else if self.hidden_keyfiles.is_empty() {
                 outer.keyfiles.clone()
             } else {
                 self.hidden_keyfiles.clone()
@@ -253,8 +258,21 @@ impl HiddenArgs {
         }
     }
 
+    /// Refuses `--hidden-no-keyfiles` with `--hidden-keyfile` (one line, nothing done).
+    fn check(&self) -> Result<(), Failure> {
+        if self.hidden_no_keyfiles && !self.hidden_keyfiles.is_empty() {
+            return Err(Failure(
+                "--hidden-no-keyfiles cannot be used with --hidden-keyfile".into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn given(&self) -> bool {
-        self.hidden_prf.is_some() || self.hidden_pim.is_some() || !self.hidden_keyfiles.is_empty()
+        self.hidden_prf.is_some()
+            || self.hidden_pim.is_some()
+            || !self.hidden_keyfiles.is_empty()
+            || self.hidden_no_keyfiles
     }
 }
 
@@ -359,9 +377,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     "backup-header takes the outer password; use --with-hidden for the hidden header".into(),
                 ));
             }
+            hidden_open.check()?;
             if !with_hidden && hidden_open.given() {
                 return Err(Failure(
-                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --with-hidden".into(),
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile/--hidden-no-keyfiles need --with-hidden".into(),
                 ));
             }
             let mut pw = first_password(&open, if with_hidden { 2 } else { 1 })?;
@@ -400,9 +419,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             hidden_open,
         }) => {
             debug_assert!(password_stdin);
+            hidden_open.check()?;
             if hidden_size.is_none() && hidden_open.given() {
                 return Err(Failure(
-                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --hidden-size".into(),
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile/--hidden-no-keyfiles need --hidden-size".into(),
                 ));
             }
             let mut lines = stdin_lines(if hidden_size.is_some() { 2 } else { 1 })?;
@@ -461,9 +481,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             hidden_open,
             wine_host_driver_name,
         } => {
+            hidden_open.check()?;
             if !protect_hidden && hidden_open.given() {
                 return Err(Failure(
-                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --protect-hidden".into(),
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile/--hidden-no-keyfiles need --protect-hidden".into(),
                 ));
             }
             let lines = if protect_hidden { 2 } else { 1 };
@@ -565,5 +586,22 @@ mod tests {
         assert_eq!((own.prf, own.pim), (Some(Prf::Whirlpool), 0));
         assert_eq!(own.keyfiles, vec![PathBuf::from("b"), PathBuf::from("c")]);
         assert_eq!(&own.password[..], b"h");
+        // "None" is a flag, never a keyfile name: the outer's keyfiles are not used.
+        let none = parse(&["--hidden-no-keyfiles"]);
+        assert!(none.keyfiles.is_empty());
+        assert_eq!((none.prf, none.pim), (Some(Prf::Sha256), 5));
+        // With a hidden keyfile it is a contradiction (refused before anything is done).
+        let mut argv = vec![
+            "vcctl",
+            "mount",
+            "H",
+            "--password-stdin",
+            "--protect-hidden",
+        ];
+        argv.extend_from_slice(&["--hidden-no-keyfiles", "--hidden-keyfile", "b"]);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Mount { hidden_open, .. } => assert!(hidden_open.check().is_err()),
+            _ => unreachable!(),
+        }
     }
 }
