@@ -203,6 +203,16 @@ pub fn slot(header: Option<[u8; HEADER_SIZE]>) -> Result<Vec<u8>, VolumeError> {
 /// (never replacing a file that appeared meanwhile); on any error the temporary file is
 /// removed.
 pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
+    create_with_progress(path, spec, &mut |_, _| {})
+}
+
+/// [`create`], telling `progress` the bytes of the data area filled so far and their total
+/// after each chunk (the long part of a create).
+pub fn create_with_progress(
+    path: &Path,
+    spec: &CreateSpec,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Layout, VolumeError> {
     if spec.size > MAX_VOLUME_SIZE {
         return Err(VolumeError::BadLayout(format!(
             "--size {} is over VeraCrypt's largest volume, {MAX_VOLUME_SIZE} bytes (1 PiB)",
@@ -270,12 +280,13 @@ pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
         .create_new(true)
         .open(&temp)
         .map_err(|e| VolumeError::Open(temp.display().to_string(), e))?;
-    let written = write_container(file, spec, &lay, &outer_key, &headers).and_then(|()| {
-        rename_no_replace(&temp, path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => exists(path),
-            _ => VolumeError::Open(path.display().to_string(), e),
-        })
-    });
+    let written =
+        write_container(file, spec, &lay, &outer_key, &headers, progress).and_then(|()| {
+            rename_no_replace(&temp, path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => exists(path),
+                _ => VolumeError::Open(path.display().to_string(), e),
+            })
+        });
     if written.is_err() {
         // Leave no half-written container behind (the disk filled up, the target appeared).
         let _ = std::fs::remove_file(&temp);
@@ -322,6 +333,7 @@ fn write_container(
     lay: &Layout,
     outer_key: &Zeroizing<[u8; KEY_AREA_SIZE]>,
     headers: &Headers,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(), VolumeError> {
     let alg = spec.algorithm;
     let [outer_primary, outer_backup, hidden_primary, hidden_backup] = *headers;
@@ -363,6 +375,7 @@ fn write_container(
         }
         write(&mut w, chunk)?;
         at += n as u64;
+        progress(at - lay.outer.0, lay.outer.1);
     }
     sync(&mut w)?;
     // The backup header group at the end, then the primary group at the start.

@@ -172,6 +172,9 @@ enum VolumeCommand {
         /// How to fill the data area (zero is refused with --hidden-size).
         #[arg(long, value_enum, default_value_t = FillArg::Random)]
         fill: FillArg,
+        /// No progress on stderr while the data area is filled.
+        #[arg(long)]
+        quiet: bool,
         #[command(flatten)]
         hidden_open: HiddenArgs,
     },
@@ -274,6 +277,78 @@ impl HiddenArgs {
             || !self.hidden_keyfiles.is_empty()
             || self.hidden_no_keyfiles
     }
+}
+
+/// Progress of a long write on stderr (VeraCrypt shows it too): a bar redrawn in place when
+/// stderr is a terminal, a line every few seconds otherwise, nothing with `--quiet`.
+struct Progress {
+    quiet: bool,
+    terminal: bool,
+    start: std::time::Instant,
+    last: Option<std::time::Instant>,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Progress {
+        use std::io::IsTerminal;
+        Progress {
+            quiet,
+            terminal: std::io::stderr().is_terminal(),
+            start: std::time::Instant::now(),
+            last: None,
+        }
+    }
+
+    fn update(&mut self, done: u64, total: u64) {
+        if self.quiet {
+            return;
+        }
+        let now = std::time::Instant::now();
+        let every = if self.terminal {
+            std::time::Duration::from_millis(200)
+        } else {
+            std::time::Duration::from_secs(5)
+        };
+        let first = now.duration_since(self.start) >= every;
+        let due = self.last.map_or(first, |t| now.duration_since(t) >= every);
+        let finished = done >= total && self.last.is_some();
+        if !(due || finished) {
+            return;
+        }
+        self.last = Some(now);
+        let line = progress_line(done, total, now.duration_since(self.start));
+        if self.terminal {
+            eprint!("\r{line}{}", if done >= total { "\n" } else { "" });
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// `vcctl: filled 120.0 MiB of 1.0 GiB (11 %), 230.0 MiB/s, 4 s left`.
+fn progress_line(done: u64, total: u64, elapsed: std::time::Duration) -> String {
+    const MIB: f64 = 1048576.0;
+    let size = |b: u64| {
+        if b >= 1 << 30 {
+            format!("{:.1} GiB", b as f64 / (MIB * 1024.0))
+        } else {
+            format!("{:.1} MiB", b as f64 / MIB)
+        }
+    };
+    let secs = elapsed.as_secs_f64().max(1e-3);
+    let rate = done as f64 / secs;
+    let percent = (done * 100).checked_div(total).unwrap_or(100);
+    let left = if rate > 0.0 {
+        format!("{:.0} s left", total.saturating_sub(done) as f64 / rate)
+    } else {
+        "time left unknown".to_string()
+    };
+    format!(
+        "vcctl: filled {} of {} ({percent} %), {:.1} MiB/s, {left}",
+        size(done),
+        size(total),
+        rate / MIB
+    )
 }
 
 /// A one-line failure.
@@ -416,6 +491,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             keyfiles,
             password_stdin,
             fill,
+            quiet,
             hidden_open,
         }) => {
             debug_assert!(password_stdin);
@@ -447,7 +523,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
                 None => None,
             };
-            let layout = create::create(
+            let mut shown = Progress::new(quiet);
+            let layout = create::create_with_progress(
                 &file,
                 &CreateSpec {
                     size,
@@ -459,6 +536,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     },
                     algorithm: vcctl::cipher::AES,
                 },
+                &mut |done, total| shown.update(done, total),
             )?;
             let mut json = serde_json::json!({
                 "data_offset": layout.outer.0,
@@ -547,6 +625,25 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_lines_say_how_much_how_fast_and_how_long() {
+        let l = progress_line(120 << 20, 1 << 30, std::time::Duration::from_millis(500));
+        assert_eq!(
+            l,
+            "vcctl: filled 120.0 MiB of 1.0 GiB (11 %), 240.0 MiB/s, 4 s left"
+        );
+        let done = progress_line(1 << 20, 1 << 20, std::time::Duration::from_secs(1));
+        assert!(
+            done.contains("(100 %)") && done.contains("0 s left"),
+            "{done}"
+        );
+        // --quiet prints nothing, whatever the progress.
+        let mut q = Progress::new(true);
+        q.start -= std::time::Duration::from_secs(60);
+        q.update(1, 2);
+        assert!(q.last.is_none());
+    }
 
     #[test]
     fn protect_hidden_parameters_default_to_the_outers_and_override_each() {
