@@ -1,12 +1,17 @@
 //! Creating a VeraCrypt volume file: headers, backup headers, optional hidden volume.
 //!
 //! Owns: the layout VeraCrypt writes for a file container (header group, data area, backup
-//! header group), random salts and master keys from the OS (getrandom), and the data-area fill.
+//! header group), random salts and master keys from the OS (getrandom), the data-area fill,
+//! and the order a container comes into being: VeraCrypt's size limit and the file system's
+//! free space checked first, then the fill, the backup header group and the primary header
+//! group written in that order, each synced, under a temporary name in the same folder that
+//! is renamed to the target only when complete, without ever replacing a file. A create
+//! killed at any point leaves no file at the target's name.
 //! Never: opens existing volumes (see `volume`).
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use zeroize::Zeroizing;
@@ -53,6 +58,10 @@ pub struct CreateSpec {
 
 /// Smallest data area we create.
 pub const MIN_DATA: u64 = 4096;
+
+/// VeraCrypt's largest volume: TC_MAX_VOLUME_SIZE, one pebibyte (BYTES_PER_PB), the security
+/// bound of XTS with a 128-bit block cipher.
+pub const MAX_VOLUME_SIZE: u64 = 1 << 50;
 
 /// Fills `buf` from the OS random generator.
 pub fn random(buf: &mut [u8]) -> Result<(), VolumeError> {
@@ -188,8 +197,28 @@ pub fn slot(header: Option<[u8; HEADER_SIZE]>) -> Result<Vec<u8>, VolumeError> {
     Ok(s)
 }
 
-/// Creates the container at `path` (which must not exist).
+/// Creates the container at `path` (which must not exist): nothing is written when the size
+/// is over [`MAX_VOLUME_SIZE`] or the file system has less free space than it; the container
+/// is written under a temporary name in the same folder and renamed to `path` when complete
+/// (never replacing a file that appeared meanwhile); on any error the temporary file is
+/// removed.
 pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
+    create_with_progress(path, spec, &mut |_, _| {})
+}
+
+/// [`create`], telling `progress` the bytes of the data area filled so far and their total
+/// after each chunk (the long part of a create).
+pub fn create_with_progress(
+    path: &Path,
+    spec: &CreateSpec,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Layout, VolumeError> {
+    if spec.size > MAX_VOLUME_SIZE {
+        return Err(VolumeError::BadLayout(format!(
+            "--size {} is over VeraCrypt's largest volume, {MAX_VOLUME_SIZE} bytes (1 PiB)",
+            spec.size
+        )));
+    }
     let lay = layout(spec.size, spec.hidden.as_ref().map(|h| h.0))?;
     if spec.hidden.is_some() && spec.fill == Fill::Zero {
         // Zeros under the outer key would make the hidden volume the only non-zero region
@@ -199,6 +228,28 @@ pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
              from the zero-filled free space; use --fill random"
                 .into(),
         ));
+    }
+    let exists = |p: &Path| {
+        VolumeError::Open(
+            p.display().to_string(),
+            std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+        )
+    };
+    if path.symlink_metadata().is_ok() {
+        return Err(exists(path));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let free =
+        fs4::available_space(&dir).map_err(|e| VolumeError::Open(dir.display().to_string(), e))?;
+    if free < spec.size {
+        return Err(VolumeError::BadLayout(format!(
+            "not enough free space for --size {}: {free} bytes free on {}'s file system",
+            spec.size,
+            dir.display()
+        )));
     }
     let alg = spec.algorithm;
     let mut outer_key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
@@ -223,41 +274,87 @@ pub fn create(path: &Path, spec: &CreateSpec) -> Result<Layout, VolumeError> {
         hidden_backup,
     ];
 
+    let temp = temporary_name(path, &dir);
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(path)
-        .map_err(|e| VolumeError::Open(path.display().to_string(), e))?;
-    let written = write_container(file, spec, &lay, &outer_key, &headers);
+        .open(&temp)
+        .map_err(|e| VolumeError::Open(temp.display().to_string(), e))?;
+    let written =
+        write_container(file, spec, &lay, &outer_key, &headers, progress).and_then(|()| {
+            rename_no_replace(&temp, path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => exists(path),
+                _ => VolumeError::Open(path.display().to_string(), e),
+            })
+        });
     if written.is_err() {
-        // Leave no half-written container behind (e.g. the disk filled up).
-        let _ = std::fs::remove_file(path);
+        // Leave no half-written container behind (the disk filled up, the target appeared).
+        let _ = std::fs::remove_file(&temp);
     }
     written.map(|()| lay)
+}
+
+/// `.NAME.vcctl-partial-PID` beside the target (same folder: the rename stays on one file
+/// system).
+fn temporary_name(path: &Path, dir: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "volume".into());
+    dir.join(format!(".{name}.vcctl-partial-{}", std::process::id()))
+}
+
+/// Renames `from` to `to` unless `to` exists (ErrorKind::AlreadyExists then), atomically:
+/// a hard link, which never replaces its target, then the temporary name removed; where the
+/// file system has no hard links, a rename after checking the target is absent.
+pub fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => std::fs::remove_file(from),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) => {
+            // No hard links here (FAT, exFAT): the check and the rename are two steps.
+            if to.symlink_metadata().is_ok() {
+                return Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists));
+            }
+            std::fs::rename(from, to)
+        }
+    }
 }
 
 /// The four sealed headers: outer primary/backup, hidden primary/backup (if any).
 type Headers = [Option<[u8; HEADER_SIZE]>; 4];
 
+/// Writes the container into `file`: the data-area fill, then the backup header group, then
+/// the primary header group, each synced before the next, so an interrupted write never
+/// leaves a primary header in front of an incomplete volume.
 fn write_container(
     file: File,
     spec: &CreateSpec,
     lay: &Layout,
     outer_key: &Zeroizing<[u8; KEY_AREA_SIZE]>,
     headers: &Headers,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(), VolumeError> {
     let alg = spec.algorithm;
     let [outer_primary, outer_backup, hidden_primary, hidden_backup] = *headers;
     let mut w = BufWriter::new(file);
     let write = |w: &mut BufWriter<File>, b: &[u8]| w.write_all(b).map_err(VolumeError::Read);
-    write(&mut w, &slot(outer_primary)?)?;
-    write(&mut w, &slot(hidden_primary)?)?;
+    let sync = |w: &mut BufWriter<File>| {
+        w.flush().map_err(VolumeError::Read)?;
+        w.get_ref().sync_data().map_err(VolumeError::Read)
+    };
+    let seek = |w: &mut BufWriter<File>, at: u64| {
+        w.seek(SeekFrom::Start(at))
+            .map(|_| ())
+            .map_err(VolumeError::Read)
+    };
 
     // Data area, in chunks. Random fill covers the hidden volume's area too, so from the
     // outer volume (decrypted with its key) free space and hidden volume both look random.
     const CHUNK: u64 = 1 << 20;
     let mut at = lay.outer.0;
     let end = lay.outer.0 + lay.outer.1;
+    seek(&mut w, at)?;
     let mut buf = vec![0u8; CHUNK as usize];
     while at < end {
         let n = (end - at).min(CHUNK) as usize;
@@ -278,9 +375,18 @@ fn write_container(
         }
         write(&mut w, chunk)?;
         at += n as u64;
+        progress(at - lay.outer.0, lay.outer.1);
     }
+    sync(&mut w)?;
+    // The backup header group at the end, then the primary group at the start.
+    seek(&mut w, end)?;
     write(&mut w, &slot(outer_backup)?)?;
     write(&mut w, &slot(hidden_backup)?)?;
+    sync(&mut w)?;
+    seek(&mut w, 0)?;
+    write(&mut w, &slot(outer_primary)?)?;
+    write(&mut w, &slot(hidden_primary)?)?;
+    sync(&mut w)?;
     let file = w
         .into_inner()
         .map_err(|e| VolumeError::Read(e.into_error()))?;

@@ -172,6 +172,9 @@ enum VolumeCommand {
         /// How to fill the data area (zero is refused with --hidden-size).
         #[arg(long, value_enum, default_value_t = FillArg::Random)]
         fill: FillArg,
+        /// No progress on stderr while the data area is filled.
+        #[arg(long)]
+        quiet: bool,
         #[command(flatten)]
         hidden_open: HiddenArgs,
     },
@@ -236,6 +239,9 @@ struct HiddenArgs {
     /// Keyfile of the hidden volume (repeatable, order matters; default: the outer's).
     #[arg(long = "hidden-keyfile")]
     hidden_keyfiles: Vec<PathBuf>,
+    /// The hidden volume has no keyfiles, even where the outer volume has some.
+    #[arg(long)]
+    hidden_no_keyfiles: bool,
 }
 
 impl HiddenArgs {
@@ -245,7 +251,9 @@ impl HiddenArgs {
             password,
             prf: self.hidden_prf.map(Prf::from).or(outer.prf),
             pim: self.hidden_pim.unwrap_or(outer.pim),
-            keyfiles: if self.hidden_keyfiles.is_empty() {
+            keyfiles: if self.hidden_no_keyfiles {
+                Vec::new()
+            } else if self.hidden_keyfiles.is_empty() {
                 outer.keyfiles.clone()
             } else {
                 self.hidden_keyfiles.clone()
@@ -253,9 +261,94 @@ impl HiddenArgs {
         }
     }
 
-    fn given(&self) -> bool {
-        self.hidden_prf.is_some() || self.hidden_pim.is_some() || !self.hidden_keyfiles.is_empty()
+    /// Refuses `--hidden-no-keyfiles` with `--hidden-keyfile` (one line, nothing done).
+    fn check(&self) -> Result<(), Failure> {
+        if self.hidden_no_keyfiles && !self.hidden_keyfiles.is_empty() {
+            return Err(Failure(
+                "--hidden-no-keyfiles cannot be used with --hidden-keyfile".into(),
+            ));
+        }
+        Ok(())
     }
+
+    fn given(&self) -> bool {
+        self.hidden_prf.is_some()
+            || self.hidden_pim.is_some()
+            || !self.hidden_keyfiles.is_empty()
+            || self.hidden_no_keyfiles
+    }
+}
+
+/// Progress of a long write on stderr (VeraCrypt shows it too): a bar redrawn in place when
+/// stderr is a terminal, a line every few seconds otherwise, nothing with `--quiet`.
+struct Progress {
+    quiet: bool,
+    terminal: bool,
+    start: std::time::Instant,
+    last: Option<std::time::Instant>,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Progress {
+        use std::io::IsTerminal;
+        Progress {
+            quiet,
+            terminal: std::io::stderr().is_terminal(),
+            start: std::time::Instant::now(),
+            last: None,
+        }
+    }
+
+    fn update(&mut self, done: u64, total: u64) {
+        if self.quiet {
+            return;
+        }
+        let now = std::time::Instant::now();
+        let every = if self.terminal {
+            std::time::Duration::from_millis(200)
+        } else {
+            std::time::Duration::from_secs(5)
+        };
+        let first = now.duration_since(self.start) >= every;
+        let due = self.last.map_or(first, |t| now.duration_since(t) >= every);
+        let finished = done >= total && self.last.is_some();
+        if !(due || finished) {
+            return;
+        }
+        self.last = Some(now);
+        let line = progress_line(done, total, now.duration_since(self.start));
+        if self.terminal {
+            eprint!("\r{line}{}", if done >= total { "\n" } else { "" });
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// `vcctl: filled 120.0 MiB of 1.0 GiB (11 %), 230.0 MiB/s, 4 s left`.
+fn progress_line(done: u64, total: u64, elapsed: std::time::Duration) -> String {
+    const MIB: f64 = 1048576.0;
+    let size = |b: u64| {
+        if b >= 1 << 30 {
+            format!("{:.1} GiB", b as f64 / (MIB * 1024.0))
+        } else {
+            format!("{:.1} MiB", b as f64 / MIB)
+        }
+    };
+    let secs = elapsed.as_secs_f64().max(1e-3);
+    let rate = done as f64 / secs;
+    let percent = (done * 100).checked_div(total).unwrap_or(100);
+    let left = if rate > 0.0 {
+        format!("{:.0} s left", total.saturating_sub(done) as f64 / rate)
+    } else {
+        "time left unknown".to_string()
+    };
+    format!(
+        "vcctl: filled {} of {} ({percent} %), {:.1} MiB/s, {left}",
+        size(done),
+        size(total),
+        rate / MIB
+    )
 }
 
 /// A one-line failure.
@@ -359,9 +452,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     "backup-header takes the outer password; use --with-hidden for the hidden header".into(),
                 ));
             }
+            hidden_open.check()?;
             if !with_hidden && hidden_open.given() {
                 return Err(Failure(
-                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --with-hidden".into(),
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile/--hidden-no-keyfiles need --with-hidden".into(),
                 ));
             }
             let mut pw = first_password(&open, if with_hidden { 2 } else { 1 })?;
@@ -397,12 +491,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             keyfiles,
             password_stdin,
             fill,
+            quiet,
             hidden_open,
         }) => {
             debug_assert!(password_stdin);
+            hidden_open.check()?;
             if hidden_size.is_none() && hidden_open.given() {
                 return Err(Failure(
-                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --hidden-size".into(),
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile/--hidden-no-keyfiles need --hidden-size".into(),
                 ));
             }
             let mut lines = stdin_lines(if hidden_size.is_some() { 2 } else { 1 })?;
@@ -427,7 +523,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
                 None => None,
             };
-            let layout = create::create(
+            let mut shown = Progress::new(quiet);
+            let layout = create::create_with_progress(
                 &file,
                 &CreateSpec {
                     size,
@@ -439,6 +536,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     },
                     algorithm: vcctl::cipher::AES,
                 },
+                &mut |done, total| shown.update(done, total),
             )?;
             let mut json = serde_json::json!({
                 "data_offset": layout.outer.0,
@@ -461,9 +559,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             hidden_open,
             wine_host_driver_name,
         } => {
+            hidden_open.check()?;
             if !protect_hidden && hidden_open.given() {
                 return Err(Failure(
-                    "--hidden-prf/--hidden-pim/--hidden-keyfile need --protect-hidden".into(),
+                    "--hidden-prf/--hidden-pim/--hidden-keyfile/--hidden-no-keyfiles need --protect-hidden".into(),
                 ));
             }
             let lines = if protect_hidden { 2 } else { 1 };
@@ -528,6 +627,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn progress_lines_say_how_much_how_fast_and_how_long() {
+        let l = progress_line(120 << 20, 1 << 30, std::time::Duration::from_millis(500));
+        assert_eq!(
+            l,
+            "vcctl: filled 120.0 MiB of 1.0 GiB (11 %), 240.0 MiB/s, 4 s left"
+        );
+        let done = progress_line(1 << 20, 1 << 20, std::time::Duration::from_secs(1));
+        assert!(
+            done.contains("(100 %)") && done.contains("0 s left"),
+            "{done}"
+        );
+        // --quiet prints nothing, whatever the progress.
+        let mut q = Progress::new(true);
+        q.start -= std::time::Duration::from_secs(60);
+        q.update(1, 2);
+        assert!(q.last.is_none());
+    }
+
+    #[test]
     fn protect_hidden_parameters_default_to_the_outers_and_override_each() {
         let parse = |extra: &[&str]| {
             let mut argv = vec![
@@ -565,5 +683,22 @@ mod tests {
         assert_eq!((own.prf, own.pim), (Some(Prf::Whirlpool), 0));
         assert_eq!(own.keyfiles, vec![PathBuf::from("b"), PathBuf::from("c")]);
         assert_eq!(&own.password[..], b"h");
+        // "None" is a flag, never a keyfile name: the outer's keyfiles are not used.
+        let none = parse(&["--hidden-no-keyfiles"]);
+        assert!(none.keyfiles.is_empty());
+        assert_eq!((none.prf, none.pim), (Some(Prf::Sha256), 5));
+        // With a hidden keyfile it is a contradiction (refused before anything is done).
+        let mut argv = vec![
+            "vcctl",
+            "mount",
+            "H",
+            "--password-stdin",
+            "--protect-hidden",
+        ];
+        argv.extend_from_slice(&["--hidden-no-keyfiles", "--hidden-keyfile", "b"]);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Mount { hidden_open, .. } => assert!(hidden_open.check().is_err()),
+            _ => unreachable!(),
+        }
     }
 }

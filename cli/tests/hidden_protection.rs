@@ -1,5 +1,6 @@
 //! `--protect-hidden` and `create --hidden-size` with the hidden volume's own PRF, PIM and
-//! keyfiles (`--hidden-prf`, `--hidden-pim`, `--hidden-keyfile`; defaults: the outer's).
+//! keyfiles (`--hidden-prf`, `--hidden-pim`, `--hidden-keyfile`, `--hidden-no-keyfiles`;
+//! defaults: the outer's).
 
 mod common;
 use common::*;
@@ -140,4 +141,94 @@ fn hidden_parameters_without_a_hidden_volume_are_refused() {
         "",
     ));
     assert!(err.contains("--protect-hidden"), "{err}");
+}
+
+#[test]
+fn a_hidden_volume_without_keyfiles_inside_an_outer_with_keyfiles() {
+    let kf = TempPath::new("outer-kf");
+    std::fs::write(&kf.0, b"the outer volume's keyfile").unwrap();
+    let kfp = kf.0.to_str().unwrap();
+    let f = TempPath::new("hidden-no-kf");
+    let path = f.0.to_str().unwrap();
+    ok(vcctl(
+        &[
+            "volume",
+            "create",
+            path,
+            "--password-stdin",
+            "--size",
+            "1048576",
+            "--hidden-size",
+            "131072",
+            "--prf",
+            "sha256",
+            "--pim",
+            "1",
+            "--keyfile",
+            kfp,
+            "--hidden-no-keyfiles",
+        ],
+        "outer\nhidden\n",
+    ));
+    let inspect = |pw: &str, extra: &[&str]| {
+        let mut args = vec![
+            "volume",
+            "inspect",
+            path,
+            "--password-stdin",
+            "--prf",
+            "sha256",
+        ];
+        args.extend_from_slice(&["--pim", "1"]);
+        args.extend_from_slice(extra);
+        vcctl(&args, pw)
+    };
+    // The outer needs its keyfile; the hidden volume opens with none, and not with the outer's.
+    assert_eq!(
+        json(&ok(inspect("outer\n", &["--keyfile", kfp])))["kind"],
+        "normal"
+    );
+    assert_eq!(
+        json(&ok(inspect("hidden\n", &["--hidden"])))["kind"],
+        "hidden"
+    );
+    let err = fails(inspect("hidden\n", &["--hidden", "--keyfile", kfp]));
+    assert!(err.contains("wrong password"), "{err}");
+    // --protect-hidden with the outer's keyfile and --hidden-no-keyfiles builds the request.
+    let outer = creds(b"outer", Some(Prf::Sha256), 1, &[&kf.0]);
+    let hidden = creds(b"hidden", Some(Prf::Sha256), 1, &[]);
+    let args = MountArgs {
+        host: path.to_string(),
+        creds: outer,
+        kind: Kind::Normal,
+        hidden_creds: Some(hidden),
+        letter: None,
+        read_only: false,
+        shared: false,
+        wine_host_driver_name: None,
+    };
+    let mut file = std::fs::File::open(&f.0).unwrap();
+    assert!(mount_request(&args, &mut file, 1 << 20, None, &mut Vec::new()).is_ok());
+    // The flag with a hidden keyfile is a contradiction: refused, nothing written.
+    let g = TempPath::new("hidden-both");
+    let err = fails(vcctl(
+        &[
+            "volume",
+            "create",
+            g.0.to_str().unwrap(),
+            "--password-stdin",
+            "--size",
+            "1048576",
+            "--hidden-size",
+            "131072",
+            "--prf",
+            "sha256",
+            "--hidden-no-keyfiles",
+            "--hidden-keyfile",
+            kfp,
+        ],
+        "outer\nhidden\n",
+    ));
+    assert!(err.contains("cannot be used with"), "{err}");
+    assert!(!g.0.exists());
 }
