@@ -599,44 +599,36 @@ mod tests {
         assert_eq!(req.drive_letter, Some('V'));
         assert_eq!(req.sector_size, 512);
 
-        // A failed protect-hidden mount names the header that did not open.
-        for (outer, hidden, named) in [
-            (b"x" as &[u8], b"h" as &[u8], "the outer volume's header"),
-            (b"o", b"x", "the hidden volume's header"),
-        ] {
+        // A failed protect-hidden mount names the header that did not open; without
+        // --protect-hidden the error is the volume's own, as before.
+        let host = args.host.clone();
+        let fails = |outer: &[u8], hidden: Option<&[u8]>| {
             let args = MountArgs {
-                host: args.host.clone(),
+                host: host.clone(),
                 creds: creds(outer),
                 kind: Kind::Normal,
-                hidden_creds: Some(creds(hidden)),
+                hidden_creds: hidden.map(creds),
                 letter: None,
                 read_only: false,
                 shared: false,
                 wine_host_driver_name: None,
             };
-            let err = mount_request(&args, &mut file, 1 << 20, None, &mut Vec::new())
-                .unwrap_err()
-                .to_string();
+            let mut file = std::fs::File::open(&path).unwrap();
+            let err = mount_request(&args, &mut file, 1 << 20, None, &mut Vec::new());
+            err.unwrap_err().to_string()
+        };
+        for (outer, hidden, named) in [
+            (b"x" as &[u8], b"h" as &[u8], "the outer volume's header"),
+            (b"o", b"x", "the hidden volume's header"),
+        ] {
+            let err = fails(outer, Some(hidden));
             assert!(
                 err.starts_with(named) && err.contains("wrong password"),
                 "{err}"
             );
             assert!(!err.contains('\n'));
         }
-        // Without --protect-hidden the error is the volume's own, as before.
-        let plain = MountArgs {
-            host: args.host.clone(),
-            creds: creds(b"x"),
-            kind: Kind::Normal,
-            hidden_creds: None,
-            letter: None,
-            read_only: false,
-            shared: false,
-            wine_host_driver_name: None,
-        };
-        let err = mount_request(&plain, &mut file, 1 << 20, None, &mut Vec::new())
-            .unwrap_err()
-            .to_string();
+        let err = fails(b"x", None);
         assert!(
             err.contains("wrong password") && !err.contains("header did not open"),
             "{err}"
