@@ -26,6 +26,9 @@ pub enum Fault {
     /// Completion: a finishing thread queues its own work item whenever one is free, even
     /// while earlier requests wait at the completion thread for one (it overtakes them).
     CompletionOvertakes = 1 << 7,
+    /// Direct path: a host flush that failed is reported to the upper flush as success (its
+    /// writes may not be durable, and the caller is told they are).
+    FlushErrorIgnored = 1 << 8,
 }
 
 #[cfg(feature = "fault-switches")]

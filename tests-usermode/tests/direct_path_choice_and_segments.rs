@@ -272,6 +272,17 @@ fn r7_read_only_hidden_and_protected_volumes_keep_writes_and_flushes_legacy() {
             assert_eq!((c.direct_flushes, c.immediate_flushes), (0, 1), "{what}");
             assert_eq!(host.mem.counters().flushes, 0, "{what}");
         }
+        // A host that cannot flush: the flush that reached it fails with its status; one that
+        // completes at once (VeraCrypt's legacy flush) never asks it.
+        host.mem.fail_flushes(Some(Status::IoDeviceError));
+        let c = wait(&submit(&vol, TestRequest::flush));
+        let want = if direct_write {
+            Status::IoDeviceError
+        } else {
+            Status::Success
+        };
+        assert_eq!(c.status, want, "{what}: a flush the host failed");
+        host.mem.fail_flushes(None);
         vol.dismount();
     }
 }

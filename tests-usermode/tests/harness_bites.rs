@@ -1,5 +1,6 @@
 //! The reliability harness bites: each test-only fault switch that reintroduces one of the
-//! review's bugs (R1, R2, R3, R12, R13, and W9: a wait inside a spin lock) makes `vcsim`
+//! review's bugs (R1, R2, R3, R12, R13, W9: a wait inside a spin lock, and a failed host flush
+//! reported as success) makes `vcsim`
 //! report a violation of the invariant that bug breaks (the violation names it) within a few hundred seeds. One test, run serially,
 //! because the switches are process-wide. Release builds only (the simulator is slow
 //! unoptimised); CI runs it in its `sim` stage. A debug build of `vcsim` itself runs a few
@@ -25,6 +26,8 @@ fn every_fault_switch_is_caught_within_300_seeds() {
         ("r13", &["R13:"][..]),
         // W9: a wait inside a spin lock, caught by the virtual IRQL with its site.
         ("w9", &["W9 violation: wait at DISPATCH_LEVEL"][..]),
+        // A failed host flush reported to the upper flush as success.
+        ("flush", &["flush error lost"][..]),
     ] {
         set_fault(fault).unwrap();
         let caught = (0..300u64).find_map(|seed| {

@@ -125,6 +125,8 @@ pub struct MemoryHost {
     shorts: RwLock<Vec<Range<u64>>>,
     counters: Counters,
     latency: Option<Duration>,
+    /// Every flush fails with this status while set (`fail_flushes`).
+    flush_failure: RwLock<Option<Status>>,
 }
 
 impl MemoryHost {
@@ -140,6 +142,7 @@ impl MemoryHost {
             shorts: RwLock::new(Vec::new()),
             counters: Counters::default(),
             latency: None,
+            flush_failure: RwLock::new(None),
         }
     }
 
@@ -159,6 +162,15 @@ impl MemoryHost {
     pub fn with_latency(mut self, latency: Duration) -> Self {
         self.latency = Some(latency);
         self
+    }
+
+    /// Makes every flush fail with `status` (`None`: flushes succeed again), as a disk whose
+    /// cache cannot be written out.
+    pub fn fail_flushes(&self, status: Option<Status>) {
+        *self
+            .flush_failure
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = status;
     }
 
     /// Makes every operation that touches `bytes` fail with `status` (no data moves).
@@ -335,7 +347,10 @@ impl HostDevice for MemoryHost {
     fn flush(&self) -> Result<(), Status> {
         crate::irql::check(vcdirect::platform::irql::Call::HostSyncIo);
         self.counters.record_flush();
-        Ok(())
+        match *self.flush_failure.read().unwrap_or_else(|e| e.into_inner()) {
+            Some(status) => Err(status),
+            None => Ok(()),
+        }
     }
 }
 

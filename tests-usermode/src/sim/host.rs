@@ -63,6 +63,11 @@ pub struct SimHost {
     written: StdMutex<HashMap<u32, u64>>,
     /// `written` as it was at each host flush, in order.
     flushes: StdMutex<Vec<HashMap<u32, u64>>>,
+    /// Every n-th host flush fails with this status (`fail_flushes`).
+    flush_failure: StdMutex<Option<(u64, Status)>>,
+    /// Host flushes asked, and how many of them failed.
+    flushes_asked: AtomicU64,
+    flushes_failed: AtomicU64,
 }
 
 impl SimHost {
@@ -86,7 +91,21 @@ impl SimHost {
             decoder: StdMutex::new(None),
             written: StdMutex::new(HashMap::new()),
             flushes: StdMutex::new(Vec::new()),
+            flush_failure: StdMutex::new(None),
+            flushes_asked: AtomicU64::new(0),
+            flushes_failed: AtomicU64::new(0),
         }
+    }
+
+    /// Makes every `every`-th host flush (1: all) fail with `status`, as a disk whose cache
+    /// cannot be written out does.
+    pub fn fail_flushes(&self, every: u64, status: Status) {
+        *self.flush_failure.lock().unwrap() = Some((every.max(1), status));
+    }
+
+    /// Host flushes that failed (`fail_flushes`).
+    pub fn failed_flushes(&self) -> u64 {
+        self.flushes_failed.load(Ordering::SeqCst)
     }
 
     /// Makes every operation touching `range` fail with `status`.
@@ -378,6 +397,14 @@ impl HostDevice for SimHost {
         crate::irql::check(Call::HostSyncIo);
         self.started(3, 0, 0);
         self.delay();
+        let n = self.flushes_asked.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some((every, status)) = *self.flush_failure.lock().unwrap() {
+            if n.is_multiple_of(every) {
+                self.flushes_failed.fetch_add(1, Ordering::SeqCst);
+                self.outstanding.fetch_sub(1, Ordering::SeqCst);
+                return Err(status);
+            }
+        }
         let snapshot = self.written.lock().unwrap().clone();
         self.flushes.lock().unwrap().push(snapshot);
         self.outstanding.fetch_sub(1, Ordering::SeqCst);

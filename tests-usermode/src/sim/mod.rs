@@ -25,8 +25,8 @@ pub use platform::{current_thread_name, SimPlatform};
 pub use workload::{run_seed, FaultMix, SeedReport, SimConfig};
 
 /// Switches on the test-only fault that reintroduces one of the review's bugs (`r1`, `r2`,
-/// `r3`, `r12`, `r13`, `w9`: a wait inside a spin lock); needs the engine's `fault-switches`
-/// feature.
+/// `r3`, `r12`, `r13`, `w9`: a wait inside a spin lock, `flush`: a failed host flush reported
+/// as success); needs the engine's `fault-switches` feature.
 pub fn set_fault(name: &str) -> Result<(), String> {
     use vcdirect::faults::{set_faults, Fault};
     let f = match name {
@@ -36,6 +36,7 @@ pub fn set_fault(name: &str) -> Result<(), String> {
         "r12" => Fault::R12VolumeWideBarrier,
         "r13" => Fault::R13AbandonChildren,
         "w9" => Fault::W9WaitInsideLock,
+        "flush" => Fault::FlushErrorIgnored,
         other => return Err(format!("unknown fault {other}")),
     };
     set_faults(&[f]);

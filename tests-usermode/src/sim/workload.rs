@@ -20,7 +20,7 @@ use super::check::completion_thread::check_completion_thread;
 use super::check::dismount::{
     check_cancel_handshakes, check_drained, check_keys, check_threads_left,
 };
-use super::check::flushes::check_flushes;
+use super::check::flushes::{check_flush_failures, check_flushes};
 use super::check::irql::with_irql_checks;
 use super::check::medium::check_medium;
 use super::check::paths::check_paths;
@@ -33,6 +33,10 @@ use super::log::{
 use super::platform::{current_thread_name, SimEvent, SimPlatform};
 use crate::mount::mount_params;
 use crate::request::{Buf, Completion, TestRequest};
+
+/// The status an injected host flush failure carries (STATUS_DEVICE_DATA_ERROR): no other
+/// fault produces it, so the flush check can count it.
+pub(crate) const FLUSH_FAILURE: Status = Status::Host(0xC000_009C);
 
 /// Which faults a run may inject (each is then drawn per seed).
 #[derive(Clone, Copy, Debug)]
@@ -57,6 +61,8 @@ pub struct FaultMix {
     pub map_failures: bool,
     /// A mount before the real one has a seeded one of its fallible allocations fail (W6).
     pub allocation_failure: bool,
+    /// Some host flushes fail: the upper flushes they serve must fail with their status.
+    pub flush_failures: bool,
 }
 
 impl FaultMix {
@@ -72,6 +78,7 @@ impl FaultMix {
         short_transfers: true,
         map_failures: true,
         allocation_failure: true,
+        flush_failures: true,
     };
     /// No fault.
     pub const NONE: FaultMix = FaultMix {
@@ -85,6 +92,7 @@ impl FaultMix {
         short_transfers: false,
         map_failures: false,
         allocation_failure: false,
+        flush_failures: false,
     };
 }
 
@@ -284,8 +292,12 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     let mut alloc_rng = StdRng::seed_from_u64(seed ^ 0x0a11_0c0f);
     let fail_alloc = (f.allocation_failure && alloc_rng.gen_bool(0.25))
         .then(|| alloc_rng.gen_range(1..=MOUNT_ALLOCATIONS_DRAWN));
+    // Every n-th host flush fails (its own generator too).
+    let mut flush_rng = StdRng::seed_from_u64(seed ^ 0x0f1a_5e44);
+    let flush_fail =
+        (f.flush_failures && flush_rng.gen_bool(0.3)).then(|| flush_rng.gen_range(1..=3u64));
     let drawn = format!(
-        "limits={}/{}/{} host_errors={host_errors} erase={erase} dismount={dismount_early} long_delays={long_delays} short={short:?} map_failures={map_failures} fail_alloc={fail_alloc:?}",
+        "limits={}/{}/{} host_errors={host_errors} erase={erase} dismount={dismount_early} long_delays={long_delays} short={short:?} map_failures={map_failures} fail_alloc={fail_alloc:?} flush_fail={flush_fail:?}",
         limits.max_transfer, limits.max_physical_pages, limits.alignment_mask
     );
     let kind = if cfg.raw {
@@ -310,6 +322,9 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     }
     if let Some(range) = short.clone() {
         host.short_range(range);
+    }
+    if let Some(every) = flush_fail {
+        host.fail_flushes(every, FLUSH_FAILURE);
     }
     let decoder_cipher = Arc::clone(&cipher);
     host.set_decoder(Box::new(move |host_offset, first| {
@@ -403,9 +418,13 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     if map_failures {
         allowed_failures.push(Status::InsufficientResources);
     }
+    if flush_fail.is_some() {
+        allowed_failures.push(FLUSH_FAILURE);
+    }
     check_log(&log, &allowed_failures, &mut violations);
     check_medium(&log, &host.snapshot(), &cipher, &mut violations);
     check_flushes(&log, host, volume.effective().direct_write, &mut violations);
+    check_flush_failures(&log, host.failed_flushes(), &mut violations);
     check_paths(&log, cfg, &counters, limits, &mut violations);
     check_short_transfers(
         &log,

@@ -1,10 +1,12 @@
 //! Flushes (docs/review.md R7): a volume without direct writes never sends a flush to the host and
 //! completes each flush at once; with direct writes, a successful flush reaches the host only
-//! after every write that succeeded before it is on the medium.
+//! after every write that succeeded before it is on the medium, and a host flush that failed
+//! fails the upper flush it served with its status.
 
 use vcdirect::Status;
 
 use crate::sim::log::{LogEntry, OpKind, SECTOR};
+use crate::sim::workload::FLUSH_FAILURE;
 use crate::sim::SimHost;
 
 pub(crate) fn check_flushes(
@@ -53,5 +55,27 @@ pub(crate) fn check_flushes(
                 }
             }
         }
+    }
+}
+
+/// Every failed host flush reached its upper flush: as many upper flushes completed with the
+/// injected failure's status as host flushes failed (one upper flush, one host flush: the
+/// workload sends one flush at a time). A path that reports a failed host flush as success
+/// tells the caller its writes are durable when they may not be.
+pub(crate) fn check_flush_failures(
+    log: &[LogEntry],
+    failed_host_flushes: u64,
+    violations: &mut Vec<String>,
+) {
+    let reported = log
+        .iter()
+        .filter(|e| {
+            e.kind == OpKind::Flush && e.outcome.as_ref().map(|o| o.status) == Some(FLUSH_FAILURE)
+        })
+        .count() as u64;
+    if reported != failed_host_flushes {
+        violations.push(format!(
+            "flush error lost: the host failed {failed_host_flushes} flushes, {reported} upper flushes reported the failure"
+        ));
     }
 }
