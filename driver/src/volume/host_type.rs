@@ -49,6 +49,30 @@ pub mod device_type {
     pub const DVD: u32 = 0x33;
 }
 
+/// The device types a raw host may have: a disk, a partition or a volume on one, a virtual
+/// disk (VHD), optical media.
+pub const RAW_HOST_TYPES: &[u32] = &[
+    device_type::DISK,
+    device_type::VIRTUAL_DISK,
+    device_type::MASS_STORAGE,
+    device_type::CD_ROM,
+    device_type::DVD,
+];
+
+/// The device types a file host's open may reach: those of a raw host (a file on a local file
+/// system, whose volume reports its disk's type) and a network file system's.
+pub const FILE_HOST_TYPES: &[u32] = &[
+    device_type::DISK,
+    device_type::VIRTUAL_DISK,
+    device_type::MASS_STORAGE,
+    device_type::CD_ROM,
+    device_type::DVD,
+    device_type::NETWORK_FILE_SYSTEM,
+    device_type::MULTI_UNC_PROVIDER,
+    device_type::NETWORK,
+    device_type::DFS,
+];
+
 /// What the host open reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostTypeFacts {
@@ -73,27 +97,13 @@ pub struct HostTypeFacts {
 /// system's (a file). A container file on a file system mounted on one of our volumes is a
 /// file like any other (nested volumes are VeraCrypt's too): only the raw open is refused.
 pub fn check_host_type(facts: &HostTypeFacts) -> Result<(), Status> {
-    use device_type::*;
     let own_raw = facts.own_volume && facts.kind == HostKind::RawDevice;
     if facts.directory || facts.pipe || own_raw {
         return Err(HOST_TYPE_REFUSED);
     }
-    let accepted: &[u32] = match facts.kind {
-        // A disk, a partition or a volume on one, a virtual disk (VHD), optical media.
-        HostKind::RawDevice => &[DISK, VIRTUAL_DISK, MASS_STORAGE, CD_ROM, DVD],
-        // A file on a local file system (its volume reports the disk's type) or on a network
-        // file system.
-        HostKind::FileContainer => &[
-            DISK,
-            VIRTUAL_DISK,
-            MASS_STORAGE,
-            CD_ROM,
-            DVD,
-            NETWORK_FILE_SYSTEM,
-            MULTI_UNC_PROVIDER,
-            NETWORK,
-            DFS,
-        ],
+    let accepted = match facts.kind {
+        HostKind::RawDevice => RAW_HOST_TYPES,
+        HostKind::FileContainer => FILE_HOST_TYPES,
     };
     if accepted.contains(&facts.device_type) {
         Ok(())
@@ -179,31 +189,14 @@ mod tests {
 
     #[test]
     fn host_type_only_disk_and_file_system_types_pass() {
-        // Every device type but the accepted ones is refused, raw and as a file.
+        // Every device type but the accepted ones is refused, raw and as a file; a file may
+        // live wherever a raw host may.
+        assert!(RAW_HOST_TYPES.iter().all(|t| FILE_HOST_TYPES.contains(t)));
         for t in 0..0x100u32 {
             let raw = check_host_type(&facts(HostKind::RawDevice, t)).is_ok();
             let file = check_host_type(&facts(HostKind::FileContainer, t)).is_ok();
-            assert_eq!(
-                raw,
-                [DISK, VIRTUAL_DISK, MASS_STORAGE, CD_ROM, DVD].contains(&t),
-                "{t:#x}"
-            );
-            assert_eq!(
-                file,
-                [
-                    DISK,
-                    VIRTUAL_DISK,
-                    MASS_STORAGE,
-                    CD_ROM,
-                    DVD,
-                    NETWORK_FILE_SYSTEM,
-                    MULTI_UNC_PROVIDER,
-                    NETWORK,
-                    DFS
-                ]
-                .contains(&t),
-                "{t:#x}"
-            );
+            assert_eq!(raw, RAW_HOST_TYPES.contains(&t), "{t:#x}");
+            assert_eq!(file, FILE_HOST_TYPES.contains(&t), "{t:#x}");
         }
     }
 }
