@@ -68,20 +68,17 @@ fn reseal(f: &TempPath, at: u64, edit: impl Fn(&mut vcctl::Header)) {
     file.write_all(&bytes).unwrap();
 }
 
+/// `vcctl volume CMD FILE` with the fresh volumes' password, PRF and PIM, then `extra`.
+fn open(cmd: &str, f: &TempPath, extra: &[&str]) -> std::process::Output {
+    let file = f.0.to_str().unwrap();
+    let mut args = vec!["volume", cmd, file, "--password-stdin"];
+    args.extend_from_slice(&["--prf", "sha256", "--pim", "1"]);
+    args.extend_from_slice(extra);
+    vcctl(&args, PASSWORD)
+}
+
 fn inspect(f: &TempPath) -> std::process::Output {
-    vcctl(
-        &[
-            "volume",
-            "inspect",
-            f.0.to_str().unwrap(),
-            "--password-stdin",
-            "--prf",
-            "sha256",
-            "--pim",
-            "1",
-        ],
-        PASSWORD,
-    )
+    open("inspect", f, &[])
 }
 
 fn stderr(out: &std::process::Output) -> String {
@@ -120,23 +117,7 @@ fn the_backup_header_used_is_said_on_stderr_with_the_repair_command() {
     assert_eq!(j["header"], "backup");
     assert_eq!(j["warnings"].as_array().map(Vec::len), Some(1), "{j}");
     // `read` says it too, and still reads.
-    let out = vcctl(
-        &[
-            "volume",
-            "read",
-            f.0.to_str().unwrap(),
-            "--password-stdin",
-            "--prf",
-            "sha256",
-            "--pim",
-            "1",
-            "--offset",
-            "0",
-            "--length",
-            "512",
-        ],
-        PASSWORD,
-    );
+    let out = open("read", &f, &["--offset", "0", "--length", "512"]);
     assert!(out.status.success());
     assert_eq!(out.stdout.len(), 512);
     assert!(stderr(&out).contains("backup header at the end was used"));
