@@ -19,25 +19,24 @@ fn creds(pw: &[u8], prf: Option<Prf>, pim: u32, keyfiles: &[&std::path::Path]) -
     }
 }
 
+/// `vcctl volume create PATH` of a 1 MiB container with a 128 KiB hidden volume (SHA-256, PIM
+/// 1 for both unless `extra` says otherwise; passwords "outer" and "hidden"), then `extra`.
+fn create_with_hidden(path: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["volume", "create", path, "--password-stdin"];
+    args.extend_from_slice(&["--size", "1048576", "--hidden-size", "131072"]);
+    args.extend_from_slice(&["--prf", "sha256", "--pim", "1"]);
+    args.extend_from_slice(extra);
+    vcctl(&args, "outer\nhidden\n")
+}
+
 #[test]
 fn protect_hidden_uses_the_hidden_headers_own_prf_pim_and_keyfiles() {
     let kf = TempPath::new("hidden-kf");
     std::fs::write(&kf.0, b"the hidden volume's keyfile").unwrap();
     let f = TempPath::new("own-hidden");
-    let made = json(&ok(vcctl(
+    let made = json(&ok(create_with_hidden(
+        f.0.to_str().unwrap(),
         &[
-            "volume",
-            "create",
-            f.0.to_str().unwrap(),
-            "--password-stdin",
-            "--size",
-            "1048576",
-            "--hidden-size",
-            "131072",
-            "--prf",
-            "sha256",
-            "--pim",
-            "1",
             "--hidden-prf",
             "blake2s",
             "--hidden-pim",
@@ -45,7 +44,6 @@ fn protect_hidden_uses_the_hidden_headers_own_prf_pim_and_keyfiles() {
             "--hidden-keyfile",
             kf.0.to_str().unwrap(),
         ],
-        "outer\nhidden\n",
     )));
     let path = f.0.to_str().unwrap();
     // The hidden header opens with its own parameters only.
@@ -150,25 +148,9 @@ fn a_hidden_volume_without_keyfiles_inside_an_outer_with_keyfiles() {
     let kfp = kf.0.to_str().unwrap();
     let f = TempPath::new("hidden-no-kf");
     let path = f.0.to_str().unwrap();
-    ok(vcctl(
-        &[
-            "volume",
-            "create",
-            path,
-            "--password-stdin",
-            "--size",
-            "1048576",
-            "--hidden-size",
-            "131072",
-            "--prf",
-            "sha256",
-            "--pim",
-            "1",
-            "--keyfile",
-            kfp,
-            "--hidden-no-keyfiles",
-        ],
-        "outer\nhidden\n",
+    ok(create_with_hidden(
+        path,
+        &["--keyfile", kfp, "--hidden-no-keyfiles"],
     ));
     let inspect = |pw: &str, extra: &[&str]| {
         let mut args = vec![
@@ -211,23 +193,9 @@ fn a_hidden_volume_without_keyfiles_inside_an_outer_with_keyfiles() {
     assert!(mount_request(&args, &mut file, 1 << 20, None, &mut Vec::new()).is_ok());
     // The flag with a hidden keyfile is a contradiction: refused, nothing written.
     let g = TempPath::new("hidden-both");
-    let err = fails(vcctl(
-        &[
-            "volume",
-            "create",
-            g.0.to_str().unwrap(),
-            "--password-stdin",
-            "--size",
-            "1048576",
-            "--hidden-size",
-            "131072",
-            "--prf",
-            "sha256",
-            "--hidden-no-keyfiles",
-            "--hidden-keyfile",
-            kfp,
-        ],
-        "outer\nhidden\n",
+    let err = fails(create_with_hidden(
+        g.0.to_str().unwrap(),
+        &["--hidden-no-keyfiles", "--hidden-keyfile", kfp],
     ));
     assert!(err.contains("cannot be used with"), "{err}");
     assert!(!g.0.exists());
