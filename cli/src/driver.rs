@@ -281,7 +281,7 @@ pub fn status_json(s: &StatusReply) -> Value {
         "flags": flags_json(s.flags),
         "gates": { "read": s.gates.read, "write": s.gates.write },
         "crypto_backend": String::from_utf8_lossy(&s.backend),
-        "counters": counters_json(&s.counters),
+        "counters": counters_json(&s.counters, s.later_counters),
         "data_size": s.data_size,
         "volume_memory": memory_json(s.memory.as_ref()),
     })
@@ -300,10 +300,15 @@ fn memory_json(m: Option<&VolumeMemory>) -> Value {
     map.into()
 }
 
-fn counters_json(c: &CounterSnapshot) -> Value {
+/// Every counter; the ones an older driver's reply does not carry (`later` false) are null.
+fn counters_json(c: &CounterSnapshot, later: bool) -> Value {
     let mut map = serde_json::Map::new();
-    for (name, v) in c.fields() {
-        map.insert(name.to_string(), v.into());
+    for (i, (name, v)) in c.fields().into_iter().enumerate() {
+        let carried = later || i < abi::STATUS_COUNTERS;
+        map.insert(
+            name.to_string(),
+            if carried { v.into() } else { Value::Null },
+        );
     }
     let reasons: serde_json::Map<String, Value> = LegacyReason::ALL
         .iter()
@@ -526,6 +531,7 @@ mod tests {
                 legacy_fragments: 1 << 20,
                 ..Default::default()
             }),
+            later_counters: true,
         };
         let parsed = StatusReply::parse(&reply.build().unwrap()).unwrap();
         let j = status_json(&parsed);
@@ -539,14 +545,18 @@ mod tests {
         assert_eq!(j["flags"]["read_only"], true);
         assert_eq!(j["counters"]["direct_reads"], 5);
         assert_eq!(j["counters"]["slot_waits"], 0);
+        assert_eq!(j["counters"]["dispatch_reads"], 0);
         assert_eq!(j["counters"]["legacy_by_reason"]["gate_off"], 2);
-        // An older driver's reply (no memory block) still prints, with a null figure.
+        // An older driver's reply (no memory block, no later counters) still prints, with
+        // null figures.
         let older = StatusReply {
             memory: None,
+            later_counters: false,
             ..parsed
         };
         let j = status_json(&StatusReply::parse(&older.build().unwrap()).unwrap());
         assert!(j["volume_memory"].is_null());
+        assert!(j["counters"]["dispatch_reads"].is_null());
         assert_eq!(j["counters"]["direct_reads"], 5);
     }
 

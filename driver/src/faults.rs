@@ -29,6 +29,9 @@ pub enum Fault {
     /// Direct path: a host flush that failed is reported to the upper flush as success (its
     /// writes may not be durable, and the caller is told they are).
     FlushErrorIgnored = 1 << 8,
+    /// R12, direct path: a read issued on the dispatching thread does not look at the direct
+    /// FIFO, so it overtakes the jobs queued there before it.
+    R12DispatchOvertakes = 1 << 9,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -47,6 +47,11 @@ pub fn set_mode(mode: Mode) -> Mode {
     MODE.with(|m| m.replace(mode))
 }
 
+/// How the calling OS thread keeps the level.
+pub fn mode() -> Mode {
+    MODE.with(Cell::get)
+}
+
 /// Takes the violations the simulator recorded on this OS thread.
 pub fn take_recorded() -> Vec<String> {
     RECORDED.with(|r| std::mem::take(&mut *r.borrow_mut()))
@@ -167,16 +172,27 @@ pub fn raised<R>(to: Irql, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Read/write dispatch as Windows may call it: at DISPATCH_LEVEL (a driver above may send
-/// reads and writes from a completion routine or while holding a spin lock). Flushes and every
-/// other request are dispatched at PASSIVE_LEVEL, as the I/O manager sends them. The one entry
-/// the user-mode harnesses (tests, `vcsim`, `vcbench`) dispatch through.
+/// Read/write dispatch at DISPATCH_LEVEL, as Windows may call it (a driver above may send
+/// reads and writes from a completion routine or while holding a spin lock): the engine must
+/// neither wait nor issue host I/O on this thread. Flushes and every other request are
+/// dispatched at PASSIVE_LEVEL, as the I/O manager sends them.
 #[track_caller]
 pub fn dispatch<P: vcdirect::platform::Platform>(volume: &Arc<Volume<P>>, request: P::Request) {
+    dispatch_at(Irql::Dispatch, volume, request);
+}
+
+/// Read/write dispatch at `level` (PASSIVE_LEVEL: an application's request through the file
+/// system, the common case, where the engine may issue a small read on this thread); every
+/// other request at PASSIVE_LEVEL. The one entry the user-mode harnesses (tests, `vcsim`,
+/// `vcbench`) dispatch through.
+#[track_caller]
+pub fn dispatch_at<P: vcdirect::platform::Platform>(
+    level: Irql,
+    volume: &Arc<Volume<P>>,
+    request: P::Request,
+) {
     match request.kind() {
-        RequestKind::Read | RequestKind::Write => {
-            raised(Irql::Dispatch, || volume.dispatch(request))
-        }
+        RequestKind::Read | RequestKind::Write => raised(level, || volume.dispatch(request)),
         _ => volume.dispatch(request),
     }
 }

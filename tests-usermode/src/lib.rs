@@ -10,5 +10,6 @@ pub mod irql;
 pub mod loom_platform;
 pub mod mount;
 pub mod request;
+pub mod security;
 pub mod sim;
 pub mod std_platform;

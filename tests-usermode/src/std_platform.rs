@@ -155,6 +155,9 @@ pub struct StdPlatform<H> {
     inline_pieces: bool,
     /// Start every work-item thread when the work items are made (see `with_eager_work_items`).
     eager_work_items: bool,
+    /// Let a dispatching thread at PASSIVE_LEVEL issue host reads itself (see
+    /// `without_dispatch_issue`).
+    dispatch_issue: bool,
     _host: PhantomData<fn() -> H>,
 }
 
@@ -166,6 +169,7 @@ impl<H> Clone for StdPlatform<H> {
             cpus: self.cpus,
             inline_pieces: self.inline_pieces,
             eager_work_items: self.eager_work_items,
+            dispatch_issue: self.dispatch_issue,
             _host: PhantomData,
         }
     }
@@ -187,6 +191,7 @@ impl<H> StdPlatform<H> {
             cpus,
             inline_pieces: false,
             eager_work_items: false,
+            dispatch_issue: true,
             _host: PhantomData,
         }
     }
@@ -207,6 +212,14 @@ impl<H> StdPlatform<H> {
     /// whenever more routines than ever before run at once.
     pub fn with_eager_work_items(mut self) -> Self {
         self.eager_work_items = true;
+        self
+    }
+
+    /// The same platform, except that no dispatching thread issues host I/O itself: every
+    /// direct request goes to the workers, as before reads were issued on the dispatching
+    /// thread (`vcbench`'s `direct-workers` mode measures that path beside the new one).
+    pub fn without_dispatch_issue(mut self) -> Self {
+        self.dispatch_issue = false;
         self
     }
 
@@ -260,6 +273,10 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
             .name(role.name().into())
             .spawn(move || {
                 let _alive = guard;
+                // R11: the threads that issue host I/O run as the mounting user.
+                if role.issues_host_io() {
+                    crate::security::set(crate::security::Context::MountingUser);
+                }
                 run_as_system(role.name(), body);
             })
             .map(StdThread)
@@ -304,6 +321,16 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
 
     fn cpu_count(&self) -> usize {
         self.cpus
+    }
+
+    /// A dispatching thread at PASSIVE_LEVEL issues the read itself, impersonating the mounting
+    /// user and restoring its own context exactly afterwards (`crate::security`). User-mode
+    /// stacks are megabytes: the kernel's stack check has no counterpart here.
+    fn issue_here<R>(&self, _stack: usize, issue: impl FnOnce() -> R) -> Option<R> {
+        if !self.dispatch_issue || crate::irql::level() != vcdirect::platform::irql::Irql::Passive {
+            return None;
+        }
+        Some(crate::security::as_mounting_user(issue))
     }
 
     /// The pieces are split in halves with `rayon::join` inside the pool: no job is boxed per

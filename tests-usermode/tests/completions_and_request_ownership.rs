@@ -129,6 +129,10 @@ fn r1_reentrant_completions_that_wait_cannot_deadlock_and_never_run_on_engine_th
             c.direct_reads > 0 && c.direct_writes > 0 && c.legacy_reads > 0,
             "{c:?}"
         );
+        // The nested reads were dispatched at PASSIVE_LEVEL from the upper completions: small
+        // ones were issued by those threads themselves and finished where the host completed
+        // them, while the completions above them blocked.
+        assert!(c.dispatch_reads > 0, "{c:?}");
         vol.dismount();
     });
 }

@@ -11,7 +11,9 @@ mod common;
 use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use vcdirect::platform::irql::Irql;
 use vcdirect::platform::RequestKind;
+use vcdirect::registry::Gates;
 use vcdirect::Status;
 use vcdirect_usermode::host::MemoryHost;
 
@@ -95,19 +97,21 @@ fn run(vol: &Vol, reqs: &[Req]) -> Vec<Outcome> {
         .collect()
 }
 
+/// A volume on the common medium content (optionally failing host byte ranges).
+fn single(faults: &[std::ops::Range<u64>], gates: Gates) -> (ProbeHost, Vol) {
+    let p = params(SIZE, gates);
+    let host = ProbeHost::new(MemoryHost::new(DATA_OFFSET + SIZE + 64 * KIB));
+    put_plain(&host.mem, DATA_OFFSET, 0, &pattern(999, SIZE as usize));
+    for f in faults {
+        host.mem.fail_range(f.clone(), Status::IoDeviceError);
+    }
+    (host.clone(), mount(host, p))
+}
+
 /// Two volumes on identical media (optionally failing the same host byte ranges).
 fn pair(faults: &[std::ops::Range<u64>]) -> (ProbeHost, Vol, ProbeHost, Vol) {
-    let mk = |gates| {
-        let p = params(SIZE, gates);
-        let host = ProbeHost::new(MemoryHost::new(DATA_OFFSET + SIZE + 64 * KIB));
-        put_plain(&host.mem, DATA_OFFSET, 0, &pattern(999, SIZE as usize));
-        for f in faults {
-            host.mem.fail_range(f.clone(), Status::IoDeviceError);
-        }
-        (host.clone(), mount(host, p))
-    };
-    let (lh, lv) = mk(BOTH_OFF);
-    let (dh, dv) = mk(BOTH_ON);
+    let (lh, lv) = single(faults, BOTH_OFF);
+    let (dh, dv) = single(faults, BOTH_ON);
     (lh, lv, dh, dv)
 }
 
@@ -117,8 +121,20 @@ fn direct_and_legacy_give_same_bytes_and_statuses() {
         let reqs = workload(seed, 60);
         let (lh, lv, dh, dv) = pair(&[]);
         let legacy = run(&lv, &reqs);
+        // Dispatched at PASSIVE_LEVEL, so small reads are issued by the dispatching thread;
+        // the second direct volume below gets everything at DISPATCH_LEVEL (the workers).
+        set_dispatch_level(Irql::Passive);
         let direct = run(&dv, &reqs);
-        for (i, (l, d)) in legacy.iter().zip(&direct).enumerate() {
+        set_dispatch_level(Irql::Dispatch);
+        let (wh, wv) = single(&[], BOTH_ON);
+        let workers = run(&wv, &reqs);
+        for (i, ((l, d), w)) in legacy.iter().zip(&direct).zip(&workers).enumerate() {
+            let r = &reqs[i];
+            assert_eq!(
+                (d.status, d.information, &d.read),
+                (w.status, w.information, &w.read),
+                "seed {seed} #{i} {r:?}: dispatch-issued and worker-issued differ"
+            );
             let r = &reqs[i];
             assert_eq!(l.status, Status::Success, "seed {seed} #{i} {r:?}");
             assert_eq!(
@@ -132,18 +148,22 @@ fn direct_and_legacy_give_same_bytes_and_statuses() {
             );
         }
         assert!(
-            lh.mem.snapshot() == dh.mem.snapshot(),
+            lh.mem.snapshot() == dh.mem.snapshot() && dh.mem.snapshot() == wh.mem.snapshot(),
             "seed {seed}: media differ"
         );
         let lc = lv.counters.snapshot();
         let dc = dv.counters.snapshot();
+        let wc = wv.counters.snapshot();
         assert_eq!(lc.direct_reads + lc.direct_writes, 0);
         assert!(
             dc.direct_reads > 0 && dc.direct_writes > 0,
             "seed {seed}: {dc:?}"
         );
+        assert!(dc.dispatch_reads > 0, "seed {seed}: {dc:?}");
+        assert_eq!(wc.dispatch_reads, 0, "seed {seed}: {wc:?}");
         lv.dismount();
         dv.dismount();
+        wv.dismount();
     }
 }
 
@@ -159,7 +179,10 @@ fn direct_and_legacy_agree_on_statuses_and_untouched_sectors_when_host_fails_sec
         ];
         let (lh, lv, dh, dv) = pair(&faults);
         let legacy = run(&lv, &reqs);
+        // PASSIVE_LEVEL: failed and short reads the dispatching thread issued.
+        set_dispatch_level(Irql::Passive);
         let direct = run(&dv, &reqs);
+        set_dispatch_level(Irql::Dispatch);
         // Volume sectors written by a failed write: their content is not specified.
         let mut tainted = vec![false; (SIZE / 512) as usize];
         let mut failures = 0;

@@ -389,6 +389,10 @@ const OFF_STATUS_DATA_SIZE: usize = OFF_COUNTERS + 8 * (STATUS_COUNTERS + STATUS
 /// (Adding a purpose breaks the build here until the reply grows by another block.)
 pub const STATUS_MEMORY_PURPOSES: usize = 4;
 const OFF_STATUS_MEMORY: usize = OFF_STATUS_DATA_SIZE + 8;
+/// Counters added after the memory block, in `fields()` order after the first
+/// [`STATUS_COUNTERS`].
+pub const STATUS_LATER_COUNTERS: usize = 1;
+const OFF_STATUS_LATER: usize = OFF_STATUS_MEMORY + 8 * STATUS_MEMORY_PURPOSES;
 
 /// `IOCTL_STATUS` output, [`StatusReply::SIZE`] bytes:
 ///
@@ -405,11 +409,13 @@ const OFF_STATUS_MEMORY: usize = OFF_STATUS_DATA_SIZE + 8;
 /// | 160 | legacy routings by reason | [u64; 4], `LegacyReason::ALL` order |
 /// | 192 | data_size | u64 |
 /// | 200 | nonpaged bytes held by the volume's buffers, by purpose (absent in a reply of [`StatusReply::SIZE_V1`] bytes) | [u64; 4], `VolumeMemory::fields()` order (direct_bounce first) |
+/// | 232 | later counters: dispatch_reads (absent in a reply of [`StatusReply::SIZE_V1`] or [`StatusReply::SIZE_V2`] bytes) | [u64; 1] |
 ///
 /// The reply grows at its end only, and its `size` field says which layout it is: a driver
-/// writes the memory block only when the caller's output buffer has room for it (an older
-/// vcctl asks for [`StatusReply::SIZE_V1`] bytes and gets exactly those), and vcctl accepts
-/// a [`StatusReply::SIZE_V1`] reply from an older driver (`memory` is then `None`).
+/// writes each later block only when the caller's output buffer has room for it (an older
+/// vcctl asks for [`StatusReply::SIZE_V1`] or [`StatusReply::SIZE_V2`] bytes and gets exactly
+/// those), and vcctl accepts the shorter replies of an older driver (`memory` is then `None`,
+/// or `later_counters` false and the later counters read 0).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusReply {
     /// The volume's id.
@@ -429,23 +435,28 @@ pub struct StatusReply {
     /// Nonpaged bytes the volume's buffers hold, by purpose (`None`: a reply without the
     /// memory block).
     pub memory: Option<VolumeMemory>,
+    /// The reply carries the counters added after the memory block (needs `memory`).
+    pub later_counters: bool,
 }
 
 impl StatusReply {
     /// Byte size of the first layout, without the memory block.
     pub const SIZE_V1: usize = OFF_STATUS_DATA_SIZE + 8;
-    /// Byte size with the memory block (what vcctl asks for).
-    pub const SIZE: usize = OFF_STATUS_MEMORY + 8 * STATUS_MEMORY_PURPOSES;
+    /// Byte size with the memory block.
+    pub const SIZE_V2: usize = OFF_STATUS_LATER;
+    /// Byte size with the memory block and the later counters (what vcctl asks for).
+    pub const SIZE: usize = OFF_STATUS_LATER + 8 * STATUS_LATER_COUNTERS;
 
     /// Encodes (driver side).
     pub fn build(&self) -> Result<Vec<u8>, AbiError> {
         if self.backend.len() >= BACKEND_CHARS || self.backend.contains(&0) {
             return Err(AbiError::TooLong);
         }
-        let mut w = Writer::new(if self.memory.is_some() {
-            Self::SIZE
-        } else {
-            Self::SIZE_V1
+        let mut w = Writer::new(match (&self.memory, self.later_counters) {
+            (None, false) => Self::SIZE_V1,
+            (Some(_), false) => Self::SIZE_V2,
+            (Some(_), true) => Self::SIZE,
+            (None, true) => return Err(AbiError::TooLong),
         })?;
         w.u32(8, self.volume_id);
         w.u32(12, self.flags);
@@ -455,8 +466,8 @@ impl StatusReply {
         );
         w.u16(20, letter_field(self.drive_letter));
         w.bytes(24, &self.backend);
-        let named: [(&str, u64); STATUS_COUNTERS] = self.counters.fields();
-        let values = named
+        let named: [(&str, u64); STATUS_COUNTERS + STATUS_LATER_COUNTERS] = self.counters.fields();
+        let values = named[..STATUS_COUNTERS]
             .iter()
             .map(|(_, v)| *v)
             .chain(self.counters.legacy_by_reason);
@@ -470,16 +481,22 @@ impl StatusReply {
                 w.u64(OFF_STATUS_MEMORY + 8 * i, *v);
             }
         }
+        if self.later_counters {
+            for (i, (_, v)) in named[STATUS_COUNTERS..].iter().enumerate() {
+                w.u64(OFF_STATUS_LATER + 8 * i, *v);
+            }
+        }
         Ok(w.0)
     }
 
     /// Decodes (vcctl side).
     pub fn parse(buf: &[u8]) -> Result<StatusReply, AbiError> {
-        let expected = if buf.len() == Self::SIZE_V1 {
-            Self::SIZE_V1
-        } else {
-            Self::SIZE
+        let expected = match buf.len() {
+            Self::SIZE_V1 => Self::SIZE_V1,
+            Self::SIZE_V2 => Self::SIZE_V2,
+            _ => Self::SIZE,
         };
+        let later_counters = expected == Self::SIZE;
         let r = open_exact(buf, expected)?;
         let gates = r.u32(16);
         if gates & !3 != 0 {
@@ -518,6 +535,11 @@ impl StatusReply {
             range_waits: c(12),
             rejected: c(13),
             failed: c(14),
+            dispatch_reads: if later_counters {
+                r.u64(OFF_STATUS_LATER)
+            } else {
+                0
+            },
             legacy_by_reason: [c(15), c(16), c(17), c(18)],
         };
         Ok(StatusReply {
@@ -531,7 +553,8 @@ impl StatusReply {
             backend,
             counters,
             data_size: r.u64(OFF_STATUS_DATA_SIZE),
-            memory: (expected == Self::SIZE).then(|| {
+            later_counters,
+            memory: (expected != Self::SIZE_V1).then(|| {
                 let m = |i: usize| r.u64(OFF_STATUS_MEMORY + 8 * i);
                 VolumeMemory {
                     direct_bounce: m(0),

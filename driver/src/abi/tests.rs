@@ -223,6 +223,7 @@ fn status_counters_follow_the_snapshot_field_order() {
         counters: c,
         data_size: 4096,
         memory: None,
+        later_counters: false,
     }
     .build()
     .unwrap();
@@ -244,6 +245,7 @@ fn soft_reply(memory: Option<VolumeMemory>) -> StatusReply {
         backend: b"soft".to_vec(),
         counters: CounterSnapshot::default(),
         data_size: 4096,
+        later_counters: false,
         memory,
     }
 }
@@ -259,7 +261,7 @@ fn status_memory_block_follows_the_first_layout_and_stays_optional() {
         legacy_unaligned: 77,
     }));
     let s = reply.build().unwrap();
-    assert_eq!((s.len(), StatusReply::SIZE), (232, 232));
+    assert_eq!((s.len(), StatusReply::SIZE_V2), (232, 232));
     assert_eq!(&s[4..8], &232u32.to_le_bytes());
     assert_eq!(&s[200..208], &44u64.to_le_bytes());
     assert_eq!(&s[224..232], &77u64.to_le_bytes());
@@ -283,6 +285,39 @@ fn status_memory_block_follows_the_first_layout_and_stays_optional() {
         StatusReply::parse(&b),
         Err(AbiError::SizeFieldMismatch(200))
     );
+}
+
+/// The later counters (reads the dispatching thread issued) follow the memory block; a reply
+/// without them (an older driver, or a caller whose buffer holds only an earlier layout)
+/// still parses, with 0 for them.
+#[test]
+fn status_later_counters_follow_the_memory_block_and_stay_optional() {
+    let mut reply = soft_reply(Some(VolumeMemory::default()));
+    reply.counters.dispatch_reads = 99;
+    reply.later_counters = true;
+    let s = reply.build().unwrap();
+    assert_eq!((s.len(), StatusReply::SIZE), (240, 240));
+    assert_eq!(&s[4..8], &240u32.to_le_bytes());
+    assert_eq!(&s[232..240], &99u64.to_le_bytes());
+    assert_eq!(StatusReply::parse(&s).unwrap(), reply);
+    reply.later_counters = false;
+    let v2 = reply.build().unwrap();
+    assert_eq!(v2.len(), 232);
+    assert_eq!(v2[8..], s[8..232], "the earlier layout is unchanged");
+    let parsed = StatusReply::parse(&v2).unwrap();
+    assert_eq!(
+        (parsed.counters.dispatch_reads, parsed.later_counters),
+        (0, false)
+    );
+    // The later block needs the memory block before it.
+    reply.memory = None;
+    reply.later_counters = true;
+    assert!(reply.build().is_err());
+    for len in [233, 239, 241] {
+        let mut b = s.clone();
+        b.resize(len, 0);
+        assert!(StatusReply::parse(&b).is_err(), "{len}");
+    }
 }
 
 #[test]
@@ -386,6 +421,7 @@ fn small_messages_reject_malformed_buffers() {
         counters: CounterSnapshot::default(),
         data_size: 512,
         memory: None,
+        later_counters: false,
     }
     .build()
     .unwrap();
@@ -433,9 +469,9 @@ proptest! {
     #[test]
     fn status_and_list_round_trip(
         id in 1u32.., flags in any::<u32>(), r in any::<bool>(), w in any::<bool>(),
-        letter in letter(), c in any::<[u64; 19]>(), size in any::<u64>(),
+        letter in letter(), c in any::<[u64; 20]>(), size in any::<u64>(),
         n in 0usize..=MAX_LIST_ENTRIES, mem in prop::option::of(any::<[u64; 4]>()),
-        kind in 0u16..3,
+        kind in 0u16..3, later in any::<bool>(),
     ) {
         let s = StatusReply {
             volume_id: id, flags, gates: GatesMessage { read: r, write: w }, drive_letter: letter,
@@ -446,8 +482,11 @@ proptest! {
                 legacy_writes: c[6], legacy_bytes: c[7], legacy_fragments: c[8],
                 immediate_flushes: c[9], slot_waits: c[10], direct_in_flight_max: c[11],
                 range_waits: c[12], rejected: c[13], failed: c[14],
+                // Only a reply with the later block carries it; the others read 0.
+                dispatch_reads: if later && mem.is_some() { c[19] } else { 0 },
                 legacy_by_reason: [c[15], c[16], c[17], c[18]],
             },
+            later_counters: later && mem.is_some(),
             data_size: size,
             memory: mem.map(|m| VolumeMemory {
                 direct_bounce: m[0], legacy_fragments: m[1], legacy_read_ahead: m[2],

@@ -57,3 +57,9 @@ pub fn backend() -> &'static str {
     }
     "soft"
 }
+
+/// True when AES runs in hardware ([`backend`] is not `soft`): a short decryption may then run
+/// in a host completion routine (the direct path's reads issued on the dispatching thread).
+pub fn hardware_aes() -> bool {
+    backend() != "soft"
+}

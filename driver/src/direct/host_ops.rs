@@ -90,6 +90,21 @@ impl<P: Platform> HostOps<P> {
         true
     }
 
+    /// Takes a permit for a read issued by the dispatching thread, only if one is free now and
+    /// no worker waits for one (docs/review.md R12: it never overtakes a waiting worker).
+    pub fn try_take_now(&self) -> bool {
+        self.state.with(|s| {
+            if s.free > 0 && s.waiters == 0 {
+                s.free -= 1;
+                s.held += 1;
+                s.max_held = s.max_held.max(s.held);
+                true
+            } else {
+                false
+            }
+        })
+    }
+
     /// A worker starts a transfer (counts for the fair share).
     pub fn enter(&self) {
         self.state.with(|s| s.active += 1);

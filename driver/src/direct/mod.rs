@@ -20,9 +20,13 @@
 //! after a failure it issues nothing more. Every child request is waited for before the
 //! request completes, so none is ever abandoned (R13).
 
+mod dispatch_read;
 mod host_ops;
 
+pub use dispatch_read::{DISPATCH_READ_MAX, DISPATCH_STACK_NEEDED};
 pub use host_ops::{HostOps, HOST_OPS};
+
+use dispatch_read::{DispatchReads, Parked};
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -34,7 +38,8 @@ use crate::io::{
     SegmentLimits, MAX_DIRECT_REQUEST,
 };
 use crate::platform::{
-    HostDevice, HostIo, HostRead, IoBuf, Origin, Platform, ThreadRole, UpperRequest,
+    Detached, HostDevice, HostIo, HostRead, IoBuf, Origin, Platform, ReadDone, ThreadRole,
+    UpperRequest,
 };
 use crate::Status;
 
@@ -53,8 +58,11 @@ pub(crate) struct DirectPath<P: Platform> {
     pub(crate) ready: JobQueue<P>,
     busy: AtomicU64,
     workers: AtomicU64,
-    /// Host operations in flight, at most [`HOST_OPS`], shared by the workers.
+    /// Host operations in flight, at most [`HOST_OPS`], shared by the workers and the reads
+    /// the dispatching thread issues.
     ops: HostOps<P>,
+    /// Reads the dispatching thread issued, until the host reports their end.
+    dispatch_reads: DispatchReads<P>,
 }
 
 impl<P: Platform> DirectPath<P> {
@@ -67,6 +75,7 @@ impl<P: Platform> DirectPath<P> {
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
             ops: HostOps::new(HOST_OPS)?,
+            dispatch_reads: DispatchReads::new(),
         })
     }
 
@@ -145,6 +154,206 @@ impl<P: Platform> DirectPath<P> {
         self.ready.push(job)
     }
 
+    /// Jobs ever queued in the direct FIFO, and ever taken out (the simulator's check that a
+    /// read issued on the dispatching thread overtakes none queued before it, R12).
+    pub(crate) fn fifo_counts(&self) -> (u64, u64) {
+        self.ready.counts()
+    }
+
+    /// Issues a granted read on the calling (dispatching) thread, when it may: the read is
+    /// one segment of at most [`DISPATCH_READ_MAX`] bytes on hardware AES, no job waits in the
+    /// direct FIFO and no worker for a host permit (one is free now: R12, nothing is
+    /// overtaken), and the platform lets this thread issue host I/O (PASSIVE_LEVEL, enough
+    /// stack, the mounting user's context for the call: R11). The host's completion then
+    /// finishes it ([`read_done`](Self::read_done)). Hands the job back when it may not:
+    /// the caller queues it for the workers as before. The job was never queued, so its
+    /// cancel hook was never armed: no cancel routine can see it half-issued.
+    pub(crate) fn issue_here<F: Finisher<P> + ReadDone>(
+        &self,
+        job: IoJob<P::Request>,
+        finisher: &Arc<F>,
+    ) -> Result<(), IoJob<P::Request>> {
+        let segment = match &job.buf {
+            Some(buf) => self
+                .segment_limits()
+                .next_len(job.length as usize, buf.address()),
+            None => return Err(job),
+        };
+        if !DispatchReads::<P>::may_take(job.kind, job.length, segment) {
+            return Err(job);
+        }
+        let permit = if faults::is_on(Fault::R12DispatchOvertakes) {
+            self.ops.try_take_now()
+        } else {
+            self.ready
+                .when_empty(|| self.ops.try_take_now())
+                .unwrap_or(false)
+        };
+        if !permit {
+            return Err(job);
+        }
+        let mut job = Some(job);
+        let issued = self.context.platform.issue_here(DISPATCH_STACK_NEEDED, || {
+            job.take().map(|job| self.issue(job, finisher))
+        });
+        match (issued.flatten(), job) {
+            (Some(Ok(())), _) => Ok(()),
+            (Some(Err(job)), _) | (None, Some(job)) => {
+                self.ops.give();
+                Err(job)
+            }
+            // `issue` ran and kept the job only when it returned `Ok`.
+            (None, None) => Ok(()),
+        }
+    }
+
+    /// Issues `job` on this thread (holding a permit); `Err` when nothing was issued and the
+    /// workers must serve it (the caller gives the permit back).
+    fn issue<F: Finisher<P> + ReadDone>(
+        &self,
+        job: IoJob<P::Request>,
+        finisher: &Arc<F>,
+    ) -> Result<(), IoJob<P::Request>> {
+        let context = &*self.context;
+        let IoJob {
+            request,
+            buf,
+            kind,
+            offset,
+            length,
+            ticket,
+            path,
+        } = job;
+        let Some(mut buf) = buf else {
+            self.ops.give();
+            finisher.finish(request, None, ticket, kind, Status::InvalidUserBuffer, 0);
+            return Ok(());
+        };
+        let memory = buf.origin();
+        let priority = request.priority_hint();
+        let host_offset = context.geometry.data_offset + offset;
+        // W7: mapped now that this thread serves it (PASSIVE_LEVEL); a failure issues nothing.
+        let status = match buf.map() {
+            Ok(_) => may_issue(context, &request, 0),
+            Err(status) => status,
+        };
+        if !status.is_success() {
+            self.ops.give();
+            self.count_finished(JobKind::Read, status, length);
+            finisher.finish(request, Some(buf), ticket, kind, status, 0);
+            return Ok(());
+        }
+        let parked = Parked {
+            request,
+            ticket,
+            length,
+            unit: host_offset / DATA_UNIT as u64,
+            buf: None,
+            result: None,
+        };
+        let index = match self.dispatch_reads.park(parked) {
+            Ok(index) => index,
+            Err(parked) => return Err(unparked(parked, buf, kind, offset, path)),
+        };
+        let done: Arc<dyn ReadDone> = finisher.clone();
+        let started = match buf.mapped() {
+            Ok(data) => context.host.start_read_detached(
+                host_offset,
+                data,
+                Origin { priority, memory },
+                Detached { done, tag: index },
+            ),
+            Err(status) => Err(status),
+        };
+        if started.is_err() {
+            return match self.dispatch_reads.unpark(index) {
+                Some(parked) => Err(unparked(parked, buf, kind, offset, path)),
+                // Never: nobody else takes a slot whose buffer is not parked.
+                None => Ok(()),
+            };
+        }
+        // Counted before the buffer is parked: only then may anyone finish the read.
+        let now = self.busy.fetch_add(1, Ordering::AcqRel) + 1;
+        Counters::raise_max(&context.counters.direct_in_flight_max, now);
+        Counters::add(&context.counters.direct_segments, 1);
+        Counters::add(&context.counters.dispatch_reads, 1);
+        // The host may have reported already: then this thread finishes the read.
+        if let Some(parked) = self.dispatch_reads.started(index, buf) {
+            self.finish_detached(parked, &**finisher);
+        }
+        Ok(())
+    }
+
+    /// The host reported the end of the detached read `tag` (its completion context: may be
+    /// DISPATCH_LEVEL). Finishes it when the issuer has parked its buffer already.
+    pub(crate) fn read_done<F: Finisher<P>>(
+        &self,
+        tag: usize,
+        result: Result<usize, Status>,
+        finisher: &F,
+    ) {
+        if let Some(parked) = self.dispatch_reads.ended(tag, result) {
+            self.finish_detached(parked, finisher);
+        }
+    }
+
+    /// Decrypts a detached read that ended (R3: under the key's rundown; once the block is set
+    /// it fails with STATUS_DEVICE_BUSY and nothing is decrypted), gives its permit back and
+    /// hands it to `finisher`. Never waits.
+    fn finish_detached<F: Finisher<P>>(&self, parked: Parked<P::Request>, finisher: &F) {
+        let context = &*self.context;
+        let Parked {
+            request,
+            ticket,
+            length,
+            unit,
+            buf,
+            result,
+        } = parked;
+        let mut buf = buf;
+        let mut status = match result {
+            Some(result) => settle(Status::Success, result, length as usize),
+            None => Status::IoDeviceError,
+        };
+        if status.is_success() {
+            status = match buf.as_mut().map(|b| b.mapped()) {
+                Some(Ok(data)) => match CryptoPool::inline().run(
+                    &context.platform,
+                    &context.key,
+                    Cipher::Decrypt,
+                    data,
+                    unit,
+                ) {
+                    Ok(()) => Status::Success,
+                    Err(_) => Status::DeviceBusy,
+                },
+                Some(Err(status)) => status,
+                None => Status::InvalidUserBuffer,
+            };
+        }
+        self.ops.give();
+        self.busy.fetch_sub(1, Ordering::AcqRel);
+        let information = self.count_finished(JobKind::Read, status, length);
+        finisher.finish(request, buf, ticket, JobKind::Read, status, information);
+    }
+
+    /// Counts a finished direct request; the bytes it reports.
+    fn count_finished(&self, kind: JobKind, status: Status, length: u32) -> usize {
+        let counters = &*self.context.counters;
+        let information = if status.is_success() && kind != JobKind::Flush {
+            Counters::add(&counters.direct_bytes, u64::from(length));
+            length as usize
+        } else {
+            0
+        };
+        match kind {
+            JobKind::Read => Counters::add(&counters.direct_reads, 1),
+            JobKind::Write => Counters::add(&counters.direct_writes, 1),
+            JobKind::Flush => {}
+        }
+        information
+    }
+
     /// Ends the workers after everything queued before.
     pub(crate) fn stop(&self) {
         for _ in 0..self.workers.load(Ordering::Relaxed) {
@@ -204,19 +413,28 @@ fn worker<P: Platform, F: Finisher<P>>(
             }
             (_, None) => Status::InvalidUserBuffer,
         };
-        let information = if status.is_success() && kind != JobKind::Flush {
-            Counters::add(&counters.direct_bytes, u64::from(length));
-            length as usize
-        } else {
-            0
-        };
-        match kind {
-            JobKind::Read => Counters::add(&counters.direct_reads, 1),
-            JobKind::Write => Counters::add(&counters.direct_writes, 1),
-            JobKind::Flush => {}
-        }
+        let information = direct.count_finished(kind, status, length);
         direct.busy.fetch_sub(1, Ordering::AcqRel);
         finisher.finish(request, buf, ticket, kind, status, information);
+    }
+}
+
+/// A job rebuilt from a detached read that was not issued (the workers serve it).
+fn unparked<R: UpperRequest>(
+    parked: Parked<R>,
+    buf: R::Buf,
+    kind: JobKind,
+    offset: u64,
+    path: crate::io::Path,
+) -> IoJob<R> {
+    IoJob {
+        request: parked.request,
+        buf: Some(buf),
+        kind,
+        offset,
+        length: parked.length,
+        ticket: parked.ticket,
+        path,
     }
 }
 

@@ -107,6 +107,10 @@ counters! {
     rejected,
     /// Requests that finished with a failure status after admission.
     failed,
+    // Counters added later: the status reply carries them after its memory block.
+    /// Direct reads the dispatching thread issued itself and the host's completion finished
+    /// (one hand-off per request; part of `direct_reads`).
+    dispatch_reads,
 }
 
 impl Counters {

@@ -49,6 +49,17 @@ impl<P: Platform> JobQueue<P> {
         self.requests.len()
     }
 
+    /// Runs `f` under the FIFO's lock if no job waits (`None`: one does): the dispatching
+    /// thread's check that it overtakes nobody (docs/review.md R12).
+    pub(crate) fn when_empty<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        self.requests.when_empty(f)
+    }
+
+    /// Jobs ever queued, and ever taken out (the simulator's overtaking check).
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        self.requests.counts()
+    }
+
     /// Takes the queued job with `key` out (its cancel routine fired).
     pub(crate) fn take_queued(&self, key: usize) -> Option<IoJob<P::Request>> {
         self.requests

@@ -21,8 +21,8 @@ pub use injection::install_allocation_injection;
 pub(crate) use injection::installed_says_fail;
 pub use injection::AllocationInjection;
 pub use request::{
-    BufOrigin, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf, KeptRead, Origin,
-    RequestKind, RequestList, RequestNote, UpperRequest,
+    BufOrigin, Detached, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf, KeptRead,
+    Origin, ReadDone, RequestKind, RequestList, RequestNote, UpperRequest,
 };
 pub use request_queue::{RequestQueue, Taken};
 pub use rundown::{Rundown, RundownGuard};
@@ -213,6 +213,18 @@ pub trait Platform: Clone + Send + Sync + 'static {
         for piece in pieces {
             work(piece);
         }
+    }
+
+    /// Runs `issue` on the calling thread in the mounting user's security context (R11), if
+    /// this thread may issue host I/O itself: it runs at PASSIVE_LEVEL (not at APC_LEVEL, not
+    /// in a guarded region) with at least `stack` bytes of kernel stack left, and the context
+    /// could be taken. The kernel saves the thread's own impersonation exactly (token, level,
+    /// copy-on-open and effective-only, or none), impersonates the mounting user, and restores
+    /// what it saved once `issue` returned. `None`: the thread may not, nothing ran (the
+    /// request goes to the path's threads). The default: never.
+    fn issue_here<R>(&self, stack: usize, issue: impl FnOnce() -> R) -> Option<R> {
+        let _ = (stack, issue);
+        None
     }
 
     /// Runs bulk crypto. The kernel host brackets it with the processor-state save that its

@@ -361,6 +361,31 @@ impl<'a, I: HostIo> HostRead<'a> for KeptRead<'a, I> {
     }
 }
 
+/// Who hears that a detached read ended ([`HostDevice::start_read_detached`]): the volume.
+pub trait ReadDone: Send + Sync + 'static {
+    /// The detached read `tag` ended with `result` (bytes read, or the host's status). Called
+    /// exactly once per read that started, in the host's completion context: an IoCompletion
+    /// routine at DISPATCH_LEVEL in the kernel, any thread, possibly the starting one before
+    /// `start_read_detached` returned. Never blocks (docs/review.md W9).
+    fn read_done(&self, tag: usize, result: Result<usize, Status>);
+}
+
+/// Whom a detached read reports to, and with which tag. Cloning it only counts a reference.
+#[derive(Clone)]
+pub struct Detached {
+    /// Told once, when the read ended.
+    pub done: alloc::sync::Arc<dyn ReadDone>,
+    /// The starter's name for the read (the engine's slot).
+    pub tag: usize,
+}
+
+impl Detached {
+    /// Tells `done` that the read ended.
+    pub fn report(self, result: Result<usize, Status>) {
+        self.done.read_done(self.tag, result);
+    }
+}
+
 /// The device under a volume. All writes are write-through, as VeraCrypt opens its host.
 pub trait HostDevice: Send + Sync + 'static {
     /// A started operation.
@@ -414,6 +439,27 @@ pub trait HostDevice: Send + Sync + 'static {
     fn start_write_for<'a>(&'a self, offset: u64, buf: &'a [u8], origin: Origin) -> Self::Io<'a> {
         let _ = origin;
         self.start_write(offset, buf)
+    }
+    /// Starts a read of `buf.len()` bytes at `offset` into `buf` whose end is reported to
+    /// `then` instead of being waited for: the direct path's reads issued on the dispatching
+    /// thread (docs/design.md §5). `Ok`: it started, and `then` will be told exactly once.
+    /// `Err`: nothing started and `then` is never told (no child-operation slot free without
+    /// waiting, or a host that has no detached reads: the default); the caller serves the
+    /// read another way.
+    ///
+    /// The memory of `buf` may be written after this returns, until `then` is told (the
+    /// kernel's child request fills the caller's pages through a partial MDL of
+    /// `origin.memory`): the engine keeps the upper request and its buffer, untouched, until
+    /// then. Never blocks.
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        let _ = (offset, buf, origin, then);
+        Err(Status::InvalidDeviceRequest)
     }
     /// Flushes the device's volatile cache.
     fn flush(&self) -> Result<(), Status>;
@@ -475,6 +521,15 @@ impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
     }
     fn start_write_for<'a>(&'a self, offset: u64, buf: &'a [u8], origin: Origin) -> Self::Io<'a> {
         (**self).start_write_for(offset, buf, origin)
+    }
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        (**self).start_read_detached(offset, buf, origin, then)
     }
     fn flush(&self) -> Result<(), Status> {
         (**self).flush()

@@ -14,6 +14,9 @@ struct Fifo<R: UpperRequest> {
     list: R::List,
     /// Stops queued (taken once the list is empty: they are queued after every request).
     stops: usize,
+    /// Requests ever appended, and ever taken out (by a consumer or `take_first`).
+    pushed: u64,
+    taken: u64,
 }
 
 /// What a consumer takes next.
@@ -41,6 +44,8 @@ impl<P: Platform> RequestQueue<P> {
             fifo: P::Lock::new(Fifo {
                 list: <P::Request as UpperRequest>::List::new(),
                 stops: 0,
+                pushed: 0,
+                taken: 0,
             }),
             ready: P::Semaphore::new(0)?,
         })
@@ -55,6 +60,7 @@ impl<P: Platform> RequestQueue<P> {
                 return Err(request);
             }
             f.list.push_back(request);
+            f.pushed += 1;
             Ok(())
         });
         if queued.is_ok() {
@@ -65,7 +71,10 @@ impl<P: Platform> RequestQueue<P> {
 
     /// Appends `request` and wakes one consumer.
     pub fn push(&self, request: P::Request) {
-        self.fifo.with(|f| f.list.push_back(request));
+        self.fifo.with(|f| {
+            f.list.push_back(request);
+            f.pushed += 1;
+        });
         self.ready.release();
     }
 
@@ -102,7 +111,10 @@ impl<P: Platform> RequestQueue<P> {
     /// `take_first` took out).
     fn take(f: &mut Fifo<P::Request>) -> Option<Taken<P::Request>> {
         match f.list.pop_front() {
-            Some(request) => Some(Taken::Request(request)),
+            Some(request) => {
+                f.taken += 1;
+                Some(Taken::Request(request))
+            }
             None if f.stops > 0 => {
                 f.stops -= 1;
                 Some(Taken::Stop)
@@ -115,7 +127,24 @@ impl<P: Platform> RequestQueue<P> {
     /// Takes out the oldest waiting request `pick` selects (for the cancel routine of a
     /// queued request).
     pub fn take_first(&self, mut pick: impl FnMut(&P::Request) -> bool) -> Option<P::Request> {
-        self.fifo.with(|f| f.list.remove_first(&mut pick))
+        self.fifo.with(|f| {
+            let request = f.list.remove_first(&mut pick);
+            f.taken += u64::from(request.is_some());
+            request
+        })
+    }
+
+    /// Runs `f` under the queue's lock if no request waits (`None`: one does, `f` did not
+    /// run): whatever `f` decides, no request was queued before it that it could overtake.
+    /// `f` must only take short locks (it runs inside this one).
+    pub fn when_empty<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        self.fifo.with(|fifo| fifo.list.is_empty().then(f))
+    }
+
+    /// Requests ever queued, and ever taken out (by a consumer or a cancel): a request queued
+    /// when `queued` read `n` has been taken once `taken` reaches `n`, as the queue is FIFO.
+    pub fn counts(&self) -> (u64, u64) {
+        self.fifo.with(|f| (f.pushed, f.taken))
     }
 
     /// Requests waiting.

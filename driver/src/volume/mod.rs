@@ -32,8 +32,8 @@ use crate::io::{
     MAX_DIRECT_REQUEST, RANGE_ENTRIES,
 };
 use crate::platform::{
-    HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, RequestList, Rundown, Thread,
-    ThreadRole, UpperRequest,
+    HostDevice, HostKind, IoBuf, Lock, Platform, ReadDone, RequestKind, RequestList, Rundown,
+    Thread, ThreadRole, UpperRequest,
 };
 use crate::queue::LegacyQueue;
 use crate::registry::{direct_read_configured, direct_write_configured, Gates, Tunables};
@@ -377,7 +377,7 @@ impl<P: Platform> Volume<P> {
             Some(Self::register(admission, job))
         });
         if let Some(Some(job)) = granted {
-            if let Err(job) = self.start(job) {
+            if let Err(job) = self.start_here(job) {
                 self.finish_cancelled(job);
             }
         } else if let Some(None) = granted {
@@ -479,6 +479,20 @@ impl<P: Platform> Volume<P> {
         Ok(())
     }
 
+    /// [`start`](Self::start) for a job granted on the dispatching thread: a direct read
+    /// that this thread may issue itself goes to the host from here (docs/design.md §5, one
+    /// hand-off per request); any other job, or when it may not, goes to its path's FIFO.
+    fn start_here(self: &Arc<Self>, job: IoJob<P::Request>) -> Result<(), IoJob<P::Request>> {
+        let job = match (job.path, job.kind) {
+            (Path::Direct, JobKind::Read) => match self.direct.issue_here(job, self) {
+                Ok(()) => return Ok(()),
+                Err(job) => job,
+            },
+            _ => job,
+        };
+        self.start(job)
+    }
+
     /// Hands a granted job to its path; hands it back when it was cancelled before it got
     /// there (while it waited for its range, or at dispatch): the caller finishes it as
     /// cancelled, nothing issued, its range released.
@@ -525,6 +539,13 @@ impl<P: Platform> Volume<P> {
         self.completer.is_idle()
     }
 
+    /// Jobs ever queued in the direct FIFO, and ever taken out of it: a job queued before a
+    /// read was dispatched is still queued while `taken` is below the `queued` read then (the
+    /// simulator's R12 check on reads issued by the dispatching thread).
+    pub fn direct_fifo_counts(&self) -> (u64, u64) {
+        self.direct.fifo_counts()
+    }
+
     /// Requests admitted and not yet handed to completion.
     pub fn in_flight(&self) -> usize {
         self.admitted.active()
@@ -567,6 +588,13 @@ impl<P: Platform> Volume<P> {
     /// True once dismount has begun.
     pub fn is_dismounted(&self) -> bool {
         self.dismounted.load(Ordering::Acquire)
+    }
+}
+
+/// The host's report on a read the dispatching thread issued (its completion context).
+impl<P: Platform> ReadDone for Volume<P> {
+    fn read_done(&self, tag: usize, result: Result<usize, Status>) {
+        self.direct.read_done(tag, result, self);
     }
 }
 

@@ -1364,7 +1364,8 @@ fn status(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize)
         counters: m.volume.counters.snapshot(),
         data_size: m.volume.size(),
         // An older vcctl's buffer has room for the first layout only: it gets exactly that.
-        memory: (output_len >= StatusReply::SIZE).then(|| m.volume.memory()),
+        memory: (output_len >= StatusReply::SIZE_V2).then(|| m.volume.memory()),
+        later_counters: output_len >= StatusReply::SIZE,
     }
     .build()
     .map(Answer::Built)

@@ -1,5 +1,6 @@
 //! The engine as a benchmark target: a volume mounted on the host with the gates off
-//! (`legacy`) or both on (`direct`), driven with real upper requests through the std platform.
+//! (`legacy`) or both on (`direct`, and `direct-workers` without reads issued on the
+//! dispatching thread), driven with real upper requests through the std platform.
 
 use std::sync::{Arc, Mutex};
 
@@ -25,7 +26,7 @@ static VOLUME_MEMORY: Mutex<[Option<u64>; 2]> = Mutex::new([None, None]);
 fn memory_slot(mode: Mode) -> Option<usize> {
     match mode {
         Mode::Legacy => Some(0),
-        Mode::Direct => Some(1),
+        Mode::Direct | Mode::DirectWorkers => Some(1),
         Mode::Raw | Mode::RawQd8 => None,
     }
 }
@@ -53,7 +54,7 @@ pub struct EngineTarget {
 pub fn engine_factory(mode: Mode, host: &Arc<StdHost>) -> Option<Box<dyn Target>> {
     let gates = match mode {
         Mode::Legacy => Gates::default(),
-        Mode::Direct => Gates {
+        Mode::Direct | Mode::DirectWorkers => Gates {
             read: true,
             write: true,
         },
@@ -64,7 +65,11 @@ pub fn engine_factory(mode: Mode, host: &Arc<StdHost>) -> Option<Box<dyn Target>
     let data_size = size.checked_sub(2 * DATA_OFFSET)? / 4096 * 4096;
     let params = mount_params(DATA_OFFSET, data_size, gates);
     let key: [u8; 64] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
-    let volume = Volume::mount(StdPlatform::new(0), Arc::clone(host), &key, params).ok()?;
+    let platform = match mode {
+        Mode::DirectWorkers => StdPlatform::new(0).without_dispatch_issue(),
+        _ => StdPlatform::new(0),
+    };
+    let volume = Volume::mount(platform, Arc::clone(host), &key, params).ok()?;
     if let Some(i) = memory_slot(mode) {
         VOLUME_MEMORY.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(volume.memory().total());
     }
@@ -95,8 +100,10 @@ impl Target for EngineTarget {
         };
         let len = buf.as_slice().len() as u32;
         // The upper completion pushes straight to the issuing generator thread's queue. Read
-        // and write dispatch run at DISPATCH_LEVEL (W9), as everywhere in user mode.
-        crate::irql::dispatch(
+        // and write dispatch run at PASSIVE_LEVEL, as an application's requests reach a volume
+        // through its file system (W9 checks every call against it).
+        crate::irql::dispatch_at(
+            vcdirect::platform::irql::Irql::Passive,
             &self.volume,
             TestRequest::new(kind, offset as i64, len, Some(buf), move |c: Completion| {
                 let result = if c.status.is_success() {

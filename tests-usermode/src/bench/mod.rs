@@ -90,7 +90,7 @@ pub fn parse_options(args: &[String]) -> Result<Options, String> {
         latency: false,
         host: None,
         size: 1 << 30,
-        modes: Mode::ALL.to_vec(),
+        modes: Mode::DEFAULT.to_vec(),
         pairs: 3,
         json: None,
         chart: None,

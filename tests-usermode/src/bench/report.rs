@@ -80,6 +80,8 @@ pub struct ProfileSummary {
     pub added_latency_direct_us: Option<f64>,
     /// The same for the legacy path.
     pub added_latency_legacy_us: Option<f64>,
+    /// The same for the direct path with every request on its workers (`direct-workers`).
+    pub added_latency_direct_workers_us: Option<f64>,
     /// One request in flight at a time (set by the caller; the table lists the added latency
     /// of these profiles).
     pub lone: bool,
@@ -151,6 +153,7 @@ pub fn summarize(profiles: &[String], runs: &[RunRecord]) -> Vec<ProfileSummary>
                 |a: Mode| per_round(a, Mode::Raw, &|r| r.mean_latency_us(), &|x, y| Some(x - y));
             s.added_latency_direct_us = added(Mode::Direct);
             s.added_latency_legacy_us = added(Mode::Legacy);
+            s.added_latency_direct_workers_us = added(Mode::DirectWorkers);
             s.ratio_direct_legacy = ratio(Mode::Direct, Mode::Legacy);
             s.ratio_direct_raw = ratio(Mode::Direct, Mode::Raw);
             s.ratio_direct_raw_same_qd = ratio(Mode::Direct, Mode::RawQd8);
@@ -297,7 +300,8 @@ pub fn summary_json(summary: &[ProfileSummary]) -> Value {
                        "ratio_raw_qd8_raw": s.ratio_raw_qd8_raw,
                        "one_request_in_flight": s.lone,
                        "added_mean_latency_us": {"legacy": s.added_latency_legacy_us,
-                                                 "direct": s.added_latency_direct_us}})
+                                                 "direct": s.added_latency_direct_us,
+                                                 "direct_workers": s.added_latency_direct_workers_us}})
             })
             .collect(),
     )
@@ -337,6 +341,7 @@ fn color(mode: Mode) -> &'static str {
         Mode::RawQd8 => "#76b7b2",
         Mode::Legacy => "#e15759",
         Mode::Direct => "#59a14f",
+        Mode::DirectWorkers => "#edc948",
     }
 }
 

@@ -12,7 +12,7 @@ use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use vcdirect::platform::{HostDevice, HostKind, HostLimits, KeptRead};
+use vcdirect::platform::{Detached, HostDevice, HostKind, HostLimits, KeptRead, Origin};
 use vcdirect::Status;
 
 use super::memory::Counters;
@@ -282,6 +282,23 @@ impl HostDevice for FileHost {
         let result = self.do_write(offset, buf);
         self.counters.record(true, &result);
         ReadyIo::new(result, None)
+    }
+    /// Carried out now (pread on this thread), as every operation of this host; the end is
+    /// reported at once on this thread, raised to DISPATCH_LEVEL as a completion routine that
+    /// runs inside IoCallDriver.
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        _origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        let result = self.do_read(offset, buf);
+        self.counters.record(false, &result);
+        crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+            then.report(result)
+        });
+        Ok(())
     }
     /// Synchronous host I/O: W9 checks the row.
     #[track_caller]

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use vcdirect::platform::{HostDevice, HostKind, HostLimits, KeptRead};
+use vcdirect::platform::{Detached, HostDevice, HostKind, HostLimits, KeptRead, Origin};
 use vcdirect::Status;
 
 use super::ReadyIo;
@@ -341,6 +341,25 @@ impl HostDevice for MemoryHost {
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ReadyIo<'a> {
         let deadline = self.deadline();
         ReadyIo::new(self.do_write(offset, buf), deadline)
+    }
+    /// Carried out now, as every operation of this host; the end is reported at once on this
+    /// thread, raised to DISPATCH_LEVEL as a completion routine that runs inside IoCallDriver.
+    /// A host with a configured latency has no detached reads (its operations wait).
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        _origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        if self.latency.is_some() {
+            return Err(Status::InvalidDeviceRequest);
+        }
+        let result = self.do_read(offset, buf);
+        crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+            then.report(result)
+        });
+        Ok(())
     }
     /// Synchronous host I/O: W9 checks the row.
     #[track_caller]

@@ -16,7 +16,7 @@ pub use file::{FileHost, FileOptions};
 pub use memory::{HostCounters, MemoryHost};
 pub use model::{ModelHost, ModelIo, ModelParams};
 use vcdirect::platform::irql::Call;
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead};
+use vcdirect::platform::{Detached, HostDevice, HostIo, HostKind, HostLimits, KeptRead, Origin};
 use vcdirect::Status;
 
 /// An operation that was carried out when it was started; `wait` (or drop) only honours an
@@ -233,6 +233,22 @@ impl HostDevice for StdHost {
             StdHost::Memory(h) => StdIo::Ready(h.start_write(offset, buf)),
             StdHost::File(h) => StdIo::Ready(h.start_write(offset, buf)),
             StdHost::Model(h) => StdIo::Model(h.start_write(offset, buf)),
+        }
+    }
+    /// Sends a child request and returns (IoCallDriver): W9 checks the row.
+    #[track_caller]
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        crate::irql::check(Call::CallDriver);
+        match self {
+            StdHost::Memory(h) => h.start_read_detached(offset, buf, origin, then),
+            StdHost::File(h) => h.start_read_detached(offset, buf, origin, then),
+            StdHost::Model(h) => h.start_read_detached(offset, buf, origin, then),
         }
     }
     /// Synchronous host I/O (ZwFlushBuffersFile / a synchronous IRP): W9 checks the row.

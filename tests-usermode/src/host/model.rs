@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead};
+use vcdirect::platform::{Detached, HostDevice, HostIo, HostKind, HostLimits, KeptRead, Origin};
 use vcdirect::Status;
 
 use super::{HostCounters, MemoryHost, SpecError};
@@ -180,10 +180,27 @@ impl Slot {
     }
 }
 
+/// What the device does when an operation's time comes.
+enum Done {
+    /// Wakes the thread that waits for it.
+    Wake(Arc<Slot>),
+    /// Reports a detached read to the engine (its completion routine, at DISPATCH_LEVEL).
+    Report(Detached, Result<usize, Status>),
+}
+
+impl Done {
+    fn run(self) {
+        match self {
+            Done::Wake(slot) => slot.signal(),
+            Done::Report(then, result) => then.report(result),
+        }
+    }
+}
+
 struct Pending {
     deadline: Instant,
     seq: u64,
-    slot: Arc<Slot>,
+    done: Done,
 }
 
 impl PartialEq for Pending {
@@ -278,7 +295,7 @@ fn timer_thread(sched: Arc<Scheduler>) {
         if st.shutdown {
             // Ios borrow the host, so none is pending when it is dropped; finish any anyway.
             while let Some(Reverse(p)) = st.pending.pop() {
-                p.slot.signal();
+                p.done.run();
             }
             return;
         }
@@ -296,7 +313,7 @@ fn timer_thread(sched: Arc<Scheduler>) {
                 .is_some_and(|Reverse(p)| p.deadline <= now)
             {
                 if let Some(Reverse(p)) = st.pending.pop() {
-                    due.push(p.slot);
+                    due.push(p.done);
                 }
             }
             drop(st);
@@ -307,8 +324,8 @@ fn timer_thread(sched: Arc<Scheduler>) {
                         .raised_completions
                         .fetch_add(due.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 }
-                for slot in due {
-                    slot.signal();
+                for done in due {
+                    done.run();
                 }
             });
             st = sched.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -386,22 +403,39 @@ impl ModelHost {
     fn schedule(&self, bytes: usize) -> Option<Arc<Slot>> {
         // Without the timer thread nothing would ever signal; complete at once instead.
         self.timer.as_ref()?;
+        let mut slot = None;
+        self.place(bytes, |deadline, spin| {
+            let s = Arc::new(Slot {
+                done: Mutex::new(false),
+                cv: Condvar::new(),
+                deadline,
+                spin,
+            });
+            slot = Some(Arc::clone(&s));
+            Done::Wake(s)
+        });
+        slot
+    }
+
+    /// Places an operation of `bytes` on the timeline; `done(deadline, waiter spin)` says
+    /// what happens when its time comes.
+    fn place(&self, bytes: usize, done: impl FnOnce(Instant, Duration) -> Done) {
         let now = Instant::now();
         let piece_max = self.params.max_transfer.map_or(usize::MAX, |m| m as usize);
         let mut st = self.sched.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut left = bytes;
-        let done = loop {
+        let deadline = loop {
             let piece = left.min(piece_max);
             left -= piece;
             let transfer = Duration::from_secs_f64(piece as f64 / self.params.bytes_per_sec);
             let Reverse(channel_free) = st.channel_free.pop().unwrap_or(Reverse(now));
             let admitted = channel_free.max(now);
             let transfer_start = (admitted + self.params.latency).max(st.pipe_free);
-            let done = transfer_start + transfer;
-            st.pipe_free = done;
-            st.channel_free.push(Reverse(done));
+            let end = transfer_start + transfer;
+            st.pipe_free = end;
+            st.channel_free.push(Reverse(end));
             if left == 0 {
-                break done;
+                break end;
             }
         };
         let spin = if st.pending.len() < SPIN_WHEN_PENDING_AT_MOST {
@@ -409,25 +443,21 @@ impl ModelHost {
         } else {
             Duration::ZERO
         };
-        let slot = Arc::new(Slot {
-            done: Mutex::new(false),
-            cv: Condvar::new(),
-            deadline: done,
-            spin,
-        });
         st.seq += 1;
         let seq = st.seq;
-        let is_head = st.pending.peek().is_none_or(|Reverse(p)| done < p.deadline);
+        let is_head = st
+            .pending
+            .peek()
+            .is_none_or(|Reverse(p)| deadline < p.deadline);
         st.pending.push(Reverse(Pending {
-            deadline: done,
+            deadline,
             seq,
-            slot: Arc::clone(&slot),
+            done: done(deadline, spin),
         }));
         drop(st);
         if is_head {
             self.sched.cv.notify_one();
         }
-        Some(slot)
     }
 
     fn io<'a>(&self, result: Result<usize, Status>) -> ModelIo<'a> {
@@ -485,6 +515,28 @@ impl HostDevice for ModelHost {
     fn start_write<'a>(&'a self, offset: u64, buf: &'a [u8]) -> ModelIo<'a> {
         let result = self.mem.do_write(offset, buf);
         self.io(result)
+    }
+    /// The data moves now, as for every operation of the model; the timer thread reports the
+    /// end at its time, at DISPATCH_LEVEL as an IoCompletion routine runs (W9).
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        _origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        if self.timer.is_none() {
+            return Err(Status::InvalidDeviceRequest);
+        }
+        let result = self.mem.do_read(offset, buf);
+        match result {
+            Ok(n) => self.place(n, |_, _| Done::Report(then, result)),
+            // A failed operation takes no device time: reported at once, as a completion.
+            Err(_) => crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+                then.report(result)
+            }),
+        }
+        Ok(())
     }
     fn flush(&self) -> Result<(), Status> {
         self.mem.flush()

@@ -10,7 +10,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use vcdirect::crypto::XtsCipher;
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead, RequestKind};
+use vcdirect::platform::irql::Irql;
+use vcdirect::platform::{
+    Detached, HostDevice, HostIo, HostKind, HostLimits, KeptRead, Origin, RequestKind,
+};
 use vcdirect::registry::Gates;
 use vcdirect::volume::{CounterSnapshot, LegacyReason, MountParams, Volume};
 use vcdirect::Status;
@@ -110,6 +113,9 @@ pub struct ProbeInner {
     /// While true, every operation that starts blocks (after it is recorded) until released.
     held: Mutex<bool>,
     released: Condvar,
+    /// The security context each operation was started in, and whether it was a detached
+    /// read (issued by the dispatching thread).
+    contexts: Mutex<Vec<(bool, vcdirect_usermode::security::Context)>>,
 }
 
 /// A host device that records every operation, counts operations in flight (started and not
@@ -134,6 +140,7 @@ impl ProbeHost {
             hook: Mutex::new(None),
             held: Mutex::new(false),
             released: Condvar::new(),
+            contexts: Mutex::new(Vec::new()),
         }))
     }
 
@@ -173,7 +180,13 @@ impl ProbeHost {
         *self.hook.lock().unwrap() = Some((write, Box::new(hook)));
     }
 
+    /// The security context of every operation so far, with whether it was a detached read.
+    pub fn contexts(&self) -> Vec<(bool, vcdirect_usermode::security::Context)> {
+        self.contexts.lock().unwrap().clone()
+    }
+
     fn started(&self, op: Op) {
+        self.record_context(false);
         self.ops.lock().unwrap().push(op);
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.in_flight_max.fetch_max(now, Ordering::SeqCst);
@@ -181,6 +194,13 @@ impl ProbeHost {
         while *held {
             held = self.released.wait(held).unwrap();
         }
+    }
+
+    fn record_context(&self, detached: bool) {
+        self.contexts
+            .lock()
+            .unwrap()
+            .push((detached, vcdirect_usermode::security::current()));
     }
 
     fn after(&self, write: bool) {
@@ -276,8 +296,57 @@ impl HostDevice for ProbeHost {
             host: &self.0,
         }
     }
+    /// A held host refuses (nothing starts: the workers serve the read and block in it);
+    /// otherwise recorded like every operation and carried out by the medium, which reports
+    /// the end at once.
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        if *self.held.lock().unwrap() {
+            return Err(Status::DeviceBusy);
+        }
+        self.record_context(true);
+        self.ops.lock().unwrap().push(Op {
+            write: false,
+            offset,
+            len: buf.len(),
+            addr: buf.as_ptr() as usize,
+        });
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.in_flight_max.fetch_max(now, Ordering::SeqCst);
+        let host = self.clone();
+        let started = self.mem.start_read_detached(
+            offset,
+            buf,
+            origin,
+            Detached {
+                done: Arc::new(Ended(host, then)),
+                tag: 0,
+            },
+        );
+        if started.is_err() {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.after(false);
+        started
+    }
     fn flush(&self) -> Result<(), Status> {
         self.mem.flush()
+    }
+}
+
+/// A detached read of a [`ProbeHost`] ends: no longer in flight, then the engine is told.
+/// (The test host allocates one per read; the engine does not.)
+struct Ended(ProbeHost, Detached);
+
+impl vcdirect::platform::ReadDone for Ended {
+    fn read_done(&self, _tag: usize, result: Result<usize, Status>) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.1.clone().report(result);
     }
 }
 
@@ -316,9 +385,20 @@ pub fn submit(
     let req = build(Box::new(move |c| {
         let _ = tx.send(c);
     }));
-    // Reads and writes at DISPATCH_LEVEL, as Windows may dispatch them (W9).
-    vcdirect_usermode::irql::dispatch(vol, req);
+    // Reads and writes at DISPATCH_LEVEL, as Windows may dispatch them (W9), unless the test
+    // chose PASSIVE_LEVEL (`set_dispatch_level`).
+    vcdirect_usermode::irql::dispatch_at(DISPATCH_LEVEL.with(|l| l.get()), vol, req);
     rx
+}
+
+std::thread_local! {
+    static DISPATCH_LEVEL: std::cell::Cell<Irql> = const { std::cell::Cell::new(Irql::Dispatch) };
+}
+
+/// The level [`submit`] dispatches reads and writes at on this thread from now on
+/// (PASSIVE_LEVEL: the dispatching thread may issue small direct reads itself).
+pub fn set_dispatch_level(level: Irql) {
+    DISPATCH_LEVEL.with(|l| l.set(level));
 }
 
 /// Waits for a completion (fails the test after [`WAIT`]).
