@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use vcdirect::platform::{HostDevice, HostKind, HostLimits, KeptRead};
+use vcdirect::platform::{Detached, HostDevice, HostKind, HostLimits, KeptRead, Origin};
 use vcdirect::registry::Gates;
 use vcdirect::volume::Volume;
 use vcdirect::Status;
@@ -126,6 +126,20 @@ impl HostDevice for GateHost {
         self.pass();
         self.mem.flush()
     }
+    /// While held, refused (the workers take the read and wait at the gate); otherwise the
+    /// medium reads now and reports at once.
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        if *self.held.lock().unwrap() {
+            return Err(Status::DeviceBusy);
+        }
+        self.mem.start_read_detached(offset, buf, origin, then)
+    }
 }
 
 type Plat = StdPlatform<Arc<GateHost>>;
@@ -139,14 +153,18 @@ enum Kind {
     Flush,
     /// Reads cancelled while they wait (the first ones, already at the host, complete).
     Cancel,
+    /// Reads the dispatching thread issues itself (the host is not held), finished where the
+    /// host reports them.
+    DispatchRead,
 }
 
-const KINDS: [Kind; 5] = [
+const KINDS: [Kind; 6] = [
     Kind::Read,
     Kind::Write,
     Kind::OverlappingWrite,
     Kind::Flush,
     Kind::Cancel,
+    Kind::DispatchRead,
 ];
 
 fn build(kind: Kind, i: usize, done: &Arc<AtomicUsize>) -> TestRequest {
@@ -157,7 +175,7 @@ fn build(kind: Kind, i: usize, done: &Arc<AtomicUsize>) -> TestRequest {
     };
     let offset = (i as u64 * u64::from(LEN)) % SIZE;
     match kind {
-        Kind::Read | Kind::Cancel => TestRequest::read(offset, LEN, callback),
+        Kind::Read | Kind::Cancel | Kind::DispatchRead => TestRequest::read(offset, LEN, callback),
         Kind::Write => TestRequest::write(offset, &[i as u8; LEN as usize], callback),
         Kind::OverlappingWrite => TestRequest::write(0, &[i as u8; LEN as usize], callback),
         Kind::Flush => TestRequest::flush(callback),
@@ -179,7 +197,10 @@ fn round(vol: &Arc<Volume<Plat>>, host: &GateHost, kind: Kind) -> usize {
     let requests: Vec<TestRequest> = (0..OUTSTANDING).map(|i| build(kind, i, &done)).collect();
     let cancels: Vec<CancelHandle> = requests.iter().map(|r| r.cancel_handle()).collect();
     let cancel_vol = Arc::clone(vol);
-    host.hold();
+    if kind != Kind::DispatchRead {
+        host.hold();
+    }
+    let issued_before = vol.counters.snapshot().dispatch_reads;
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     COUNTING.store(true, Ordering::SeqCst);
     for request in requests {
@@ -196,7 +217,16 @@ fn round(vol: &Arc<Volume<Plat>>, host: &GateHost, kind: Kind) -> usize {
     });
     wait_for("the volume is idle", || vol.in_flight() == 0);
     COUNTING.store(false, Ordering::SeqCst);
-    ALLOCATIONS.load(Ordering::SeqCst) - before
+    let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    if kind == Kind::DispatchRead && vol.effective().direct_read {
+        // Every one of them took that way (dispatched at PASSIVE_LEVEL, host free).
+        let issued = vol.counters.snapshot().dispatch_reads - issued_before;
+        assert_eq!(
+            issued, OUTSTANDING as u64,
+            "reads issued by the dispatching thread"
+        );
+    }
+    allocations
 }
 
 /// Mounts one volume with `gates` and measures every kind on it (the engine threads started

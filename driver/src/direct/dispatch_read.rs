@@ -41,12 +41,13 @@ pub const DISPATCH_STACK_NEEDED: usize = 12 * 1024;
 
 /// A read in flight from the dispatching thread, parked in its slot.
 pub(super) struct Parked<R: UpperRequest> {
-    pub(super) request: R,
+    /// The upper request, parked with its buffer once the issuer's start returned.
+    pub(super) request: Option<R>,
     pub(super) ticket: Ticket,
     pub(super) length: u32,
     /// Absolute data unit of the first byte.
     pub(super) unit: u64,
-    /// The caller's buffer, once the issuer's start returned.
+    /// The caller's buffer, parked with its request once the issuer's start returned.
     pub(super) buf: Option<R::Buf>,
     /// The host's report, once it came.
     pub(super) result: Option<Result<usize, Status>>,
@@ -73,8 +74,9 @@ impl<P: Platform> DispatchReads<P> {
             && crate::crypto::hardware_aes()
     }
 
-    /// Parks `parked` in a free slot (the caller holds a host permit, and every parked read
-    /// holds one, so one is free); its index, or `parked` back if none is (never expected).
+    /// Reserves a free slot for a read about to start, `parked` holding no request and no
+    /// buffer yet (the caller holds a host permit, and every parked read holds one, so one is
+    /// free); its index, or `parked` back if none is (never expected).
     pub(super) fn park(&self, parked: Parked<P::Request>) -> Result<usize, Parked<P::Request>> {
         let mut parked = parked;
         for (index, slot) in self.slots.iter().enumerate() {
@@ -93,20 +95,23 @@ impl<P: Platform> DispatchReads<P> {
         Err(parked)
     }
 
-    /// Takes the read parked in `index` back whole (its start failed: nothing was issued).
+    /// Frees slot `index` and hands back what it held (the start failed or was not made:
+    /// nothing was issued).
     pub(super) fn unpark(&self, index: usize) -> Option<Parked<P::Request>> {
         self.slots.get(index)?.with(Option::take)
     }
 
-    /// The issuer's start returned: parks the buffer. The read when the host has reported
-    /// already (the issuer finishes it).
+    /// The issuer's start returned: parks the request and its buffer. The read when the host
+    /// has reported already (the issuer finishes it).
     pub(super) fn started(
         &self,
         index: usize,
+        request: P::Request,
         buf: <P::Request as UpperRequest>::Buf,
     ) -> Option<Parked<P::Request>> {
         self.slots.get(index)?.with(|s| {
             let parked = s.as_mut()?;
+            parked.request = Some(request);
             parked.buf = Some(buf);
             parked.result.as_ref()?;
             s.take()

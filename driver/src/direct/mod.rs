@@ -233,28 +233,33 @@ impl<P: Platform> DirectPath<P> {
         let priority = request.priority_hint();
         let host_offset = context.geometry.data_offset + offset;
         // W7: mapped now that this thread serves it (PASSIVE_LEVEL); a failure issues nothing.
-        let status = match buf.map() {
-            Ok(_) => may_issue(context, &request, 0),
-            Err(status) => status,
-        };
-        if !status.is_success() {
+        if let Err(status) = buf.map() {
             self.ops.give();
             self.count_finished(JobKind::Read, status, length);
             finisher.finish(request, Some(buf), ticket, kind, status, 0);
             return Ok(());
         }
-        let parked = Parked {
-            request,
+        let index = match self.dispatch_reads.park(Parked {
+            request: None,
             ticket,
             length,
             unit: host_offset / DATA_UNIT as u64,
             buf: None,
             result: None,
-        };
-        let index = match self.dispatch_reads.park(parked) {
+        }) {
             Ok(index) => index,
-            Err(parked) => return Err(unparked(parked, buf, kind, offset, path)),
+            Err(_) => return Err(rebuilt(request, buf, kind, offset, length, ticket, path)),
         };
+        // R2: cancellation and the key block are checked right before the start, as a
+        // worker checks them before each segment.
+        let status = may_issue(context, &request, 0);
+        if !status.is_success() {
+            self.dispatch_reads.unpark(index);
+            self.ops.give();
+            self.count_finished(JobKind::Read, status, length);
+            finisher.finish(request, Some(buf), ticket, kind, status, 0);
+            return Ok(());
+        }
         let done: Arc<dyn ReadDone> = finisher.clone();
         let started = match buf.mapped() {
             Ok(data) => context.host.start_read_detached(
@@ -266,19 +271,13 @@ impl<P: Platform> DirectPath<P> {
             Err(status) => Err(status),
         };
         if started.is_err() {
-            return match self.dispatch_reads.unpark(index) {
-                Some(parked) => Err(unparked(parked, buf, kind, offset, path)),
-                // Never: nobody else takes a slot whose buffer is not parked.
-                None => Ok(()),
-            };
+            self.dispatch_reads.unpark(index);
+            return Err(rebuilt(request, buf, kind, offset, length, ticket, path));
         }
-        // Counted before the buffer is parked: only then may anyone finish the read.
-        let now = self.busy.fetch_add(1, Ordering::AcqRel) + 1;
-        Counters::raise_max(&context.counters.direct_in_flight_max, now);
         Counters::add(&context.counters.direct_segments, 1);
         Counters::add(&context.counters.dispatch_reads, 1);
         // The host may have reported already: then this thread finishes the read.
-        if let Some(parked) = self.dispatch_reads.started(index, buf) {
+        if let Some(parked) = self.dispatch_reads.started(index, request, buf) {
             self.finish_detached(parked, &**finisher);
         }
         Ok(())
@@ -310,6 +309,8 @@ impl<P: Platform> DirectPath<P> {
             buf,
             result,
         } = parked;
+        // Both are parked before anyone finishes the read.
+        let Some(request) = request else { return };
         let mut buf = buf;
         let mut status = match result {
             Some(result) => settle(Status::Success, result, length as usize),
@@ -332,7 +333,6 @@ impl<P: Platform> DirectPath<P> {
             };
         }
         self.ops.give();
-        self.busy.fetch_sub(1, Ordering::AcqRel);
         let information = self.count_finished(JobKind::Read, status, length);
         finisher.finish(request, buf, ticket, JobKind::Read, status, information);
     }
@@ -419,21 +419,23 @@ fn worker<P: Platform, F: Finisher<P>>(
     }
 }
 
-/// A job rebuilt from a detached read that was not issued (the workers serve it).
-fn unparked<R: UpperRequest>(
-    parked: Parked<R>,
+/// The job again, for the workers (its detached read was not issued).
+fn rebuilt<R: UpperRequest>(
+    request: R,
     buf: R::Buf,
     kind: JobKind,
     offset: u64,
+    length: u32,
+    ticket: crate::barrier::Ticket,
     path: crate::io::Path,
 ) -> IoJob<R> {
     IoJob {
-        request: parked.request,
+        request,
         buf: Some(buf),
         kind,
         offset,
-        length: parked.length,
-        ticket: parked.ticket,
+        length,
+        ticket,
         path,
     }
 }

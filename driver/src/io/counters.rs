@@ -99,7 +99,8 @@ counters! {
     immediate_flushes,
     /// Times a granted direct request found all 8 slots busy and waited.
     slot_waits,
-    /// Most direct requests in flight at once (never above 8).
+    /// Most direct requests the workers held at once (never above 8). Reads issued by
+    /// dispatching threads hold no worker, only one of the 8 host permits.
     direct_in_flight_max,
     /// Requests that waited in the range ordering for an earlier overlapping one.
     range_waits,

@@ -6,18 +6,20 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 
 use shuttle::rand::Rng;
 use shuttle::sync::Mutex;
 
 use vcdirect::platform::irql::Call;
-use vcdirect::platform::{HostDevice, HostIo, HostKind, HostLimits, HostRead};
+use vcdirect::platform::{Detached, HostDevice, HostIo, HostKind, HostLimits, HostRead, Origin};
 use vcdirect::Status;
 
 use super::check::key_block::check_key_block;
 
 type Probe = Box<dyn Fn() -> bool + Send + Sync>;
+type FifoProbe = Box<dyn Fn() -> (u64, u64) + Send + Sync>;
 type Decoder = Box<dyn Fn(u64, &[u8]) -> Option<u32> + Send + Sync>;
 
 /// One host write carrying a known upper write, as the host saw it.
@@ -49,14 +51,20 @@ pub struct SimHost {
     events: AtomicU64,
     /// Every host write that carried a known upper write, in the order they ended.
     writes: StdMutex<Vec<HostWrite>>,
-    outstanding: AtomicU64,
-    /// Reads and writes the direct path's workers started and did not finish, and the most
-    /// at once (the volume's cap on host operations in flight).
-    direct_outstanding: AtomicU64,
+    /// Shared with the completion threads of detached reads.
+    outstanding: Arc<AtomicU64>,
+    /// Reads and writes the direct path started (its workers, and the reads its dispatching
+    /// threads issued) and that did not finish, and the most at once (the volume's cap on host
+    /// operations in flight).
+    direct_outstanding: Arc<AtomicU64>,
     direct_outstanding_max: AtomicU64,
     max_delay: u32,
     trace: AtomicU64,
     key_blocked: StdMutex<Option<Probe>>,
+    /// The volume's direct FIFO: jobs ever queued and ever taken out (the R12 check).
+    fifo: StdMutex<Option<FifoProbe>>,
+    /// Detached reads started.
+    detached: AtomicU64,
     violations: StdMutex<Vec<String>>,
     decoder: StdMutex<Option<Decoder>>,
     /// Bytes that reached the medium, per upper write id (decoded from the data).
@@ -81,12 +89,14 @@ impl SimHost {
             shorts: StdMutex::new(Vec::new()),
             events: AtomicU64::new(0),
             writes: StdMutex::new(Vec::new()),
-            outstanding: AtomicU64::new(0),
-            direct_outstanding: AtomicU64::new(0),
+            outstanding: Arc::new(AtomicU64::new(0)),
+            direct_outstanding: Arc::new(AtomicU64::new(0)),
             direct_outstanding_max: AtomicU64::new(0),
             max_delay,
             trace: AtomicU64::new(0xcbf2_9ce4_8422_2325),
             key_blocked: StdMutex::new(None),
+            fifo: StdMutex::new(None),
+            detached: AtomicU64::new(0),
             violations: StdMutex::new(Vec::new()),
             decoder: StdMutex::new(None),
             written: StdMutex::new(HashMap::new()),
@@ -132,6 +142,16 @@ impl SimHost {
     /// Installs the probe that says whether the volume's key block is set.
     pub fn set_key_blocked_probe(&self, probe: Probe) {
         *self.key_blocked.lock().unwrap() = Some(probe);
+    }
+
+    /// Installs the probe of the volume's direct FIFO (jobs ever queued, ever taken out).
+    pub fn set_fifo_probe(&self, probe: FifoProbe) {
+        *self.fifo.lock().unwrap() = Some(probe);
+    }
+
+    /// Detached reads started (issued by a dispatching thread).
+    pub fn detached_reads(&self) -> u64 {
+        self.detached.load(Ordering::SeqCst)
     }
 
     /// The most reads and writes the direct path's workers had in flight at once.
@@ -225,13 +245,38 @@ impl SimHost {
     }
 
     fn delay(&self) {
-        if self.max_delay == 0 {
-            return;
+        delay(self.max_delay);
+    }
+
+    /// Moves a read's data from the medium now (faults and short ranges apply).
+    fn read_now(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Status> {
+        let range = offset..offset + buf.len() as u64;
+        match self.fault_for(range.clone()) {
+            Some(s) => Err(s),
+            None => {
+                let m = self.medium.lock().unwrap();
+                let short = self
+                    .short_for(range.clone())
+                    .map(|n| range.start as usize + n);
+                let end = (range.end as usize)
+                    .min(m.len())
+                    .min(short.unwrap_or(usize::MAX));
+                let n = end.saturating_sub(range.start as usize);
+                buf[..n].copy_from_slice(&m[range.start as usize..end]);
+                Ok(n)
+            }
         }
-        let n = shuttle::rand::thread_rng().gen_range(0..=self.max_delay);
-        for _ in 0..n {
-            shuttle::thread::yield_now();
-        }
+    }
+}
+
+/// Up to `max_delay` scheduling points (0: none).
+fn delay(max_delay: u32) {
+    if max_delay == 0 {
+        return;
+    }
+    let n = shuttle::rand::thread_rng().gen_range(0..=max_delay);
+    for _ in 0..n {
+        shuttle::thread::yield_now();
     }
 }
 
@@ -262,20 +307,7 @@ impl<'a> SimIo<'a> {
         let mut kept = None;
         let result = match op {
             Op::Read(buf) => {
-                let range = self.offset..self.offset + buf.len() as u64;
-                let result = match h.fault_for(range.clone()) {
-                    Some(s) => Err(s),
-                    None => {
-                        let m = h.medium.lock().unwrap();
-                        let short = h.short_for(range.clone()).map(|n| range.start as usize + n);
-                        let end = (range.end as usize)
-                            .min(m.len())
-                            .min(short.unwrap_or(usize::MAX));
-                        let n = end.saturating_sub(range.start as usize);
-                        buf[..n].copy_from_slice(&m[range.start as usize..end]);
-                        Ok(n)
-                    }
-                };
+                let result = h.read_now(self.offset, buf);
                 kept = Some(buf);
                 result
             }
@@ -390,6 +422,51 @@ impl HostDevice for SimHost {
             direct: self.direct_started(),
             op: Some(Op::Write(buf)),
         }
+    }
+    /// A child request sent from the dispatching thread (IoCallDriver: W9 checks the row).
+    /// Its data moves now; its end is reported by a simulated completion context (a thread of
+    /// its own, at DISPATCH_LEVEL) after a seeded delay, so the issuer and the report race.
+    #[track_caller]
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        _origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        crate::irql::check(Call::CallDriver);
+        // The key-block check first: the FIFO probe takes the volume's (simulated) lock, a
+        // scheduling point.
+        self.started(1, offset, buf.len());
+        if let Some(probe) = self.fifo.lock().unwrap().as_ref() {
+            let (_, taken) = probe();
+            if let Some(v) = super::check::overtaking::check_detached_start(taken, offset) {
+                self.violations.lock().unwrap().push(v);
+            }
+        }
+        self.detached.fetch_add(1, Ordering::SeqCst);
+        let now = self.direct_outstanding.fetch_add(1, Ordering::SeqCst) + 1;
+        self.direct_outstanding_max.fetch_max(now, Ordering::SeqCst);
+        let result = self.read_now(offset, buf);
+        self.record(9, offset, result.map_or(u64::MAX, |n| n as u64));
+        let (outstanding, direct) = (
+            Arc::clone(&self.outstanding),
+            Arc::clone(&self.direct_outstanding),
+        );
+        let max_delay = self.max_delay;
+        shuttle::thread::Builder::new()
+            .name("host-completion".into())
+            .spawn(move || {
+                delay(max_delay);
+                direct.fetch_sub(1, Ordering::SeqCst);
+                outstanding.fetch_sub(1, Ordering::SeqCst);
+                crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+                    then.report(result)
+                });
+                crate::irql::check_returned_at_passive();
+            })
+            .expect("spawn a simulated completion context");
+        Ok(())
     }
     /// Synchronous host I/O: W9 checks the row.
     #[track_caller]

@@ -25,8 +25,9 @@ pub use platform::{current_thread_name, SimPlatform};
 pub use workload::{run_seed, FaultMix, SeedReport, SimConfig};
 
 /// Switches on the test-only fault that reintroduces one of the review's bugs (`r1`, `r2`,
-/// `r3`, `r12`, `r13`, `w9`: a wait inside a spin lock, `flush`: a failed host flush reported
-/// as success); needs the engine's `fault-switches` feature.
+/// `r3`, `r12`, `r12-overtake`: a read issued by the dispatching thread overtakes the direct
+/// FIFO, `r13`, `w9`: a wait inside a spin lock, `flush`: a failed host flush reported as
+/// success); needs the engine's `fault-switches` feature.
 pub fn set_fault(name: &str) -> Result<(), String> {
     use vcdirect::faults::{set_faults, Fault};
     let f = match name {
@@ -34,6 +35,7 @@ pub fn set_fault(name: &str) -> Result<(), String> {
         "r2" => Fault::R2CheckBlockOnce,
         "r3" => Fault::R3SkipKeyRundown,
         "r12" => Fault::R12VolumeWideBarrier,
+        "r12-overtake" => Fault::R12DispatchOvertakes,
         "r13" => Fault::R13AbandonChildren,
         "w9" => Fault::W9WaitInsideLock,
         "flush" => Fault::FlushErrorIgnored,

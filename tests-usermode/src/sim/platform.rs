@@ -64,6 +64,10 @@ impl Platform for SimPlatform {
         shuttle::thread::Builder::new()
             .name(role.name().into())
             .spawn(move || {
+                // R11: the threads that issue host I/O run as the mounting user.
+                if role.issues_host_io() {
+                    crate::security::set(crate::security::Context::MountingUser);
+                }
                 body();
                 crate::irql::check_returned_at_passive();
             })
@@ -81,6 +85,18 @@ impl Platform for SimPlatform {
 
     fn cpu_count(&self) -> usize {
         2
+    }
+
+    /// A dispatching thread at PASSIVE_LEVEL issues the read itself as the mounting user
+    /// (`crate::security`); the scheduler may switch threads right before and after.
+    fn issue_here<R>(&self, _stack: usize, issue: impl FnOnce() -> R) -> Option<R> {
+        if crate::irql::level() != vcdirect::platform::irql::Irql::Passive {
+            return None;
+        }
+        shuttle::thread::yield_now();
+        let r = crate::security::as_mounting_user(issue);
+        shuttle::thread::yield_now();
+        Some(r)
     }
 
     /// Crypto is where a real CPU spends time while holding a key reference: let the

@@ -9,6 +9,7 @@ use rand::{Rng, SeedableRng};
 use shuttle::sync::Mutex;
 
 use vcdirect::crypto::XtsCipher;
+use vcdirect::platform::irql::Irql;
 use vcdirect::platform::{Event, HostKind, HostLimits, RequestKind};
 use vcdirect::registry::{Gates, Tunables};
 use vcdirect::volume::{MountParams, Volume};
@@ -348,6 +349,10 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     volume.host().set_key_blocked_probe(Box::new(move || {
         weak.upgrade().is_some_and(|v| v.key().is_blocked())
     }));
+    let weak = Arc::downgrade(&volume);
+    volume.host().set_fifo_probe(Box::new(move || {
+        weak.upgrade().map_or((0, 0), |v| v.direct_fifo_counts())
+    }));
     let ctx = Arc::new(Ctx {
         volume: Arc::clone(&volume),
         unmappable_per_mille: if map_failures { 40 } else { 0 },
@@ -642,7 +647,16 @@ fn submit(
         done2.set();
     });
     let cancel_handle = req.cancel_handle();
-    crate::irql::dispatch(&ctx.volume, req);
+    // Half the reads and writes are dispatched at PASSIVE_LEVEL (where a small direct read is
+    // issued by this thread itself), half at DISPATCH_LEVEL (a hash of seed and id, so the
+    // other draws stay as they were).
+    let level = if (ctx.seed ^ u64::from(id)).wrapping_mul(0xD1B5_4A32_D192_ED03) >> 63 == 0 {
+        Irql::Passive
+    } else {
+        Irql::Dispatch
+    };
+    super::check::overtaking::note_dispatch(ctx.volume.direct_fifo_counts().0);
+    crate::irql::dispatch_at(level, &ctx.volume, req);
     drop(g);
     if cancel {
         shuttle::thread::yield_now();

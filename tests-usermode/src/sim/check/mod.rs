@@ -10,6 +10,8 @@
 //!   end erased.
 //! - [`bounds`]: the direct path's in-flight bound, and docs/review.md R12 (no wait on a
 //!   non-overlapping request).
+//! - [`overtaking`]: docs/review.md R12, a read the dispatching thread issues overtakes no job
+//!   queued in the direct FIFO before it (checked by the simulated host as it starts).
 //! - [`requests`]: each request's status and bytes, and each read's data against the model;
 //!   docs/review.md W7, a request whose buffer cannot be mapped fails, nothing issued.
 //! - [`medium`]: the final medium against the model.
@@ -37,6 +39,7 @@ pub(crate) mod flushes;
 pub(crate) mod irql;
 pub(crate) mod key_block;
 pub(crate) mod medium;
+pub(crate) mod overtaking;
 pub(crate) mod paths;
 pub(crate) mod requests;
 pub(crate) mod short_transfers;
