@@ -1,12 +1,13 @@
 //! The security context each user-mode thread runs in, as the kernel keeps it per thread
 //! (docs/review.md R11): its own (the process's primary token), or impersonating a client.
 //!
-//! Owns: the per-thread context (a thread-local of the std platform, a shuttle thread-local in
-//! the simulator), what the engine's threads that issue host I/O run in (the mounting user's,
-//! set when they start), and [`as_mounting_user`]: the dispatching thread's save, impersonate
-//! and exact restore around a host read it issues itself, the user-mode half of the kernel
-//! glue's PsDisableImpersonation / SeImpersonateClientEx / PsRevertToSelf /
-//! PsRestoreImpersonation (`driver/src/wdm/platform.rs`).
+//! Owns: the per-thread context and kind (thread-locals of the std platform, shuttle
+//! thread-locals in the simulator), what the engine's threads that issue host I/O run in (the
+//! mounting user's, set when they start), and [`as_mounting_user`]: which dispatching threads
+//! may be lent that context, and the save, impersonate and exact restore around a host read
+//! such a thread issues itself, the user-mode half of the kernel glue's
+//! PsDisableImpersonation / SeImpersonateClientEx / PsRevertToSelf / PsRestoreImpersonation
+//! (`driver/src/wdm/platform.rs`).
 //! Never: checks access; hosts only record what they saw ([`current`]).
 
 use std::cell::Cell;
@@ -29,12 +30,35 @@ pub enum Context {
     MountingUser,
 }
 
+/// What kind of thread it is, for whether the engine may lend it the mounting user's context
+/// (the kernel glue's rule, `driver/src/wdm/platform.rs`): a system thread of the System
+/// process (the engine's threads, system work items, a file system's or server's workers) may
+/// be lent it whatever it impersonates (saved and restored exactly); a thread of another
+/// process only when it impersonates nothing and its process holds SeImpersonatePrivilege.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A system thread of the System process.
+    System,
+    /// A thread of an application's process.
+    Process {
+        /// The process holds SeImpersonatePrivilege (an elevated administrator, a service).
+        impersonate_privilege: bool,
+    },
+}
+
 std::thread_local! {
     static CONTEXT: Cell<Context> = const { Cell::new(Context::Own) };
+    /// Harness threads stand for an elevated benchmark or service by default.
+    static CALLER: Cell<Caller> = const {
+        Cell::new(Caller::Process { impersonate_privilege: true })
+    };
 }
 
 shuttle::thread_local! {
     static SIM_CONTEXT: Cell<Context> = const { Cell::new(Context::Own) };
+    static SIM_CALLER: Cell<Caller> = const {
+        Cell::new(Caller::Process { impersonate_privilege: true })
+    };
 }
 
 fn simulated() -> bool {
@@ -59,16 +83,44 @@ pub fn set(context: Context) {
     }
 }
 
+/// The calling thread's kind.
+pub fn caller() -> Caller {
+    if simulated() {
+        SIM_CALLER.with(Cell::get)
+    } else {
+        CALLER.with(Cell::get)
+    }
+}
+
+/// Sets the calling thread's kind (the engine's threads and work items are system threads).
+pub fn set_caller(caller: Caller) {
+    if simulated() {
+        SIM_CALLER.with(|c| c.set(caller));
+    } else {
+        CALLER.with(|c| c.set(caller));
+    }
+}
+
 /// Runs `issue` impersonating the mounting user and restores exactly the context the thread
-/// had before, whatever it was (never "no impersonation" for a thread that impersonated).
-pub fn as_mounting_user<R>(issue: impl FnOnce() -> R) -> R {
+/// had before, whatever it was (never "no impersonation" for a thread that impersonated);
+/// `None` (nothing ran, nothing changed) for a thread the kernel's rule does not lend it to.
+pub fn as_mounting_user<R>(issue: impl FnOnce() -> R) -> Option<R> {
     struct Restore(Context);
     impl Drop for Restore {
         fn drop(&mut self) {
             set(self.0);
         }
     }
+    let lend = match caller() {
+        Caller::System => true,
+        Caller::Process {
+            impersonate_privilege,
+        } => impersonate_privilege && current() == Context::Own,
+    };
+    if !lend {
+        return None;
+    }
     let _restore = Restore(current());
     set(Context::MountingUser);
-    issue()
+    Some(issue())
 }

@@ -78,6 +78,8 @@ impl<T: Send + 'static> Pool<T> {
     }
 
     fn serve(&self) {
+        // A system worker thread of the System process (what the R1 upper completions run on).
+        crate::security::set_caller(crate::security::Caller::System);
         let mut s = lock(&self.state);
         loop {
             if let Some(item) = s.items.pop_front() {
@@ -274,6 +276,7 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
             .spawn(move || {
                 let _alive = guard;
                 // R11: the threads that issue host I/O run as the mounting user.
+                crate::security::set_caller(crate::security::Caller::System);
                 if role.issues_host_io() {
                     crate::security::set(crate::security::Context::MountingUser);
                 }
@@ -330,7 +333,7 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
         if !self.dispatch_issue || crate::irql::level() != vcdirect::platform::irql::Irql::Passive {
             return None;
         }
-        Some(crate::security::as_mounting_user(issue))
+        crate::security::as_mounting_user(issue)
     }
 
     /// The pieces are split in halves with `rayon::join` inside the pool: no job is boxed per

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use common::*;
 use vcdirect::faults::{set_faults, Fault};
+use vcdirect::platform::irql::Irql;
 use vcdirect::platform::HostLimits;
 use vcdirect::Status;
 use vcdirect_usermode::host::MemoryHost;
@@ -21,16 +22,29 @@ fn reintroduced_r1_and_r2_bugs_are_visible_to_the_checks() {
     set_faults(&[Fault::R1CompleteOnEngineThread]);
     let p = params(MIB, BOTH_ON);
     let vol = mount(host_for(&p), p);
-    let (tx, rx) = mpsc::channel();
-    vol.dispatch(TestRequest::read(0, 4096, move |c| {
-        let _ = tx.send((c.status, thread_name()));
-    }));
-    let (status, on) = rx.recv_timeout(WAIT).expect("completed");
-    assert_eq!(status, Status::Success);
-    assert!(
-        on.starts_with("vc-"),
-        "with the R1 bug the completion ran on {on}"
-    );
+    // At DISPATCH_LEVEL a worker serves it; at PASSIVE_LEVEL the dispatching thread issues it
+    // and finishes it (the memory host completes inside the start). Either way the bug runs
+    // the completion right there, where the R1 checks see it: not a system worker.
+    for level in [Irql::Dispatch, Irql::Passive] {
+        let (tx, rx) = mpsc::channel();
+        vcdirect_usermode::irql::dispatch_at(
+            level,
+            &vol,
+            TestRequest::read(0, 4096, move |c| {
+                let _ = tx.send((c.status, thread_name()));
+            }),
+        );
+        let (status, on) = rx.recv_timeout(WAIT).expect("completed");
+        assert_eq!(status, Status::Success);
+        match level {
+            Irql::Dispatch => assert!(
+                on.starts_with("vc-"),
+                "with the R1 bug the completion ran on {on}"
+            ),
+            _ => assert_ne!(on, "system-worker", "with the R1 bug"),
+        }
+    }
+    assert_eq!(vol.counters.snapshot().dispatch_reads, 1);
     set_faults(&[]);
     vol.dismount();
 

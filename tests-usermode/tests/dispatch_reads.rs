@@ -16,7 +16,7 @@ use vcdirect::volume::Volume;
 use vcdirect::Status;
 use vcdirect_usermode::host::{MemoryHost, ModelHost, ModelParams, StdHost};
 use vcdirect_usermode::request::{Completion, TestRequest};
-use vcdirect_usermode::security::{self, Context};
+use vcdirect_usermode::security::{self, Caller, Context};
 use vcdirect_usermode::std_platform::StdPlatform;
 
 const SIZE: u64 = 4 * MIB;
@@ -71,8 +71,12 @@ fn small_reads_at_passive_level_are_issued_by_the_dispatching_thread_and_return_
     vol.dismount();
 }
 
-/// R11: the host sees the mounting user's context on both ways; the dispatching thread gets
-/// back exactly the context it had, a client's impersonation included.
+/// R11: the host sees the mounting user's context on every way; the dispatching thread gets
+/// back exactly the context it had; and the mounting user's context is lent only to the
+/// threads the kernel's rule allows (`security::Caller`): a system thread of the System
+/// process whatever it impersonates (saved and restored), a thread of another process only
+/// when it impersonates nothing and its process holds SeImpersonatePrivilege. Any other
+/// thread's read goes to the workers, its own context untouched.
 #[test]
 fn r11_the_dispatching_thread_issues_as_the_mounting_user_and_keeps_its_own_context() {
     let (host, vol) = volume();
@@ -81,14 +85,33 @@ fn r11_the_dispatching_thread_issues_as_the_mounting_user_and_keeps_its_own_cont
         level: 2,
         effective_only: true,
     };
-    for own in [Context::Own, client] {
+    let privileged = Caller::Process {
+        impersonate_privilege: true,
+    };
+    let unprivileged = Caller::Process {
+        impersonate_privilege: false,
+    };
+    for (caller, own, lent) in [
+        (Caller::System, Context::Own, true),
+        (Caller::System, client, true),
+        (privileged, Context::Own, true),
+        (privileged, client, false),
+        (unprivileged, Context::Own, false),
+    ] {
+        security::set_caller(caller);
         security::set(own);
+        let before = vol.counters.snapshot().dispatch_reads;
         let c = read_at(&vol, Irql::Passive, 4096, 4096);
         assert_eq!(c.status, Status::Success);
         assert_eq!(
             security::current(),
             own,
-            "the thread's own context is restored"
+            "{caller:?} {own:?}: the thread's own context is restored"
+        );
+        assert_eq!(
+            vol.counters.snapshot().dispatch_reads - before,
+            u64::from(lent),
+            "{caller:?} {own:?}"
         );
         // And at DISPATCH_LEVEL (the workers issue it): untouched as well.
         let c = read_at(&vol, Irql::Dispatch, 4096, 4096);
@@ -96,6 +119,7 @@ fn r11_the_dispatching_thread_issues_as_the_mounting_user_and_keeps_its_own_cont
         assert_eq!(security::current(), own);
     }
     security::set(Context::Own);
+    security::set_caller(privileged);
     let seen = host.contexts();
     assert!(seen.iter().any(|(detached, _)| *detached));
     assert!(seen.iter().any(|(detached, _)| !*detached));

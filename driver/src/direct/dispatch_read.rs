@@ -25,19 +25,23 @@ use crate::Status;
 use super::HOST_OPS;
 
 /// The largest read the dispatching thread issues: its decryption runs in the host's
-/// completion context (DISPATCH_LEVEL), which must stay short. 64 KiB decrypts in about
-/// 12 us with AES-NI at 5.5 GB/s (`vcbench crypto`, docs/measurements.md); a larger read, or
-/// any read without hardware AES, goes to the workers.
-pub const DISPATCH_READ_MAX: u32 = 64 * 1024;
+/// completion context (DISPATCH_LEVEL, often a DPC, which should stay under about 100 us even
+/// when several of these complete in one DPC). 32 KiB decrypts in about 6 us with AES-NI at
+/// 5.5 GB/s (`vcbench crypto`, docs/measurements.md), so the 8 a volume can have in flight
+/// stay near 50 us; a larger read, or any read without hardware AES, goes to the workers.
+pub const DISPATCH_READ_MAX: u32 = 32 * 1024;
 
 /// Kernel stack the dispatching thread must have left to issue a read itself
-/// (IoGetRemainingStackSize): this path's own frames (within the dispatch budget
-/// `scripts/check-sys.sh` checks, 4 KiB), the host's device stack below IofCallDriver
-/// (the file system or RAW on the host volume, its filters, partition, disk and port
-/// drivers: about 5 KiB on a common NVMe stack, not measured here) and, when the host
-/// completes at once, this path's completion and decryption below it (the worker budget's
-/// crypto frames, under 3 KiB). Less than this left: the workers issue it.
-pub const DISPATCH_STACK_NEEDED: usize = 12 * 1024;
+/// (IoGetRemainingStackSize). From the figures `scripts/check-sys.sh` measures on the images
+/// (x64; ARM64's are smaller): this path's own frames down to IofCallDriver (under 3 KiB of the
+/// 5.5 KiB dispatch path, whose deepest branch is the decryption of a read the host completed
+/// before its start returned) and this read's completion routine when the host completes it
+/// on this thread (5.2 KiB, the completion path); the rest, 8 KiB, is left to the host's
+/// device stack below IofCallDriver (the file system or RAW on the host volume, its filters,
+/// volume snapshot and encryption drivers, partition, disk and port drivers, and Driver
+/// Verifier's wrappers when it runs), which is not measured here. Less than this left: the
+/// workers issue it.
+pub const DISPATCH_STACK_NEEDED: usize = 16 * 1024;
 
 /// A read in flight from the dispatching thread, parked in its slot.
 pub(super) struct Parked<R: UpperRequest> {

@@ -461,6 +461,11 @@ pub trait HostDevice: Send + Sync + 'static {
         let _ = (offset, buf, origin, then);
         Err(Status::InvalidDeviceRequest)
     }
+    /// Waits until every detached read's report has returned, the reporter dropped and
+    /// nothing of this host still runs for it in a completion context (the volume's dismount,
+    /// at PASSIVE_LEVEL, after every request finished): so the last reference to the volume
+    /// is never dropped in a completion routine. The default: nothing runs after a report.
+    fn drain(&self) {}
     /// Flushes the device's volatile cache.
     fn flush(&self) -> Result<(), Status>;
 
@@ -530,6 +535,9 @@ impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
         then: Detached,
     ) -> Result<(), Status> {
         (**self).start_read_detached(offset, buf, origin, then)
+    }
+    fn drain(&self) {
+        (**self).drain()
     }
     fn flush(&self) -> Result<(), Status> {
         (**self).flush()

@@ -582,6 +582,9 @@ impl<P: Platform> Volume<P> {
             thread.join();
         }
         self.completer.wait_idle();
+        // Reads issued by dispatching threads were finished in the host's completion context:
+        // wait until those routines returned, so none holds the volume any more.
+        self.context.host.drain();
         self.context.key.erase();
     }
 

@@ -350,6 +350,9 @@ pub unsafe fn driver_entry(
         log("vcdirect: IoRegisterShutdownNotification failed: no dismount at shutdown");
     }
     // The encryption pool, as VeraCrypt starts it at load: CPUs - free CPU count threads.
+    // DriverEntry runs in a thread of the System process: remembered for the dispatching
+    // thread's check (`ClientSecurity::as_mounting_user`).
+    super::platform::note_system_process();
     super::encryption_pool::start_driver_pool(
         super::platform::active_processors(),
         tunables.free_cpu_count as usize,

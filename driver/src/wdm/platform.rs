@@ -127,6 +127,19 @@ impl Platform for KernelPlatform {
         }
     }
 
+    /// R11: the dispatching thread issues as the mounting user and gets its own context back
+    /// exactly (`ClientSecurity::as_mounting_user`); W9: only at PASSIVE_LEVEL outside guarded
+    /// regions, with `stack` bytes of kernel stack left (`thread::may_issue_host_io`).
+    fn issue_here<R>(&self, stack: usize, issue: impl FnOnce() -> R) -> Option<R> {
+        if !super::thread::may_issue_host_io(stack) {
+            return None;
+        }
+        match &self.security {
+            Some(security) => security.as_mounting_user(issue).ok(),
+            None => Some(issue()),
+        }
+    }
+
     /// W6: from the pool, STATUS_INSUFFICIENT_RESOURCES when it has none (`pool::try_box`).
     fn try_box<T>(&self, value: T) -> Result<Box<T>, Status> {
         try_box(value)
@@ -226,6 +239,134 @@ impl ClientSecurity {
         // SAFETY: no preconditions; a thread that does not impersonate is left as it is.
         unsafe { wdk_sys::ntddk::PsRevertToSelf() };
     }
+
+    /// Runs `issue` on the calling (dispatching) thread impersonating the captured client,
+    /// and gives the thread back exactly the context it had. Which threads may:
+    /// - a system thread of the System process (a file system's or the SMB server's worker,
+    ///   a system work item), impersonating a client or not: PsDisableImpersonation saves its
+    ///   impersonation (token, level, copy-on-open, effective-only; the token referenced) and
+    ///   turns it off, and PsRestoreImpersonation puts it back afterwards. Such a thread has
+    ///   no user-mode part, so nothing of a user process can open its token meanwhile, and no
+    ///   TEB whose impersonation flag PsRevertToSelf would clear;
+    /// - a thread of another process only when it does not impersonate (so nothing is saved,
+    ///   and PsRevertToSelf leaves it, TEB included, as it was) and its process holds
+    ///   SeImpersonatePrivilege: the impersonation is then full (without it, the kernel would
+    ///   copy the token at SecurityIdentification, a context lower filters cannot use), and
+    ///   the process could impersonate the mounting user's token anyway, so the moment its
+    ///   other threads could open this thread's token reveals nothing it could not get.
+    ///
+    /// After SeImpersonateClientEx the thread's impersonation token must be the captured one
+    /// at SecurityImpersonation or above, or `issue` does not run. `Err`: this thread may not,
+    /// or the context could not be taken; `issue` did not run and the thread's own context is
+    /// back (the request goes to the workers).
+    ///
+    /// IRQL: PASSIVE_LEVEL.
+    pub fn as_mounting_user<R>(&self, issue: impl FnOnce() -> R) -> Result<R, Status> {
+        use wdk_sys::ntddk::{PsDisableImpersonation, PsRestoreImpersonation};
+        let thread = super::thread::current_thread();
+        if !on_system_process_thread(thread) && !may_lend_user_thread(thread) {
+            return Err(Status::DeviceBusy);
+        }
+        // SAFETY: SE_IMPERSONATION_STATE is a plain C struct; zero is valid before the call
+        // fills it.
+        let mut saved: wdk_sys::SE_IMPERSONATION_STATE = unsafe { core::mem::zeroed() };
+        // SAFETY: the current thread; `saved` lives until PsRestoreImpersonation below.
+        let impersonated = unsafe { PsDisableImpersonation(thread, &mut saved) } != 0;
+        let ran = match self.impersonate() {
+            Ok(()) if self.is_current_impersonation(thread) => Ok(issue()),
+            Ok(()) => Err(Status::DeviceBusy),
+            Err(status) => Err(status),
+        };
+        Self::revert();
+        if impersonated {
+            // SAFETY: the state PsDisableImpersonation saved for this thread, restored once.
+            unsafe { PsRestoreImpersonation(thread, &mut saved) };
+        }
+        ran
+    }
+
+    /// True when `thread` impersonates exactly the captured token at SecurityImpersonation or
+    /// above (not a copy the kernel made at a lower level).
+    fn is_current_impersonation(&self, thread: wdk_sys::PETHREAD) -> bool {
+        use wdk_sys::ntddk::{PsDereferenceImpersonationToken, PsReferenceImpersonationToken};
+        let (mut copy_on_open, mut effective_only) = (0u8, 0u8);
+        let mut level = wdk_sys::_SECURITY_IMPERSONATION_LEVEL::SecurityAnonymous;
+        // SAFETY: the current thread; the out-parameters live across the call.
+        let token = unsafe {
+            PsReferenceImpersonationToken(
+                thread,
+                &mut copy_on_open,
+                &mut effective_only,
+                &mut level,
+            )
+        };
+        if token.is_null() {
+            return false;
+        }
+        // SAFETY: the captured context, only read.
+        let captured = unsafe { (*self.context.get()).ClientToken };
+        let same = token == captured
+            && level >= wdk_sys::_SECURITY_IMPERSONATION_LEVEL::SecurityImpersonation;
+        // SAFETY: the reference PsReferenceImpersonationToken took, dropped once.
+        unsafe { PsDereferenceImpersonationToken(token) };
+        same
+    }
+}
+
+/// The System process (DriverEntry's), or null before DriverEntry noted it.
+#[cfg(not(feature = "wine-host"))]
+static SYSTEM_PROCESS: core::sync::atomic::AtomicPtr<core::ffi::c_void> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+/// Notes the System process: DriverEntry runs in one of its threads (the I/O manager loads
+/// drivers from a system worker thread or, at boot, from the System process's own thread).
+#[cfg(not(feature = "wine-host"))]
+pub(crate) fn note_system_process() {
+    // SAFETY: no preconditions; the current process, never dereferenced here.
+    let process = unsafe { wdk_sys::ntddk::IoGetCurrentProcess() };
+    SYSTEM_PROCESS.store(process.cast(), Ordering::Release);
+}
+
+/// wine-host build: nothing to note (no impersonation).
+#[cfg(feature = "wine-host")]
+pub(crate) fn note_system_process() {}
+
+/// `thread` (the current one) is a system thread of the System process.
+#[cfg(not(feature = "wine-host"))]
+fn on_system_process_thread(thread: wdk_sys::PETHREAD) -> bool {
+    // SAFETY: the current thread; no preconditions.
+    let system_thread = unsafe { wdk_sys::ntddk::PsIsSystemThread(thread) } != 0;
+    // SAFETY: no preconditions; the current process, only compared.
+    let process = unsafe { wdk_sys::ntddk::IoGetCurrentProcess() };
+    let system = SYSTEM_PROCESS.load(Ordering::Acquire);
+    system_thread && !system.is_null() && process.cast() == system
+}
+
+/// `thread` (the current one, of a process other than System) does not impersonate, and its
+/// process holds SeImpersonatePrivilege (SeSinglePrivilegeCheck with UserMode checks the
+/// primary token, the thread having no impersonation token).
+#[cfg(not(feature = "wine-host"))]
+fn may_lend_user_thread(thread: wdk_sys::PETHREAD) -> bool {
+    use wdk_sys::ntddk::{PsDereferenceImpersonationToken, PsReferenceImpersonationToken};
+    let (mut copy_on_open, mut effective_only) = (0u8, 0u8);
+    let mut level = wdk_sys::_SECURITY_IMPERSONATION_LEVEL::SecurityAnonymous;
+    // SAFETY: the current thread; the out-parameters live across the call.
+    let token = unsafe {
+        PsReferenceImpersonationToken(thread, &mut copy_on_open, &mut effective_only, &mut level)
+    };
+    if !token.is_null() {
+        // SAFETY: the reference just taken, dropped once.
+        unsafe { PsDereferenceImpersonationToken(token) };
+        return false;
+    }
+    /// SE_IMPERSONATE_PRIVILEGE (wdm.h).
+    const SE_IMPERSONATE_PRIVILEGE: u32 = 29;
+    let luid = wdk_sys::LUID {
+        LowPart: SE_IMPERSONATE_PRIVILEGE,
+        HighPart: 0,
+    };
+    // SAFETY: no preconditions at PASSIVE_LEVEL; UserMode makes it check the subject's token.
+    unsafe { wdk_sys::ntddk::SeSinglePrivilegeCheck(luid, wdk_sys::_MODE::UserMode as i8) != 0 }
 }
 
 #[cfg(not(feature = "wine-host"))]
@@ -258,4 +399,8 @@ impl ClientSecurity {
     }
     /// No impersonation under Wine.
     pub fn revert() {}
+    /// No impersonation under Wine: `issue` runs as it is.
+    pub fn as_mounting_user<R>(&self, issue: impl FnOnce() -> R) -> Result<R, Status> {
+        Ok(issue())
+    }
 }

@@ -173,6 +173,11 @@ impl RemoveLock {
         self.lock.acquire()
     }
 
+    /// [`acquire`](Self::acquire) with `tag` (see [`RemoveLockCell::acquire_tagged`]).
+    pub fn acquire_tagged(&self, tag: *mut c_void) -> Result<RemoveLockGuard<'_>, Status> {
+        self.lock.acquire_tagged(tag)
+    }
+
     /// Releases `guard` (the remover's own acquisition), refuses new ones and blocks until all
     /// other holders released theirs.
     ///
@@ -200,6 +205,29 @@ impl RemoveLockGuard<'_> {
         cell.check_drained();
         #[cfg(not(feature = "wine-host"))]
         let _ = cell;
+    }
+}
+
+impl RemoveLockGuard<'_> {
+    /// Keeps the acquisition past this guard, for a request whose completion routine releases
+    /// it ([`RemoveLock::release_kept`]); returns the tag it was taken with.
+    pub fn keep(self) -> *mut c_void {
+        let tag = self.tag;
+        core::mem::forget(self);
+        tag
+    }
+}
+
+impl RemoveLock {
+    /// Releases an acquisition kept with [`RemoveLockGuard::keep`] (its `tag`).
+    ///
+    /// IRQL: <= DISPATCH_LEVEL.
+    ///
+    /// # Safety
+    /// One acquisition of this lock taken with `tag` was kept and is released once, here.
+    pub unsafe fn release_kept(&self, tag: *mut c_void) {
+        // SAFETY: the kept acquisition (contract), taken with `tag`.
+        unsafe { IoReleaseRemoveLockEx(self.lock.lock.get(), tag, REMLOCK_SIZE) };
     }
 }
 

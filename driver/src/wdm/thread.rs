@@ -42,6 +42,32 @@ pub(crate) fn current_thread() -> wdk_sys::PETHREAD {
     unsafe { KeGetCurrentThread() }
 }
 
+/// Whether the calling thread may issue a host read itself (`Platform::issue_here`): it runs
+/// at PASSIVE_LEVEL, not in a guarded region (KeAreAllApcsDisabled: false), and has at least
+/// `stack` bytes of kernel stack left below this frame (IoGetRemainingStackSize, an inline
+/// of the headers: the current address minus IoGetStackLimits' low limit). wine-host: the
+/// virtual level is PASSIVE (Wine's own answers PASSIVE everywhere; its thread stacks are
+/// user-mode stacks of a megabyte or more, so no stack check).
+#[cfg(not(feature = "wine-host"))]
+pub(crate) fn may_issue_host_io(stack: usize) -> bool {
+    use wdk_sys::ntddk::{IoGetStackLimits, KeAreAllApcsDisabled};
+    // SAFETY: no preconditions; callable at any IRQL.
+    if unsafe { KeAreAllApcsDisabled() } != 0 {
+        return false;
+    }
+    let (mut low, mut high) = (0u64, 0u64);
+    // SAFETY: both out-parameters are valid for the call; callable at IRQL <= DISPATCH_LEVEL.
+    unsafe { IoGetStackLimits(&mut low, &mut high) };
+    let here = core::ptr::from_ref(&low) as u64;
+    here > low && here <= high && (here - low) as usize >= stack
+}
+
+/// wine-host build: see the product's.
+#[cfg(feature = "wine-host")]
+pub(crate) fn may_issue_host_io(_stack: usize) -> bool {
+    irql::at_passive()
+}
+
 /// Raises the calling system thread to LOW_REALTIME_PRIORITY (docs/review.md W8), as
 /// VeraCrypt's queue threads do: the engine's threads then never wait behind CPU-bound
 /// threads of dynamic priority while the memory manager waits for them (paging writes).

@@ -251,6 +251,12 @@ impl HostDevice for StdHost {
             StdHost::Model(h) => h.start_read_detached(offset, buf, origin, then),
         }
     }
+    /// Waits for the model's completion context (the other hosts report inside the start).
+    fn drain(&self) {
+        if let StdHost::Model(h) = self {
+            h.drain();
+        }
+    }
     /// Synchronous host I/O (ZwFlushBuffersFile / a synchronous IRP): W9 checks the row.
     #[track_caller]
     fn flush(&self) -> Result<(), Status> {

@@ -189,10 +189,15 @@ enum Done {
 }
 
 impl Done {
-    fn run(self) {
+    fn run(self, sched: &Scheduler) {
         match self {
             Done::Wake(slot) => slot.signal(),
-            Done::Report(then, result) => then.report(result),
+            Done::Report(then, result) => {
+                then.report(result);
+                let mut n = sched.reports.lock().unwrap_or_else(|e| e.into_inner());
+                *n -= 1;
+                sched.reported.notify_all();
+            }
         }
     }
 }
@@ -235,6 +240,9 @@ struct Scheduler {
     cv: Condvar,
     /// Completions signalled at DISPATCH_LEVEL (all of them: W9).
     raised_completions: std::sync::atomic::AtomicU64,
+    /// Detached reads whose report has not returned yet, and its change.
+    reports: Mutex<usize>,
+    reported: Condvar,
 }
 
 /// A modelled device. See the module documentation.
@@ -295,7 +303,7 @@ fn timer_thread(sched: Arc<Scheduler>) {
         if st.shutdown {
             // Ios borrow the host, so none is pending when it is dropped; finish any anyway.
             while let Some(Reverse(p)) = st.pending.pop() {
-                p.done.run();
+                p.done.run(&sched);
             }
             return;
         }
@@ -304,6 +312,14 @@ fn timer_thread(sched: Arc<Scheduler>) {
             continue;
         };
         let deadline = head.deadline;
+        // A detached read's end is the device's interrupt: on real hardware its completion
+        // routine runs on time, so the timer thread spins as long before it as a lone waiter
+        // times itself (a timed sleep's wake-up here is late by tens of microseconds). That
+        // spin is the model's CPU time, counted with the engine's at low queue depth.
+        let spin = match head.done {
+            Done::Report(..) if st.pending.len() < SPIN_WHEN_PENDING_AT_MOST => WAITER_SPIN,
+            _ => SPIN,
+        };
         let now = Instant::now();
         if deadline <= now {
             let mut due = Vec::new();
@@ -325,14 +341,14 @@ fn timer_thread(sched: Arc<Scheduler>) {
                         .fetch_add(due.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 }
                 for done in due {
-                    done.run();
+                    done.run(&sched);
                 }
             });
             st = sched.state.lock().unwrap_or_else(|e| e.into_inner());
-        } else if deadline - now > SPIN {
+        } else if deadline - now > spin {
             st = sched
                 .cv
-                .wait_timeout(st, deadline - now - SPIN)
+                .wait_timeout(st, deadline - now - spin)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         } else {
@@ -359,6 +375,8 @@ impl ModelHost {
             }),
             raised_completions: std::sync::atomic::AtomicU64::new(0),
             cv: Condvar::new(),
+            reports: Mutex::new(0),
+            reported: Condvar::new(),
         });
         let timer = {
             let sched = Arc::clone(&sched);
@@ -530,13 +548,27 @@ impl HostDevice for ModelHost {
         }
         let result = self.mem.do_read(offset, buf);
         match result {
-            Ok(n) => self.place(n, |_, _| Done::Report(then, result)),
+            Ok(n) => {
+                *self.sched.reports.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                self.place(n, |_, _| Done::Report(then, result));
+            }
             // A failed operation takes no device time: reported at once, as a completion.
             Err(_) => crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
                 then.report(result)
             }),
         }
         Ok(())
+    }
+    /// Waits until the timer thread returned from every report it made.
+    fn drain(&self) {
+        let mut n = self.sched.reports.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            n = self
+                .sched
+                .reported
+                .wait(n)
+                .unwrap_or_else(|e| e.into_inner());
+        }
     }
     fn flush(&self) -> Result<(), Status> {
         self.mem.flush()

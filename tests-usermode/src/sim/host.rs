@@ -65,6 +65,9 @@ pub struct SimHost {
     fifo: StdMutex<Option<FifoProbe>>,
     /// Detached reads started.
     detached: AtomicU64,
+    /// Detached reads whose report has not returned yet (shared with their completion
+    /// contexts).
+    reporting: Arc<AtomicU64>,
     violations: StdMutex<Vec<String>>,
     decoder: StdMutex<Option<Decoder>>,
     /// Bytes that reached the medium, per upper write id (decoded from the data).
@@ -97,6 +100,7 @@ impl SimHost {
             key_blocked: StdMutex::new(None),
             fifo: StdMutex::new(None),
             detached: AtomicU64::new(0),
+            reporting: Arc::new(AtomicU64::new(0)),
             violations: StdMutex::new(Vec::new()),
             decoder: StdMutex::new(None),
             written: StdMutex::new(HashMap::new()),
@@ -454,6 +458,8 @@ impl HostDevice for SimHost {
             Arc::clone(&self.direct_outstanding),
         );
         let max_delay = self.max_delay;
+        let reporting = Arc::clone(&self.reporting);
+        reporting.fetch_add(1, Ordering::SeqCst);
         shuttle::thread::Builder::new()
             .name("host-completion".into())
             .spawn(move || {
@@ -463,10 +469,18 @@ impl HostDevice for SimHost {
                 crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
                     then.report(result)
                 });
+                reporting.fetch_sub(1, Ordering::SeqCst);
                 crate::irql::check_returned_at_passive();
             })
             .expect("spawn a simulated completion context");
         Ok(())
+    }
+    /// Waits (at scheduling points) until every simulated completion context returned from
+    /// its report.
+    fn drain(&self) {
+        while self.reporting.load(Ordering::SeqCst) > 0 {
+            shuttle::thread::yield_now();
+        }
     }
     /// Synchronous host I/O: W9 checks the row.
     #[track_caller]

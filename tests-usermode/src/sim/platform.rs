@@ -36,6 +36,7 @@ impl<T: Send + 'static> WorkItems<T> for SimWorkItems<T> {
         shuttle::thread::Builder::new()
             .name("system-worker".into())
             .spawn(move || {
+                crate::security::set_caller(crate::security::Caller::System);
                 run(item);
                 crate::irql::check_returned_at_passive();
             })
@@ -65,6 +66,7 @@ impl Platform for SimPlatform {
             .name(role.name().into())
             .spawn(move || {
                 // R11: the threads that issue host I/O run as the mounting user.
+                crate::security::set_caller(crate::security::Caller::System);
                 if role.issues_host_io() {
                     crate::security::set(crate::security::Context::MountingUser);
                 }
@@ -96,7 +98,7 @@ impl Platform for SimPlatform {
         shuttle::thread::yield_now();
         let r = crate::security::as_mounting_user(issue);
         shuttle::thread::yield_now();
-        Some(r)
+        r
     }
 
     /// Crypto is where a real CPU spends time while holding a key reference: let the

@@ -35,6 +35,10 @@ pub(crate) unsafe fn is_volume_device(device: *mut DEVICE_OBJECT) -> bool {
     unsafe { extension(device) }.is_some()
 }
 
+/// wine-host build: counts reads, so every other one is dispatched at virtual DISPATCH_LEVEL.
+#[cfg(feature = "wine-host")]
+static READ_TURN: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
 /// Dispatch routine for every major function on a volume device.
 ///
 /// # Safety
@@ -55,9 +59,12 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
     // of this routine, because Windows may call a disk's read/write dispatch there (a caller
     // above that holds a spin lock, or a completion routine that resubmits). Anything the
     // engine then does that needs PASSIVE_LEVEL (a wait, a mapping, a Zw* call) is reported.
+    // Every other read is left at PASSIVE_LEVEL, where Windows usually dispatches it, so the
+    // engine issues small reads on this thread (docs/design.md §5) under Wine too.
     #[cfg(feature = "wine-host")]
-    let _dispatch_level =
-        matches!(major, IRP_MJ_READ | IRP_MJ_WRITE).then(super::super::irql::Raised::to_dispatch);
+    let _dispatch_level = (major == IRP_MJ_WRITE
+        || (major == IRP_MJ_READ && READ_TURN.fetch_add(1, Ordering::Relaxed).is_multiple_of(2)))
+    .then(super::super::irql::Raised::to_dispatch);
     // A handle's cleanup never fails: it completes here, before the remove lock, touching
     // nothing of the volume (after a forced dismount with handles open the lock is released
     // for good, and a cleanup failed with STATUS_DELETE_PENDING would be a wrong answer).

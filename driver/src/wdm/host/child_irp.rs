@@ -37,7 +37,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use wdk_sys::ntddk::{
     DbgPrint, IoAllocateIrp, IoAllocateMdl, IoFreeIrp, IoFreeMdl, IoReuseIrp, IofCallDriver,
-    KeInitializeEvent, KeSetEvent, KeWaitForSingleObject,
+    KeInitializeEvent, KeSetEvent, KeWaitForSingleObject, ObfDereferenceObject, ObfReferenceObject,
 };
 #[cfg(not(feature = "wine-host"))]
 use wdk_sys::ntddk::{
@@ -54,12 +54,12 @@ use wdk_sys::{
 use wdk_sys::{MDL_MAPPED_TO_SYSTEM_VA, MDL_PARTIAL, MDL_SOURCE_IS_NONPAGED_POOL};
 
 use super::super::codes::nts;
-use super::super::remove_lock::RemoveLockGuard;
+use super::super::remove_lock::{RemoveLock, RemoveLockGuard};
 use super::super::sync::KernelSemaphore;
 use super::KernelHost;
 use crate::io::MAX_DIRECT_REQUEST;
 use crate::platform::irql::Call;
-use crate::platform::{BufOrigin, HostIo, Origin, Semaphore};
+use crate::platform::{BufOrigin, Detached, HostIo, Origin, Semaphore};
 use crate::Status;
 
 extern "system" {
@@ -114,6 +114,10 @@ struct Slot {
     /// The MDL's Size as IoAllocateMdl set it (its allocation), restored after every use.
     mdl_size: i16,
     event: UnsafeCell<KEVENT>,
+    /// A detached read's reporter and the issuing thread it referenced (the IRP's thread,
+    /// kept alive until the IRP completed), set by its taker before the IRP is sent and taken
+    /// by the completion routine (`detached_done`); `None` for a request its taker waits for.
+    detached: UnsafeCell<Option<(Detached, wdk_sys::PETHREAD)>>,
 }
 
 /// The volume's child-operation slots, allocated at mount (W6).
@@ -190,6 +194,7 @@ impl ChildSlots {
                 mdl,
                 mdl_size,
                 event,
+                detached: UnsafeCell::new(None),
             });
         }
         for slot in &this.slots {
@@ -224,6 +229,35 @@ impl ChildSlots {
                 return index;
             }
         }
+    }
+
+    /// Takes a free slot only if one is free now (never waits). IRQL: <= DISPATCH_LEVEL.
+    fn try_take(&self) -> Option<usize> {
+        if !self.permits.try_acquire() {
+            return None;
+        }
+        loop {
+            let free = self.free.load(Ordering::Acquire);
+            // A permit guarantees a set bit (type invariant).
+            let index = free.trailing_zeros() as usize;
+            if index >= self.slots.len() {
+                core::hint::spin_loop();
+                continue;
+            }
+            let bit = 1u32 << index;
+            if self
+                .free
+                .compare_exchange(free, free & !bit, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Some(index);
+            }
+        }
+    }
+
+    /// The slot whose IRP is `irp`.
+    fn index_of(&self, irp: *mut IRP) -> Option<usize> {
+        self.slots.iter().position(|s| s.irp.as_ptr() == irp)
     }
 
     /// Gives a taken slot back (its IRP completed and its MDL was released).
@@ -290,10 +324,12 @@ impl KernelHost {
         }
         let index = self.slots.take();
         let slot = &self.slots.slots[index];
-        // SAFETY: the slot is ours until we give it back (ChildSlots invariant); its IRP is
-        // not in flight; `device` and `file` are referenced until the host drops, which waits
-        // for this request through `guard`; the buffer contract is the caller's.
-        if let Err(status) = unsafe { self.send(slot, &request, flush, length, offset) } {
+        let sent =
+            // SAFETY: the slot is ours until we give it back (ChildSlots invariant); its IRP
+            // is not in flight; `device` and `file` are referenced until the host drops, which
+            // waits for this request through `guard`; the buffer contract is the caller's.
+            unsafe { self.send(slot, &request, flush, length, offset, Completion::Event) };
+        if let Err(status) = sent {
             // Nothing was sent: the slot goes back as it is (its MDL describes nothing).
             self.slots.give_back(index);
             return ChildIo::failed(self, status);
@@ -322,6 +358,7 @@ impl KernelHost {
         flush: bool,
         length: u32,
         offset: i64,
+        completion: Completion,
     ) -> Result<(), Status> {
         let irp = slot.irp.as_ptr();
         // W9 (wine-host build): IoReuseIrp and IRP building, then IoCallDriver (<= DISPATCH).
@@ -332,8 +369,10 @@ impl KernelHost {
         let irp_ref = unsafe { &mut *irp };
         // The issuing thread, as IoBuildAsynchronousFsdRequest sets it (IoReuseIrp cleared
         // it): the filters on the host's stack (FltMgr and its minifilters above RAW) see
-        // whose request this is. That thread waits for the IRP (`ChildIo` is waited for or
-        // dropped before its borrow ends, by the worker that started it), so it outlives it.
+        // whose request this is. A worker waits for its IRP (`ChildIo` is waited for or
+        // dropped before its borrow ends), so it outlives it; a dispatching thread that sent a
+        // detached read does not wait, so `start_detached` references it until the IRP
+        // completed.
         // SAFETY: no preconditions; the current thread is referenced while it runs.
         irp_ref.Tail.Overlay.Thread = unsafe { KeGetCurrentThread() };
         if !flush {
@@ -379,8 +418,16 @@ impl KernelHost {
                 next.Flags |= SL_WRITE_THROUGH;
             }
         }
-        next.CompletionRoutine = Some(child_done);
-        next.Context = slot.event.get().cast();
+        match completion {
+            Completion::Event => {
+                next.CompletionRoutine = Some(child_done);
+                next.Context = slot.event.get().cast();
+            }
+            Completion::Detached => {
+                next.CompletionRoutine = Some(detached_done);
+                next.Context = core::ptr::from_ref(self).cast_mut().cast();
+            }
+        }
         next.Control = SL_INVOKE_ALWAYS;
         super::super::irql::check(Call::CallDriver);
         // SAFETY: the IRP is fully built; the completion routine always runs (invoked on
@@ -389,6 +436,132 @@ impl KernelHost {
         // the event, so the call's result is ignored here.
         let _ = unsafe { IofCallDriver(self.device.as_ptr(), irp) };
         Ok(())
+    }
+
+    /// Starts a detached read in a slot free now: its completion routine reports it to
+    /// `then` (the engine decrypts and finishes the request there) instead of setting an
+    /// event. `Err`: nothing was sent (no slot free without waiting, removal begun, or a
+    /// request the slot cannot describe) and `then` is dropped unreported.
+    ///
+    /// IRQL: PASSIVE_LEVEL (the dispatching thread, `Platform::issue_here`); never waits.
+    ///
+    /// # Safety
+    /// As [`start`](Self::start) for a READ, except for how long the buffer stays valid: the
+    /// bytes at `request.buffer` are the system mapping of the upper request's locked MDL that
+    /// `request.origin.memory` names, and that upper request is completed only after `then`
+    /// was told (the engine keeps it in its slot until then).
+    pub(super) unsafe fn start_detached(
+        &self,
+        request: ChildRequest,
+        then: Detached,
+    ) -> Result<(), Status> {
+        let (Ok(length), Ok(offset)) =
+            (u32::try_from(request.length), i64::try_from(request.offset))
+        else {
+            return Err(Status::InvalidParameter);
+        };
+        if request.origin.memory.is_none()
+            || span_pages(request.buffer as usize, request.length) > SLOT_MDL_PAGES
+        {
+            return Err(Status::InvalidParameter);
+        }
+        let Some(index) = self.slots.try_take() else {
+            return Err(Status::DeviceBusy);
+        };
+        let slot = &self.slots.slots[index];
+        // Tagged with the slot's IRP, so Driver Verifier tracks each acquisition; released by
+        // the completion routine with the same tag, after the report.
+        let tag = slot.irp.as_ptr().cast();
+        let guard = match self.children.acquire_tagged(tag) {
+            Ok(guard) => guard,
+            Err(status) => {
+                self.slots.give_back(index);
+                return Err(status);
+            }
+        };
+        // The IRP names this thread (as IoBuildAsynchronousFsdRequest does), and the thread
+        // may end before the IRP completes (nobody waits for it here): referenced until then.
+        let thread = super::super::thread::current_thread();
+        // SAFETY: the current thread, a valid object; the reference is dropped in
+        // `finish_detached` (or below when nothing is sent).
+        unsafe { ObfReferenceObject(thread.cast()) };
+        // SAFETY: the slot is ours (just taken) and its IRP not in flight: nobody else reads
+        // this cell until the completion routine, which runs after IofCallDriver below.
+        unsafe { *slot.detached.get() = Some((then, thread)) };
+        let tag = guard.keep();
+        let sent =
+            // SAFETY: the slot is ours; the buffer contract is the caller's; the host and its
+            // slots live until `drain` or the host's drop waited for this request's completion
+            // routine (it holds the kept remove-lock acquisition until its last step).
+            unsafe { self.send(slot, &request, false, length, offset, Completion::Detached) };
+        if let Err(status) = sent {
+            // Nothing was sent: the reporter, the thread reference, the slot and the
+            // acquisition go back.
+            // SAFETY: the slot is still ours; the completion routine never runs.
+            if let Some((_, thread)) = unsafe { (*slot.detached.get()).take() } {
+                // SAFETY: the reference taken above, dropped once.
+                unsafe { ObfDereferenceObject(thread.cast()) };
+            }
+            self.slots.give_back(index);
+            // SAFETY: the acquisition kept above, released once.
+            unsafe { self.children.release_kept(tag) };
+            return Err(status);
+        }
+        Ok(())
+    }
+
+    /// The end of a detached read (its completion routine, IRQL <= DISPATCH_LEVEL): releases
+    /// the slot's MDL, gives the slot back, reports the outcome to the engine (which decrypts
+    /// and finishes the upper request, never waiting), and last releases the host's remove
+    /// lock, so `drain` returns only once nothing here touches the engine or the host.
+    fn finish_detached(&self, irp: *mut IRP) {
+        let Some(index) = self.slots.index_of(irp) else {
+            // Never: only the slots' IRPs get this routine. Its acquisition (tagged with the
+            // IRP) is released all the same, so `drain` cannot hang on it.
+            log_unknown_irp();
+            // SAFETY: every detached IRP holds one acquisition tagged with itself.
+            unsafe { self.children.release_kept(irp.cast()) };
+            return;
+        };
+        let slot = &self.slots.slots[index];
+        // SAFETY: the completion routine runs once per sent IRP; the I/O manager handed the
+        // IRP back (MORE_PROCESSING_REQUIRED follows); the slot is taken by this request.
+        let irp_ref = unsafe { &mut *irp };
+        // SAFETY: the Status arm of the status block is the one a driver completes with.
+        let status = unsafe { irp_ref.IoStatus.__bindgen_anon_1.Status };
+        let information = irp_ref.IoStatus.Information;
+        irp_ref.MdlAddress = core::ptr::null_mut();
+        // SAFETY: the slot's MDL, used by the completed IRP only (a READ always describes
+        // data); MmUnmapLockedPages, when a driver below mapped it, is allowed at
+        // IRQL <= DISPATCH_LEVEL.
+        unsafe { release(slot.mdl, slot.mdl_size) };
+        // SAFETY: set by `start_detached` before the IRP was sent; read here once.
+        let detached = unsafe { (*slot.detached.get()).take() };
+        self.slots.give_back(index);
+        let result = if status < 0 {
+            Err(Status::from_ntstatus(status as u32))
+        } else {
+            Ok(information as usize)
+        };
+        if let Some((then, thread)) = detached {
+            // SAFETY: the issuing thread's reference `start_detached` took; dropping it is
+            // allowed at IRQL <= DISPATCH_LEVEL (the thread object's deletion is deferred).
+            unsafe { ObfDereferenceObject(thread.cast()) };
+            then.report(result);
+        }
+        // SAFETY: the acquisition `start_detached` kept, tagged with this IRP.
+        unsafe { self.children.release_kept(irp.cast()) };
+    }
+
+    /// Waits until every child request's completion routine returned (the volume's dismount,
+    /// after every request finished): afterwards no detached read's routine runs or holds
+    /// the volume. Further child requests fail (removal has begun). Idempotent.
+    ///
+    /// IRQL: PASSIVE_LEVEL.
+    pub(super) fn drain_children(&self) {
+        if let Ok(guard) = self.children.acquire() {
+            RemoveLock::release_and_wait(guard);
+        }
     }
 
     /// Waits for the request `sent`, releases its MDL and the slot, and returns its outcome.
@@ -571,6 +744,39 @@ unsafe extern "C" fn child_done(
     // after every child completed; KeSetEvent is callable at IRQL <= DISPATCH_LEVEL.
     unsafe { KeSetEvent(context.cast(), 0, 0) };
     nts::MORE_PROCESSING_REQUIRED
+}
+
+/// Completion routine of a detached read: runs at IRQL <= DISPATCH_LEVEL in an arbitrary
+/// thread (possibly the dispatching thread, inside IofCallDriver), reports the read and keeps
+/// the IRP (its slot is free again).
+unsafe extern "C" fn detached_done(
+    _device: *mut DEVICE_OBJECT,
+    irp: *mut IRP,
+    context: PVOID,
+) -> NTSTATUS {
+    // W9, wine-host build: a completion routine runs at virtual DISPATCH_LEVEL.
+    let _dispatch_level = super::super::irql::Raised::to_dispatch();
+    // SAFETY: `context` is the KernelHost that sent the IRP; it lives until its drain or drop
+    // waited for the remove-lock acquisition this request holds until `finish_detached`'s
+    // last step.
+    let host = unsafe { &*context.cast::<KernelHost>() };
+    host.finish_detached(irp);
+    nts::MORE_PROCESSING_REQUIRED
+}
+
+/// Reports an IRP no slot owns at the detached completion (never expected).
+fn log_unknown_irp() {
+    // SAFETY: a NUL-terminated format without arguments; callable at IRQL <= DIRQL.
+    let _ = unsafe { DbgPrint(c"vcdirect: detached completion of an unknown IRP\n".as_ptr()) };
+}
+
+/// What a child request's completion routine does.
+#[derive(Clone, Copy)]
+enum Completion {
+    /// Sets the slot's event (the taker waits for it).
+    Event,
+    /// Reports a detached read (`detached_done`).
+    Detached,
 }
 
 /// A child request sent from a slot.

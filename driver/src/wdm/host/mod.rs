@@ -28,7 +28,7 @@ use wdk_sys::{DEVICE_OBJECT, FILE_OBJECT, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP
 use super::remove_lock::RemoveLock;
 #[cfg(feature = "wine-host")]
 use crate::io::SegmentLimits;
-use crate::platform::{HostDevice, HostIo, HostKind, HostLimits, KeptRead, Origin};
+use crate::platform::{Detached, HostDevice, HostIo, HostKind, HostLimits, KeptRead, Origin};
 use crate::Status;
 
 pub use child_irp::ChildIo;
@@ -223,6 +223,32 @@ impl HostDevice for KernelHost {
         };
         // SAFETY: as in `start_read_for`; the target only reads a write's buffer.
         unsafe { self.start(request) }
+    }
+    /// A child READ whose completion routine reports it (`child_irp.rs`, `detached_done`):
+    /// only into the caller's buffer (`origin.memory`), only in a slot free now.
+    fn start_read_detached(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        let request = ChildRequest {
+            major: IRP_MJ_READ,
+            offset,
+            buffer: buf.as_mut_ptr(),
+            length: buf.len(),
+            origin,
+        };
+        // SAFETY: `buf` is the system mapping of the IrpBuf piece `origin.memory` names
+        // (`start_detached` refuses a request without one); its upper IRP's MDL stays locked
+        // until the upper request completes, which the engine does only after `then` was told
+        // (the request and its buffer wait untouched in the engine's slot until then).
+        unsafe { self.start_detached(request, then) }
+    }
+    /// R13: the volume's dismount waits here for the routines of detached reads.
+    fn drain(&self) {
+        self.drain_children();
     }
     fn flush(&self) -> Result<(), Status> {
         let request = ChildRequest {

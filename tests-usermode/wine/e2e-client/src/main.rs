@@ -86,7 +86,7 @@ impl Report {
 const USAGE: &str = "usage: vc-e2e <command> [--option value]...
   info          --device D [--expect-length N]
   fill          --device D --model M [--seed S] [--chunk 64K] [--qd 8]
-  verify        --device D --model M [--qd 8]
+  verify        --device D --model M [--chunk 64K] [--qd 8]
   random-mixed  --device D --model M --ops N [--seed S] [--qd 8] [--max-len 256K] [--read-pct 60]
   load          --device D --model M --seconds S [--seed S]   (reads; failures allowed, wrong data not)
   flush         --device D
@@ -198,11 +198,17 @@ fn run(command: &str, o: &Opts, report: &mut Report) -> Result<u8, String> {
         "verify" => {
             let d = Device::open(&device_path)?;
             let model = Model::load(&o.str("model", "model.bin"))?;
-            let mismatch = verify_all(&d, &model, o.num("qd", 8)? as usize)?;
+            let chunk = o.num("chunk", 64 * 1024)? as usize;
+            let mismatch = verify_all(&d, &model, o.num("qd", 8)? as usize, chunk)?;
             report.check(
                 mismatch.is_none(),
                 "verify",
-                mismatch.unwrap_or_else(|| format!("{} bytes equal the model", model.bytes.len())),
+                mismatch.unwrap_or_else(|| {
+                    format!(
+                        "{} bytes equal the model (reads of {chunk} bytes)",
+                        model.bytes.len()
+                    )
+                }),
             );
         }
         "random-mixed" => random_mixed(&device_path, o, report)?,
@@ -347,9 +353,15 @@ fn disk_counters() -> Result<Vec<u64>, String> {
         .collect())
 }
 
-/// Reads the whole device and compares with the model; the first difference, if any.
-fn verify_all(d: &Device, model: &Model, qd: usize) -> Result<Option<String>, String> {
-    let chunk = 64 * 1024;
+/// Reads the whole device in reads of `chunk` bytes (at least a sector) and compares with the
+/// model; the first difference, if any.
+fn verify_all(
+    d: &Device,
+    model: &Model,
+    qd: usize,
+    chunk: usize,
+) -> Result<Option<String>, String> {
+    let chunk = chunk.max(512) / 512 * 512;
     let len = model.bytes.len();
     let mut mismatch = None;
     let ops = (0..len)
