@@ -545,7 +545,8 @@ mod tests {
         assert_eq!(j["flags"]["read_only"], true);
         assert_eq!(j["counters"]["direct_reads"], 5);
         assert_eq!(j["counters"]["slot_waits"], 0);
-        assert_eq!(j["counters"]["dispatch_reads"], 0);
+        assert_eq!(j["counters"]["dispatch_issued"], 0);
+        assert_eq!(j["counters"]["detached"], 0);
         assert_eq!(j["counters"]["legacy_by_reason"]["gate_off"], 2);
         // An older driver's reply (no memory block, no later counters) still prints, with
         // null figures.
@@ -556,7 +557,8 @@ mod tests {
         };
         let j = status_json(&StatusReply::parse(&older.build().unwrap()).unwrap());
         assert!(j["volume_memory"].is_null());
-        assert!(j["counters"]["dispatch_reads"].is_null());
+        assert!(j["counters"]["dispatch_issued"].is_null());
+        assert!(j["counters"]["detached"].is_null());
         assert_eq!(j["counters"]["direct_reads"], 5);
     }
 

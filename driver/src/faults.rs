@@ -32,6 +32,9 @@ pub enum Fault {
     /// R12, direct path: a read issued on the dispatching thread does not look at the direct
     /// FIFO, so it overtakes the jobs queued there before it.
     R12DispatchOvertakes = 1 << 9,
+    /// Direct path: the host's report finishes a request issued without a waiter even when
+    /// the issuer has not parked it yet (its start has not returned): the request is lost.
+    DetachedReportBeforePark = 1 << 10,
 }
 
 #[cfg(feature = "fault-switches")]

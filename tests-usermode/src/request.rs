@@ -201,6 +201,8 @@ struct Inner {
     cancel: CancelHandle,
     done: Option<Callback>,
     priority: Option<u8>,
+    /// Paging I/O (IRP_PAGING_IO in the kernel).
+    paging: bool,
     note: RequestNote,
     /// The next request in the list this one waits in (the IRP's list entry).
     next: Option<TestRequest>,
@@ -303,6 +305,7 @@ impl TestRequest {
             cancel: CancelHandle::new(),
             done: Some(Box::new(done)),
             priority: None,
+            paging: false,
             note: RequestNote::default(),
             next: None,
         }))
@@ -311,6 +314,12 @@ impl TestRequest {
     /// The same request with an I/O priority hint (IoSetIoPriorityHint in the kernel).
     pub fn with_priority_hint(mut self, hint: u8) -> Self {
         self.0.priority = Some(hint);
+        self
+    }
+
+    /// The same request marked as paging I/O (IRP_PAGING_IO in the kernel).
+    pub fn as_paging_io(mut self) -> Self {
+        self.0.paging = true;
         self
     }
 
@@ -377,6 +386,9 @@ impl UpperRequest for TestRequest {
     }
     fn priority_hint(&self) -> Option<u8> {
         self.0.priority
+    }
+    fn is_paging_io(&self) -> bool {
+        self.0.paging
     }
     fn cancel_key(&self) -> usize {
         self.0.cancel.0.key

@@ -31,34 +31,27 @@ pub enum Context {
 }
 
 /// What kind of thread it is, for whether the engine may lend it the mounting user's context
-/// (the kernel glue's rule, `driver/src/wdm/platform.rs`): a system thread of the System
-/// process (the engine's threads, system work items, a file system's or server's workers) may
-/// be lent it whatever it impersonates (saved and restored exactly); a thread of another
-/// process only when it impersonates nothing and its process holds SeImpersonatePrivilege.
+/// (the kernel glue's rule, `driver/src/wdm/platform.rs`): only a thread of the System process
+/// (the engine's threads, system work items, a file system's or server's workers), whatever it
+/// impersonates (saved and restored exactly). An application's thread never is: another of its
+/// process's threads could impersonate it while it impersonates the mounting user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Caller {
-    /// A system thread of the System process.
+    /// A thread of the System process.
     System,
-    /// A thread of an application's process.
-    Process {
-        /// The process holds SeImpersonatePrivilege (an elevated administrator, a service).
-        impersonate_privilege: bool,
-    },
+    /// A thread of an application's process (the default of a harness thread).
+    Process,
 }
 
 std::thread_local! {
     static CONTEXT: Cell<Context> = const { Cell::new(Context::Own) };
-    /// Harness threads stand for an elevated benchmark or service by default.
-    static CALLER: Cell<Caller> = const {
-        Cell::new(Caller::Process { impersonate_privilege: true })
-    };
+    /// Harness threads stand for an application's threads by default.
+    static CALLER: Cell<Caller> = const { Cell::new(Caller::Process) };
 }
 
 shuttle::thread_local! {
     static SIM_CONTEXT: Cell<Context> = const { Cell::new(Context::Own) };
-    static SIM_CALLER: Cell<Caller> = const {
-        Cell::new(Caller::Process { impersonate_privilege: true })
-    };
+    static SIM_CALLER: Cell<Caller> = const { Cell::new(Caller::Process) };
 }
 
 fn simulated() -> bool {
@@ -111,13 +104,7 @@ pub fn as_mounting_user<R>(issue: impl FnOnce() -> R) -> Option<R> {
             set(self.0);
         }
     }
-    let lend = match caller() {
-        Caller::System => true,
-        Caller::Process {
-            impersonate_privilege,
-        } => impersonate_privilege && current() == Context::Own,
-    };
-    if !lend {
+    if caller() != Caller::System {
         return None;
     }
     let _restore = Restore(current());

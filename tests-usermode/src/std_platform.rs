@@ -157,9 +157,8 @@ pub struct StdPlatform<H> {
     inline_pieces: bool,
     /// Start every work-item thread when the work items are made (see `with_eager_work_items`).
     eager_work_items: bool,
-    /// Let a dispatching thread at PASSIVE_LEVEL issue host reads itself (see
-    /// `without_dispatch_issue`).
-    dispatch_issue: bool,
+    /// Small direct requests may go out without a waiter (see `without_detached`).
+    detached: bool,
     _host: PhantomData<fn() -> H>,
 }
 
@@ -171,7 +170,7 @@ impl<H> Clone for StdPlatform<H> {
             cpus: self.cpus,
             inline_pieces: self.inline_pieces,
             eager_work_items: self.eager_work_items,
-            dispatch_issue: self.dispatch_issue,
+            detached: self.detached,
             _host: PhantomData,
         }
     }
@@ -193,7 +192,7 @@ impl<H> StdPlatform<H> {
             cpus,
             inline_pieces: false,
             eager_work_items: false,
-            dispatch_issue: true,
+            detached: true,
             _host: PhantomData,
         }
     }
@@ -217,11 +216,11 @@ impl<H> StdPlatform<H> {
         self
     }
 
-    /// The same platform, except that no dispatching thread issues host I/O itself: every
-    /// direct request goes to the workers, as before reads were issued on the dispatching
-    /// thread (`vcbench`'s `direct-workers` mode measures that path beside the new one).
-    pub fn without_dispatch_issue(mut self) -> Self {
-        self.dispatch_issue = false;
+    /// The same platform, except that no direct request goes out without a waiter: no
+    /// dispatching thread issues host I/O itself and the workers wait for every child request,
+    /// as before (`vcbench`'s `direct-workers` mode measures that path beside the new one).
+    pub fn without_detached(mut self) -> Self {
+        self.detached = false;
         self
     }
 
@@ -326,11 +325,15 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
         self.cpus
     }
 
+    fn detach_requests(&self) -> bool {
+        self.detached
+    }
+
     /// A dispatching thread at PASSIVE_LEVEL issues the read itself, impersonating the mounting
     /// user and restoring its own context exactly afterwards (`crate::security`). User-mode
     /// stacks are megabytes: the kernel's stack check has no counterpart here.
     fn issue_here<R>(&self, _stack: usize, issue: impl FnOnce() -> R) -> Option<R> {
-        if !self.dispatch_issue || crate::irql::level() != vcdirect::platform::irql::Irql::Passive {
+        if !self.detached || crate::irql::level() != vcdirect::platform::irql::Irql::Passive {
             return None;
         }
         crate::security::as_mounting_user(issue)

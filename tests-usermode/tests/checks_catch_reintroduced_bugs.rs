@@ -18,6 +18,8 @@ use vcdirect_usermode::request::TestRequest;
 
 #[test]
 fn reintroduced_r1_and_r2_bugs_are_visible_to_the_checks() {
+    // A System thread (a file system's or server's worker): the dispatching thread may issue.
+    vcdirect_usermode::security::set_caller(vcdirect_usermode::security::Caller::System);
     // R1: completion on an engine thread shows in the completing thread's name.
     set_faults(&[Fault::R1CompleteOnEngineThread]);
     let p = params(MIB, BOTH_ON);
@@ -44,7 +46,7 @@ fn reintroduced_r1_and_r2_bugs_are_visible_to_the_checks() {
             _ => assert_ne!(on, "system-worker", "with the R1 bug"),
         }
     }
-    assert_eq!(vol.counters.snapshot().dispatch_reads, 1);
+    assert_eq!(vol.counters.snapshot().dispatch_issued, 1);
     set_faults(&[]);
     vol.dismount();
 

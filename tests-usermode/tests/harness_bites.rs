@@ -23,10 +23,10 @@ fn every_fault_switch_is_caught_within_300_seeds() {
         ("r2", &["R2:"][..]),
         ("r3", &["R3:"][..]),
         ("r12", &["R12:"][..]),
-        // A read issued by the dispatching thread overtakes the jobs queued in the direct FIFO.
+        // A request issued by the dispatching thread overtakes the jobs queued in the direct FIFO.
         (
             "r12-overtake",
-            &["R12: a read issued by the dispatching thread"][..],
+            &["R12: a request issued by the dispatching thread"][..],
         ),
         ("r13", &["R13:"][..]),
         // W9: a wait inside a spin lock, caught by the virtual IRQL with its site.

@@ -41,6 +41,12 @@ fn buffer_bytes(len: u64, limits: &HostLimits) -> u64 {
     len + PAGE.max(u64::from(limits.alignment_mask) + 1)
 }
 
+/// The detached slots' write bounce buffers: one of `DETACHED_MAX` bytes per host permit.
+fn detached_bytes(limits: &HostLimits) -> u64 {
+    vcdirect::direct::HOST_OPS as u64
+        * buffer_bytes(u64::from(vcdirect::direct::DETACHED_MAX), limits)
+}
+
 /// One direct worker's write bounce buffer (usable bytes) and one window of it: a window per
 /// segment of a 1 MiB write cut at page offset 0, at most `WRITE_WINDOWS`, each the longest
 /// segment rounded up to the buffer alignment.
@@ -69,11 +75,12 @@ fn read_gate_only_volume_holds_no_direct_bounce_buffer() {
     assert_eq!(c.legacy_writes, 1);
     vol.dismount();
 
-    // With the write gate on as well, 8 bounce buffers (on this 1 MiB host, one window of 1 MiB).
+    // With the write gate on as well, 8 worker bounce buffers (on this 1 MiB host, one window
+    // of 1 MiB) and the 8 detached slots' buffers.
     let vol = mount_on(limits, gates(true, true), false);
     assert_eq!(
         vol.memory().direct_bounce,
-        8 * buffer_bytes(1 << 20, &limits)
+        8 * buffer_bytes(1 << 20, &limits) + detached_bytes(&limits)
     );
     vol.dismount();
     // A read-only volume cannot write directly (R7): no bounce buffer, no fragment buffer.
@@ -84,8 +91,8 @@ fn read_gate_only_volume_holds_no_direct_bounce_buffer() {
 }
 
 /// The figure is the byte length of each buffer the configuration needs (usable bytes plus
-/// the room to align it), counted as it is allocated: 8 bounce buffers (up to 4 windows of the
-/// largest write segment) with direct writes, two fragment buffers, the read-ahead, and the unaligned-read
+/// the room to align it), counted as it is allocated: 8 worker bounce buffers (up to 4 windows
+/// of the largest write segment) and 8 detached slots' (`DETACHED_MAX` each) with direct writes, two fragment buffers, the read-ahead, and the unaligned-read
 /// buffer only on a host with an alignment mask.
 #[test]
 fn memory_figure_matches_the_buffers_mount_allocated() {
@@ -101,7 +108,7 @@ fn memory_figure_matches_the_buffers_mount_allocated() {
             let fragment = buffer_bytes(256 * KIB, &limits);
             let expected = VolumeMemory {
                 direct_bounce: if write {
-                    8 * buffer_bytes(bounce_len, &limits)
+                    8 * buffer_bytes(bounce_len, &limits) + detached_bytes(&limits)
                 } else {
                     0
                 },
@@ -139,7 +146,11 @@ fn a_write_segment_never_exceeds_its_bounce_buffer() {
         let vol = mount(probe.clone(), p);
         let align = PAGE.max(u64::from(limits.alignment_mask) + 1);
         let (total, longest) = bounce(&limits);
-        assert_eq!(vol.memory().direct_bounce / 8 - align, total, "{limits:?}");
+        assert_eq!(
+            (vol.memory().direct_bounce - detached_bytes(&limits)) / 8 - align,
+            total,
+            "{limits:?}"
+        );
         assert!(longest <= SegmentLimits::direct(&limits, 512).largest_aligned() as u64);
         let each = longest;
         let align = limits.alignment_mask as usize + 1;

@@ -126,6 +126,20 @@ impl HostDevice for GateHost {
         self.pass();
         self.mem.flush()
     }
+    /// While held, refused (the workers take the write and wait at the gate); otherwise the
+    /// medium writes now and reports at once.
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        if *self.held.lock().unwrap() {
+            return Err(Status::DeviceBusy);
+        }
+        self.mem.start_write_detached(offset, buf, origin, then)
+    }
     /// While held, refused (the workers take the read and wait at the gate); otherwise the
     /// medium reads now and reports at once.
     fn start_read_detached(
@@ -153,18 +167,24 @@ enum Kind {
     Flush,
     /// Reads cancelled while they wait (the first ones, already at the host, complete).
     Cancel,
-    /// Reads the dispatching thread issues itself (the host is not held), finished where the
-    /// host reports them.
+    /// Reads and writes the dispatching thread issues itself (the host is not held),
+    /// finished where the host reports them.
     DispatchRead,
+    DispatchWrite,
+    /// Reads dispatched at DISPATCH_LEVEL (the host is not held): the workers issue them
+    /// without waiting for them.
+    WorkerDetachedRead,
 }
 
-const KINDS: [Kind; 6] = [
+const KINDS: [Kind; 8] = [
     Kind::Read,
     Kind::Write,
     Kind::OverlappingWrite,
     Kind::Flush,
     Kind::Cancel,
     Kind::DispatchRead,
+    Kind::DispatchWrite,
+    Kind::WorkerDetachedRead,
 ];
 
 fn build(kind: Kind, i: usize, done: &Arc<AtomicUsize>) -> TestRequest {
@@ -175,8 +195,12 @@ fn build(kind: Kind, i: usize, done: &Arc<AtomicUsize>) -> TestRequest {
     };
     let offset = (i as u64 * u64::from(LEN)) % SIZE;
     match kind {
-        Kind::Read | Kind::Cancel | Kind::DispatchRead => TestRequest::read(offset, LEN, callback),
-        Kind::Write => TestRequest::write(offset, &[i as u8; LEN as usize], callback),
+        Kind::Read | Kind::Cancel | Kind::DispatchRead | Kind::WorkerDetachedRead => {
+            TestRequest::read(offset, LEN, callback)
+        }
+        Kind::Write | Kind::DispatchWrite => {
+            TestRequest::write(offset, &[i as u8; LEN as usize], callback)
+        }
         Kind::OverlappingWrite => TestRequest::write(0, &[i as u8; LEN as usize], callback),
         Kind::Flush => TestRequest::flush(callback),
     }
@@ -197,14 +221,22 @@ fn round(vol: &Arc<Volume<Plat>>, host: &GateHost, kind: Kind) -> usize {
     let requests: Vec<TestRequest> = (0..OUTSTANDING).map(|i| build(kind, i, &done)).collect();
     let cancels: Vec<CancelHandle> = requests.iter().map(|r| r.cancel_handle()).collect();
     let cancel_vol = Arc::clone(vol);
-    if kind != Kind::DispatchRead {
+    let free_host = matches!(
+        kind,
+        Kind::DispatchRead | Kind::DispatchWrite | Kind::WorkerDetachedRead
+    );
+    if !free_host {
         host.hold();
     }
-    let issued_before = vol.counters.snapshot().dispatch_reads;
+    let before_counters = vol.counters.snapshot();
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     COUNTING.store(true, Ordering::SeqCst);
     for request in requests {
-        vol.dispatch(request);
+        if kind == Kind::WorkerDetachedRead {
+            vcdirect_usermode::irql::dispatch(vol, request);
+        } else {
+            vol.dispatch(request);
+        }
     }
     if kind == Kind::Cancel {
         for handle in &cancels {
@@ -218,13 +250,20 @@ fn round(vol: &Arc<Volume<Plat>>, host: &GateHost, kind: Kind) -> usize {
     wait_for("the volume is idle", || vol.in_flight() == 0);
     COUNTING.store(false, Ordering::SeqCst);
     let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
-    if kind == Kind::DispatchRead && vol.effective().direct_read {
-        // Every one of them took that way (dispatched at PASSIVE_LEVEL, host free).
-        let issued = vol.counters.snapshot().dispatch_reads - issued_before;
-        assert_eq!(
-            issued, OUTSTANDING as u64,
-            "reads issued by the dispatching thread"
-        );
+    // Every one of them took that way (the host free; the gate on for its direction).
+    let after = vol.counters.snapshot();
+    let (issued, detached) = (
+        after.dispatch_issued - before_counters.dispatch_issued,
+        after.detached - before_counters.detached,
+    );
+    let n = OUTSTANDING as u64;
+    match kind {
+        Kind::DispatchRead if vol.effective().direct_read => assert_eq!(issued, n),
+        Kind::DispatchWrite if vol.effective().direct_write => assert_eq!(issued, n),
+        Kind::WorkerDetachedRead if vol.effective().direct_read => {
+            assert_eq!((issued, detached), (0, n))
+        }
+        _ => {}
     }
     allocations
 }
@@ -257,6 +296,8 @@ fn scenario(platform: &Plat, gates: Gates) -> Vec<(Kind, usize)> {
 /// One test (so no other test's thread allocates while a round is counted).
 #[test]
 fn w6_no_allocation_per_request_once_warm() {
+    // A System thread (a file system's or server's worker): the dispatching thread may issue.
+    vcdirect_usermode::security::set_caller(vcdirect_usermode::security::Caller::System);
     // The counter sees allocations (the check can fail).
     COUNTING.store(true, Ordering::SeqCst);
     let before = ALLOCATIONS.load(Ordering::SeqCst);

@@ -391,7 +391,7 @@ pub const STATUS_MEMORY_PURPOSES: usize = 4;
 const OFF_STATUS_MEMORY: usize = OFF_STATUS_DATA_SIZE + 8;
 /// Counters added after the memory block, in `fields()` order after the first
 /// [`STATUS_COUNTERS`].
-pub const STATUS_LATER_COUNTERS: usize = 1;
+pub const STATUS_LATER_COUNTERS: usize = 2;
 const OFF_STATUS_LATER: usize = OFF_STATUS_MEMORY + 8 * STATUS_MEMORY_PURPOSES;
 
 /// `IOCTL_STATUS` output, [`StatusReply::SIZE`] bytes:
@@ -409,7 +409,7 @@ const OFF_STATUS_LATER: usize = OFF_STATUS_MEMORY + 8 * STATUS_MEMORY_PURPOSES;
 /// | 160 | legacy routings by reason | [u64; 4], `LegacyReason::ALL` order |
 /// | 192 | data_size | u64 |
 /// | 200 | nonpaged bytes held by the volume's buffers, by purpose (absent in a reply of [`StatusReply::SIZE_V1`] bytes) | [u64; 4], `VolumeMemory::fields()` order (direct_bounce first) |
-/// | 232 | later counters: dispatch_reads (absent in a reply of [`StatusReply::SIZE_V1`] or [`StatusReply::SIZE_V2`] bytes) | [u64; 1] |
+/// | 232 | later counters: detached, dispatch_issued (absent in a reply of [`StatusReply::SIZE_V1`] or [`StatusReply::SIZE_V2`] bytes) | [u64; 2] |
 ///
 /// The reply grows at its end only, and its `size` field says which layout it is: a driver
 /// writes each later block only when the caller's output buffer has room for it (an older
@@ -535,8 +535,13 @@ impl StatusReply {
             range_waits: c(12),
             rejected: c(13),
             failed: c(14),
-            dispatch_reads: if later_counters {
+            detached: if later_counters {
                 r.u64(OFF_STATUS_LATER)
+            } else {
+                0
+            },
+            dispatch_issued: if later_counters {
+                r.u64(OFF_STATUS_LATER + 8)
             } else {
                 0
             },

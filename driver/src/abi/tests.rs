@@ -287,18 +287,21 @@ fn status_memory_block_follows_the_first_layout_and_stays_optional() {
     );
 }
 
-/// The later counters (reads the dispatching thread issued) follow the memory block; a reply
+/// The later counters (requests issued without a waiter, and those the dispatching thread
+/// issued) follow the memory block; a reply
 /// without them (an older driver, or a caller whose buffer holds only an earlier layout)
 /// still parses, with 0 for them.
 #[test]
 fn status_later_counters_follow_the_memory_block_and_stay_optional() {
     let mut reply = soft_reply(Some(VolumeMemory::default()));
-    reply.counters.dispatch_reads = 99;
+    reply.counters.detached = 99;
+    reply.counters.dispatch_issued = 77;
     reply.later_counters = true;
     let s = reply.build().unwrap();
-    assert_eq!((s.len(), StatusReply::SIZE), (240, 240));
-    assert_eq!(&s[4..8], &240u32.to_le_bytes());
+    assert_eq!((s.len(), StatusReply::SIZE), (248, 248));
+    assert_eq!(&s[4..8], &248u32.to_le_bytes());
     assert_eq!(&s[232..240], &99u64.to_le_bytes());
+    assert_eq!(&s[240..248], &77u64.to_le_bytes());
     assert_eq!(StatusReply::parse(&s).unwrap(), reply);
     reply.later_counters = false;
     let v2 = reply.build().unwrap();
@@ -306,14 +309,18 @@ fn status_later_counters_follow_the_memory_block_and_stay_optional() {
     assert_eq!(v2[8..], s[8..232], "the earlier layout is unchanged");
     let parsed = StatusReply::parse(&v2).unwrap();
     assert_eq!(
-        (parsed.counters.dispatch_reads, parsed.later_counters),
-        (0, false)
+        (
+            parsed.counters.detached,
+            parsed.counters.dispatch_issued,
+            parsed.later_counters
+        ),
+        (0, 0, false)
     );
     // The later block needs the memory block before it.
     reply.memory = None;
     reply.later_counters = true;
     assert!(reply.build().is_err());
-    for len in [233, 239, 241] {
+    for len in [233, 240, 247, 249] {
         let mut b = s.clone();
         b.resize(len, 0);
         assert!(StatusReply::parse(&b).is_err(), "{len}");
@@ -469,7 +476,7 @@ proptest! {
     #[test]
     fn status_and_list_round_trip(
         id in 1u32.., flags in any::<u32>(), r in any::<bool>(), w in any::<bool>(),
-        letter in letter(), c in any::<[u64; 20]>(), size in any::<u64>(),
+        letter in letter(), c in any::<[u64; 21]>(), size in any::<u64>(),
         n in 0usize..=MAX_LIST_ENTRIES, mem in prop::option::of(any::<[u64; 4]>()),
         kind in 0u16..3, later in any::<bool>(),
     ) {
@@ -483,7 +490,8 @@ proptest! {
                 immediate_flushes: c[9], slot_waits: c[10], direct_in_flight_max: c[11],
                 range_waits: c[12], rejected: c[13], failed: c[14],
                 // Only a reply with the later block carries it; the others read 0.
-                dispatch_reads: if later && mem.is_some() { c[19] } else { 0 },
+                detached: if later && mem.is_some() { c[19] } else { 0 },
+                dispatch_issued: if later && mem.is_some() { c[20] } else { 0 },
                 legacy_by_reason: [c[15], c[16], c[17], c[18]],
             },
             later_counters: later && mem.is_some(),

@@ -90,8 +90,8 @@ impl<P: Platform> HostOps<P> {
         true
     }
 
-    /// Takes a permit for a read issued by the dispatching thread, only if one is free now and
-    /// no worker waits for one (docs/review.md R12: it never overtakes a waiting worker).
+    /// Takes a permit for a request issued by the dispatching thread, only if one is free now
+    /// and no worker waits for one (docs/review.md R12: it never overtakes a waiting worker).
     pub fn try_take_now(&self) -> bool {
         self.state.with(|s| {
             if s.free > 0 && s.waiters == 0 {

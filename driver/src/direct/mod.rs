@@ -3,8 +3,9 @@
 //!
 //! Owns: the per-volume FIFO of granted direct requests, the 8 workers (one request each, so
 //! the 8 workers are the 8 slots), the volume's cap on host operations in flight
-//! ([`HostOps`], 8) and the workers' preallocated write bounce buffers (only when direct
-//! writes are effective, each a window per segment of the largest request).
+//! ([`HostOps`], 8), the workers' preallocated write bounce buffers and the detached slots'
+//! (only when direct writes are effective: each worker's a window per segment of the largest
+//! request, each slot's [`DETACHED_MAX`] bytes).
 //! A queued job can be cancelled (its cancel routine takes it out of the FIFO: STATUS_CANCELLED,
 //! nothing issued); a worker claims a job before it starts it (`Finisher::claim`).
 //! Never: decides eligibility or ordering (`volume` and `barrier` did, once, at dispatch:
@@ -12,21 +13,26 @@
 //! (`completion` does).
 //! Hands to: the `Finisher` it was started with, each job once it is done.
 //!
-//! A worker keeps several segments of its request in flight together, within the volume's cap
-//! of 8 host operations. Reads go straight into the caller's buffer and each segment is
-//! decrypted in place as it arrives (oldest first); writes are encrypted per segment into a
-//! window of the worker's own buffer (never into the caller's) and written through. Before
-//! issuing every segment the worker checks cancellation and the key block (docs/review.md R2);
-//! after a failure it issues nothing more. Every child request is waited for before the
-//! request completes, so none is ever abandoned (R13).
+//! A small request (one segment, at most [`DETACHED_MAX`] bytes, hardware AES) is issued
+//! without a waiter (`detached.rs`): by the thread that dispatched it when nothing is queued
+//! before it and a host permit is free now (`DirectPath::issue_here`), otherwise by a worker
+//! that then takes its next job at once; the host's completion context decrypts a read and
+//! finishes the request. Any other request is waited for by its worker: it keeps several
+//! segments in flight together, within the volume's cap of 8 host operations. Reads go
+//! straight into the caller's buffer and each segment is decrypted in place as it arrives
+//! (oldest first); writes are encrypted per segment into a window of the worker's own buffer
+//! (never into the caller's) and written through. Before issuing every segment the worker
+//! checks cancellation and the key block (docs/review.md R2); after a failure it issues
+//! nothing more. Every child request completes before its upper request does, so none is ever
+//! abandoned (R13).
 
-mod dispatch_read;
+mod detached;
 mod host_ops;
 
-pub use dispatch_read::{DISPATCH_READ_MAX, DISPATCH_STACK_NEEDED};
+pub use detached::{HandedOver, Handoff, DETACHED_MAX, DISPATCH_STACK_NEEDED};
 pub use host_ops::{HostOps, HOST_OPS};
 
-use dispatch_read::{DispatchReads, Parked};
+use detached::{Parked, Slots};
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -38,7 +44,7 @@ use crate::io::{
     SegmentLimits, MAX_DIRECT_REQUEST,
 };
 use crate::platform::{
-    Detached, HostDevice, HostIo, HostRead, IoBuf, Origin, Platform, ReadDone, ThreadRole,
+    Detached, DetachedDone, HostDevice, HostIo, HostRead, IoBuf, Origin, Platform, ThreadRole,
     UpperRequest,
 };
 use crate::Status;
@@ -58,24 +64,41 @@ pub(crate) struct DirectPath<P: Platform> {
     pub(crate) ready: JobQueue<P>,
     busy: AtomicU64,
     workers: AtomicU64,
-    /// Host operations in flight, at most [`HOST_OPS`], shared by the workers and the reads
-    /// the dispatching thread issues.
+    /// Host operations in flight, at most [`HOST_OPS`], shared by the workers and the
+    /// requests issued without a waiter.
     ops: HostOps<P>,
-    /// Reads the dispatching thread issued, until the host reports their end.
-    dispatch_reads: DispatchReads<P>,
+    /// Requests issued without a waiter (by the dispatching thread or a worker), until the
+    /// host reports their end.
+    detached: Slots<P>,
+    /// Direct writes are effective: the slots have bounce buffers.
+    writes: bool,
 }
 
 impl<P: Platform> DirectPath<P> {
     /// The direct path of a volume (its FIFO allocates nothing per request, used or not; its
-    /// two semaphores are made here: STATUS_INSUFFICIENT_RESOURCES when that fails, W6).
-    pub(crate) fn new(context: Arc<PathContext<P>>) -> Result<Self, Status> {
+    /// two semaphores are made here, and with `writes` (direct writes are effective) a bounce
+    /// buffer of [`DETACHED_MAX`] bytes per detached slot: STATUS_INSUFFICIENT_RESOURCES when
+    /// that fails, W6).
+    pub(crate) fn new(context: Arc<PathContext<P>>, writes: bool) -> Result<Self, Status> {
+        let limits = context.host.limits();
+        let detached = Slots::new(|| match writes {
+            true => AlignedBuffer::new(
+                DETACHED_MAX as usize,
+                &limits,
+                &context.memory,
+                Purpose::DirectBounce,
+            )
+            .map(Some),
+            false => Ok(None),
+        })?;
         Ok(DirectPath {
             context,
             ready: JobQueue::new()?,
             busy: AtomicU64::new(0),
             workers: AtomicU64::new(0),
             ops: HostOps::new(HOST_OPS)?,
-            dispatch_reads: DispatchReads::new(),
+            detached,
+            writes,
         })
     }
 
@@ -112,7 +135,7 @@ impl<P: Platform> DirectPath<P> {
     /// `finisher`. Each worker is handed to `keep` (and counted for [`stop`](Self::stop)) as
     /// soon as it runs, so when a later one fails to start the owner's stop and join end the
     /// ones that did.
-    pub(crate) fn start<F: Finisher<P>>(
+    pub(crate) fn start<F: Finisher<P> + DetachedDone>(
         self: &Arc<Self>,
         finisher: &Arc<F>,
         writes: bool,
@@ -136,7 +159,7 @@ impl<P: Platform> DirectPath<P> {
             let platform = &self.context.platform;
             keep(platform.spawn(
                 ThreadRole::DirectWorker,
-                platform.try_box(move || worker(&direct, &*finisher, bounce))?,
+                platform.try_box(move || worker(&direct, &finisher, bounce))?,
             )?);
             self.workers.fetch_add(1, Ordering::Relaxed);
         }
@@ -160,26 +183,21 @@ impl<P: Platform> DirectPath<P> {
         self.ready.counts()
     }
 
-    /// Issues a granted read on the calling (dispatching) thread, when it may: the read is
-    /// one segment of at most [`DISPATCH_READ_MAX`] bytes on hardware AES, no job waits in the
-    /// direct FIFO and no worker for a host permit (one is free now: R12, nothing is
-    /// overtaken), and the platform lets this thread issue host I/O (PASSIVE_LEVEL, enough
-    /// stack, the mounting user's context for the call: R11). The host's completion then
-    /// finishes it ([`read_done`](Self::read_done)). Hands the job back when it may not:
-    /// the caller queues it for the workers as before. The job was never queued, so its
-    /// cancel hook was never armed: no cancel routine can see it half-issued.
-    pub(crate) fn issue_here<F: Finisher<P> + ReadDone>(
+    /// Issues a granted small read or write on the calling (dispatching) thread, when it
+    /// may: the request is one segment of at most [`DETACHED_MAX`] bytes on hardware AES (a
+    /// write: direct writes are effective), no job waits in the direct FIFO and no worker for
+    /// a host permit (one is free now: R12, nothing is overtaken), and the platform lets this
+    /// thread issue host I/O (PASSIVE_LEVEL, enough stack, the mounting user's context for
+    /// the call: R11). The host's completion then finishes it
+    /// ([`detached_ended`](Self::detached_ended)). Hands the job back when it may not: the caller queues
+    /// it for the workers as before. The job was never queued, so its cancel hook was never
+    /// armed: no cancel routine can see it half-issued.
+    pub(crate) fn issue_here<F: Finisher<P> + DetachedDone>(
         &self,
         job: IoJob<P::Request>,
         finisher: &Arc<F>,
     ) -> Result<(), IoJob<P::Request>> {
-        let segment = match &job.buf {
-            Some(buf) => self
-                .segment_limits()
-                .next_len(job.length as usize, buf.address()),
-            None => return Err(job),
-        };
-        if !DispatchReads::<P>::may_take(job.kind, job.length, segment) {
+        if !self.may_detach(&job) || job.request.is_paging_io() {
             return Err(job);
         }
         let permit = if faults::is_on(Fault::R12DispatchOvertakes) {
@@ -197,7 +215,10 @@ impl<P: Platform> DirectPath<P> {
             job.take().map(|job| self.issue(job, finisher))
         });
         match (issued.flatten(), job) {
-            (Some(Ok(())), _) => Ok(()),
+            (Some(Ok(())), _) => {
+                Counters::add(&self.context.counters.dispatch_issued, 1);
+                Ok(())
+            }
             (Some(Err(job)), _) | (None, Some(job)) => {
                 self.ops.give();
                 Err(job)
@@ -207,9 +228,25 @@ impl<P: Platform> DirectPath<P> {
         }
     }
 
-    /// Issues `job` on this thread (holding a permit); `Err` when nothing was issued and the
-    /// workers must serve it (the caller gives the permit back).
-    fn issue<F: Finisher<P> + ReadDone>(
+    /// A job that may be issued without a waiter (see [`Slots::may_take`]).
+    fn may_detach(&self, job: &IoJob<P::Request>) -> bool {
+        if !self.context.platform.detach_requests() {
+            return false;
+        }
+        let segment = match &job.buf {
+            Some(buf) => self
+                .segment_limits()
+                .next_len(job.length as usize, buf.address()),
+            None => return false,
+        };
+        Slots::<P>::may_take(job.kind, job.length, segment, self.writes)
+    }
+
+    /// Issues `job` on this thread (holding a permit) without waiting for it; `Err` when
+    /// nothing was issued and a worker must serve it the waiting way (the caller gives the
+    /// permit back). A request that fails before it is issued (its buffer cannot be mapped,
+    /// cancelled, the key blocked) is finished here, permit given back.
+    fn issue<F: Finisher<P> + DetachedDone>(
         &self,
         job: IoJob<P::Request>,
         finisher: &Arc<F>,
@@ -226,97 +263,145 @@ impl<P: Platform> DirectPath<P> {
         } = job;
         let Some(mut buf) = buf else {
             self.ops.give();
+            self.count_finished(kind, Status::InvalidUserBuffer, length);
             finisher.finish(request, None, ticket, kind, Status::InvalidUserBuffer, 0);
             return Ok(());
         };
         let memory = buf.origin();
         let priority = request.priority_hint();
         let host_offset = context.geometry.data_offset + offset;
-        // W7: mapped now that this thread serves it (PASSIVE_LEVEL); a failure issues nothing.
-        if let Err(status) = buf.map() {
+        let unit = host_offset / DATA_UNIT as u64;
+        let fail = |request, buf, status: Status| {
             self.ops.give();
-            self.count_finished(JobKind::Read, status, length);
+            self.count_finished(kind, status, length);
             finisher.finish(request, Some(buf), ticket, kind, status, 0);
+        };
+        // W7: mapped now that this thread serves it; a failure issues nothing.
+        if let Err(status) = buf.map() {
+            fail(request, buf, status);
             return Ok(());
         }
-        let index = match self.dispatch_reads.park(Parked {
+        let (index, mut bounce) = match self.detached.park(Parked {
             request: None,
+            kind,
             ticket,
             length,
-            unit: host_offset / DATA_UNIT as u64,
+            unit,
             buf: None,
             result: None,
         }) {
-            Ok(index) => index,
+            Ok(reserved) => reserved,
             Err(_) => return Err(rebuilt(request, buf, kind, offset, length, ticket, path)),
         };
+        // A write is encrypted into the slot's bounce buffer (never into the caller's): the
+        // key under its rundown (R3); refused once the block is set, the plaintext wiped (W5).
+        if kind == JobKind::Write {
+            let status = match (bounce.as_mut(), buf.mapped()) {
+                (Some(bounce), Ok(data)) => {
+                    let out = bounce.window(data.len());
+                    out.copy_from_slice(data);
+                    match CryptoPool::inline().run(
+                        &context.platform,
+                        &context.key,
+                        Cipher::Encrypt,
+                        out,
+                        unit,
+                    ) {
+                        Ok(()) => Status::Success,
+                        Err(_) => {
+                            zeroize::Zeroize::zeroize(out);
+                            Status::DeviceBusy
+                        }
+                    }
+                }
+                (None, _) => Status::InsufficientResources,
+                (_, Err(status)) => status,
+            };
+            if !status.is_success() {
+                self.detached.unpark(index, bounce);
+                fail(request, buf, status);
+                return Ok(());
+            }
+        }
         // R2: cancellation and the key block are checked right before the start, as a
         // worker checks them before each segment.
         let status = may_issue(context, &request, 0);
         if !status.is_success() {
-            self.dispatch_reads.unpark(index);
-            self.ops.give();
-            self.count_finished(JobKind::Read, status, length);
-            finisher.finish(request, Some(buf), ticket, kind, status, 0);
+            if let Some(out) = bounce.as_mut() {
+                zeroize::Zeroize::zeroize(out.window(length as usize));
+            }
+            self.detached.unpark(index, bounce);
+            fail(request, buf, status);
             return Ok(());
         }
-        let done: Arc<dyn ReadDone> = finisher.clone();
-        let started = match buf.mapped() {
-            Ok(data) => context.host.start_read_detached(
+        let done: Arc<dyn DetachedDone> = finisher.clone();
+        let then = Detached { done, tag: index };
+        let started = match (kind, bounce.as_mut(), buf.mapped()) {
+            (JobKind::Write, Some(out), Ok(_)) => context.host.start_write_detached(
+                host_offset,
+                out.window(length as usize),
+                Origin {
+                    priority,
+                    memory: None,
+                },
+                then,
+            ),
+            (_, _, Ok(data)) => context.host.start_read_detached(
                 host_offset,
                 data,
                 Origin { priority, memory },
-                Detached { done, tag: index },
+                then,
             ),
-            Err(status) => Err(status),
+            (_, _, Err(status)) => Err(status),
         };
         if started.is_err() {
-            self.dispatch_reads.unpark(index);
+            self.detached.unpark(index, bounce);
             return Err(rebuilt(request, buf, kind, offset, length, ticket, path));
         }
         Counters::add(&context.counters.direct_segments, 1);
-        Counters::add(&context.counters.dispatch_reads, 1);
-        // The host may have reported already: then this thread finishes the read.
-        if let Some(parked) = self.dispatch_reads.started(index, request, buf) {
+        Counters::add(&context.counters.detached, 1);
+        // The host may have reported already: then this thread finishes the request.
+        if let Some(parked) = self.detached.started(index, request, buf, bounce) {
             self.finish_detached(parked, &**finisher);
         }
         Ok(())
     }
 
-    /// The host reported the end of the detached read `tag` (its completion context: may be
-    /// DISPATCH_LEVEL). Finishes it when the issuer has parked its buffer already.
-    pub(crate) fn read_done<F: Finisher<P>>(
+    /// The host reported the end of the detached request `tag` (its completion context: may
+    /// be DISPATCH_LEVEL). Finishes it when the issuer has parked it already.
+    pub(crate) fn detached_ended<F: Finisher<P>>(
         &self,
         tag: usize,
         result: Result<usize, Status>,
         finisher: &F,
     ) {
-        if let Some(parked) = self.dispatch_reads.ended(tag, result) {
+        if let Some(parked) = self.detached.ended(tag, result) {
             self.finish_detached(parked, finisher);
         }
     }
 
-    /// Decrypts a detached read that ended (R3: under the key's rundown; once the block is set
-    /// it fails with STATUS_DEVICE_BUSY and nothing is decrypted), gives its permit back and
-    /// hands it to `finisher`. Never waits.
+    /// Finishes a detached request that ended: a read is decrypted (R3: under the key's
+    /// rundown; once the block is set it fails with STATUS_DEVICE_BUSY and nothing is
+    /// decrypted); the permit goes back and the request to `finisher`. Never waits.
     fn finish_detached<F: Finisher<P>>(&self, parked: Parked<P::Request>, finisher: &F) {
         let context = &*self.context;
         let Parked {
             request,
+            kind,
             ticket,
             length,
             unit,
             buf,
             result,
         } = parked;
-        // Both are parked before anyone finishes the read.
+        // Both are parked before anyone finishes the request.
         let Some(request) = request else { return };
         let mut buf = buf;
         let mut status = match result {
             Some(result) => settle(Status::Success, result, length as usize),
             None => Status::IoDeviceError,
         };
-        if status.is_success() {
+        if status.is_success() && kind == JobKind::Read {
             status = match buf.as_mut().map(|b| b.mapped()) {
                 Some(Ok(data)) => match CryptoPool::inline().run(
                     &context.platform,
@@ -333,8 +418,8 @@ impl<P: Platform> DirectPath<P> {
             };
         }
         self.ops.give();
-        let information = self.count_finished(JobKind::Read, status, length);
-        finisher.finish(request, buf, ticket, JobKind::Read, status, information);
+        let information = self.count_finished(kind, status, length);
+        finisher.finish(request, buf, ticket, kind, status, information);
     }
 
     /// Counts a finished direct request; the bytes it reports.
@@ -362,22 +447,40 @@ impl<P: Platform> DirectPath<P> {
     }
 }
 
-fn worker<P: Platform, F: Finisher<P>>(
+fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
     direct: &DirectPath<P>,
-    finisher: &F,
+    finisher: &Arc<F>,
     mut bounce: Option<AlignedBuffer>,
 ) {
     let context = &*direct.context;
     let counters = &*context.counters;
     let limits = direct.segment_limits();
     loop {
-        let job = match direct.ready.next(finisher) {
+        let job = match direct.ready.next(&**finisher) {
             // Dropping the bounce buffer zeroizes it.
             Next::Stop => return,
             Next::Job(job) => job,
         };
         let now = direct.busy.fetch_add(1, Ordering::AcqRel) + 1;
         Counters::raise_max(&counters.direct_in_flight_max, now);
+        // A small request goes out without this worker waiting for it: the host's completion
+        // finishes it, and the worker takes its next job at once. The permit first (holding
+        // none, the worker may wait for one).
+        let job = if direct.may_detach(&job) {
+            direct.ops.take_for(0);
+            match direct.issue(job, finisher) {
+                Ok(()) => {
+                    direct.busy.fetch_sub(1, Ordering::AcqRel);
+                    continue;
+                }
+                Err(job) => {
+                    direct.ops.give();
+                    job
+                }
+            }
+        } else {
+            job
+        };
         let IoJob {
             request,
             mut buf,
@@ -419,7 +522,7 @@ fn worker<P: Platform, F: Finisher<P>>(
     }
 }
 
-/// The job again, for the workers (its detached read was not issued).
+/// The job again, for the waiting way (its detached request was not issued).
 fn rebuilt<R: UpperRequest>(
     request: R,
     buf: R::Buf,

@@ -109,9 +109,13 @@ counters! {
     /// Requests that finished with a failure status after admission.
     failed,
     // Counters added later: the status reply carries them after its memory block.
-    /// Direct reads the dispatching thread issued itself and the host's completion finished
-    /// (one hand-off per request; part of `direct_reads`).
-    dispatch_reads,
+    /// Direct reads and writes issued without a thread waiting for them and finished in the
+    /// host's completion context (by the dispatching thread or a worker; part of
+    /// `direct_reads` and `direct_writes`).
+    detached,
+    /// Of those, the ones the dispatching thread issued itself (one thread hand-off per
+    /// request).
+    dispatch_issued,
 }
 
 impl Counters {

@@ -21,8 +21,8 @@ pub use injection::install_allocation_injection;
 pub(crate) use injection::installed_says_fail;
 pub use injection::AllocationInjection;
 pub use request::{
-    BufOrigin, Detached, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf, KeptRead,
-    Origin, ReadDone, RequestKind, RequestList, RequestNote, UpperRequest,
+    BufOrigin, Detached, DetachedDone, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf,
+    KeptRead, Origin, RequestKind, RequestList, RequestNote, UpperRequest,
 };
 pub use request_queue::{RequestQueue, Taken};
 pub use rundown::{Rundown, RundownGuard};
@@ -213,6 +213,13 @@ pub trait Platform: Clone + Send + Sync + 'static {
         for piece in pieces {
             work(piece);
         }
+    }
+
+    /// Whether small direct requests may go out without a thread waiting for them, finished
+    /// in the host's completion context (docs/design.md §5). The default: yes. (The std
+    /// platform can say no, to measure the path before them beside the new one.)
+    fn detach_requests(&self) -> bool {
+        true
     }
 
     /// Runs `issue` on the calling thread in the mounting user's security context (R11), if

@@ -162,6 +162,13 @@ pub trait UpperRequest: Send + Sized + 'static {
     fn priority_hint(&self) -> Option<u8> {
         None
     }
+    /// True for paging I/O (the kernel: IRP_PAGING_IO, the memory manager's reads and
+    /// writes of mapped and modified pages): never issued by its dispatching thread, which may
+    /// be the memory manager's own page writer (the workers, already running as the mounting
+    /// user, serve it). The default: none is.
+    fn is_paging_io(&self) -> bool {
+        false
+    }
     /// Identifies the request while it is outstanding (the IRP's address in the kernel): the
     /// key the issuer's cancel hands to `Volume::cancel`.
     fn cancel_key(&self) -> usize;
@@ -361,28 +368,30 @@ impl<'a, I: HostIo> HostRead<'a> for KeptRead<'a, I> {
     }
 }
 
-/// Who hears that a detached read ended ([`HostDevice::start_read_detached`]): the volume.
-pub trait ReadDone: Send + Sync + 'static {
-    /// The detached read `tag` ended with `result` (bytes read, or the host's status). Called
-    /// exactly once per read that started, in the host's completion context: an IoCompletion
-    /// routine at DISPATCH_LEVEL in the kernel, any thread, possibly the starting one before
-    /// `start_read_detached` returned. Never blocks (docs/review.md W9).
-    fn read_done(&self, tag: usize, result: Result<usize, Status>);
+/// Who hears that a detached read or write ended ([`HostDevice::start_read_detached`],
+/// [`HostDevice::start_write_detached`]): the volume.
+pub trait DetachedDone: Send + Sync + 'static {
+    /// The detached request `tag` ended with `result` (bytes moved, or the host's status).
+    /// Called exactly once per request that started, in the host's completion context: an
+    /// IoCompletion routine at DISPATCH_LEVEL in the kernel, any thread, possibly the starting
+    /// one before the start returned. Never blocks (docs/review.md W9).
+    fn detached_ended(&self, tag: usize, result: Result<usize, Status>);
 }
 
-/// Whom a detached read reports to, and with which tag. Cloning it only counts a reference.
+/// Whom a detached request reports to, and with which tag. Cloning it only counts a
+/// reference.
 #[derive(Clone)]
 pub struct Detached {
-    /// Told once, when the read ended.
-    pub done: alloc::sync::Arc<dyn ReadDone>,
-    /// The starter's name for the read (the engine's slot).
+    /// Told once, when the request ended.
+    pub done: alloc::sync::Arc<dyn DetachedDone>,
+    /// The starter's name for the request (the engine's slot).
     pub tag: usize,
 }
 
 impl Detached {
-    /// Tells `done` that the read ended.
+    /// Tells `done` that the request ended.
     pub fn report(self, result: Result<usize, Status>) {
-        self.done.read_done(self.tag, result);
+        self.done.detached_ended(self.tag, result);
     }
 }
 
@@ -441,8 +450,8 @@ pub trait HostDevice: Send + Sync + 'static {
         self.start_write(offset, buf)
     }
     /// Starts a read of `buf.len()` bytes at `offset` into `buf` whose end is reported to
-    /// `then` instead of being waited for: the direct path's reads issued on the dispatching
-    /// thread (docs/design.md §5). `Ok`: it started, and `then` will be told exactly once.
+    /// `then` instead of being waited for: the direct path's small reads, issued by the
+    /// dispatching thread or a worker that does not wait (docs/design.md §5). `Ok`: it started, and `then` will be told exactly once.
     /// `Err`: nothing started and `then` is never told (no child-operation slot free without
     /// waiting, or a host that has no detached reads: the default); the caller serves the
     /// read another way.
@@ -461,7 +470,20 @@ pub trait HostDevice: Send + Sync + 'static {
         let _ = (offset, buf, origin, then);
         Err(Status::InvalidDeviceRequest)
     }
-    /// Waits until every detached read's report has returned, the reporter dropped and
+    /// [`start_read_detached`](Self::start_read_detached) for a write of `buf` (an engine
+    /// buffer: a detached slot's bounce buffer, which the engine keeps untouched until `then`
+    /// is told), write-through as every write.
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        let _ = (offset, buf, origin, then);
+        Err(Status::InvalidDeviceRequest)
+    }
+    /// Waits until every detached request's report has returned, the reporter dropped and
     /// nothing of this host still runs for it in a completion context (the volume's dismount,
     /// at PASSIVE_LEVEL, after every request finished): so the last reference to the volume
     /// is never dropped in a completion routine. The default: nothing runs after a report.
@@ -535,6 +557,15 @@ impl<H: HostDevice> HostDevice for alloc::sync::Arc<H> {
         then: Detached,
     ) -> Result<(), Status> {
         (**self).start_read_detached(offset, buf, origin, then)
+    }
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        (**self).start_write_detached(offset, buf, origin, then)
     }
     fn drain(&self) {
         (**self).drain()

@@ -32,7 +32,7 @@ use crate::io::{
     MAX_DIRECT_REQUEST, RANGE_ENTRIES,
 };
 use crate::platform::{
-    HostDevice, HostKind, IoBuf, Lock, Platform, ReadDone, RequestKind, RequestList, Rundown,
+    DetachedDone, HostDevice, HostKind, IoBuf, Lock, Platform, RequestKind, RequestList, Rundown,
     Thread, ThreadRole, UpperRequest,
 };
 use crate::queue::LegacyQueue;
@@ -196,7 +196,9 @@ impl<P: Platform> Volume<P> {
         let legacy = shared(&platform, || {
             LegacyQueue::new(Arc::clone(&context), &tunables, !params.read_only)
         })?;
-        let direct = shared(&platform, || DirectPath::new(Arc::clone(&context)))?;
+        let direct = shared(&platform, || {
+            DirectPath::new(Arc::clone(&context), effective.direct_write)
+        })?;
         let completer = shared(&platform, || {
             Completer::new(&platform, tunables.max_work_items)
         })?;
@@ -479,18 +481,22 @@ impl<P: Platform> Volume<P> {
         Ok(())
     }
 
-    /// [`start`](Self::start) for a job granted on the dispatching thread: a direct read
-    /// that this thread may issue itself goes to the host from here (docs/design.md §5, one
-    /// hand-off per request); any other job, or when it may not, goes to its path's FIFO.
+    /// [`start`](Self::start) for a job granted on the dispatching thread: a small direct
+    /// read or write that this thread may issue itself goes to the host from here
+    /// (docs/design.md §5, one hand-off per request); any other job, or when it may not, goes
+    /// to its path's FIFO.
     fn start_here(self: &Arc<Self>, job: IoJob<P::Request>) -> Result<(), IoJob<P::Request>> {
-        let job = match (job.path, job.kind) {
-            (Path::Direct, JobKind::Read) => match self.direct.issue_here(job, self) {
-                Ok(()) => return Ok(()),
-                Err(job) => job,
-            },
-            _ => job,
-        };
-        self.start(job)
+        if job.path != Path::Direct || job.kind == JobKind::Flush {
+            return self.start(job);
+        }
+        if job.kind == JobKind::Write {
+            // Counted before anyone may finish it (R7: the flush barrier's accounting).
+            self.context.writes.write_started();
+        }
+        match self.direct.issue_here(job, self) {
+            Ok(()) => Ok(()),
+            Err(job) => self.direct.submit(job),
+        }
     }
 
     /// Hands a granted job to its path; hands it back when it was cancelled before it got
@@ -582,7 +588,7 @@ impl<P: Platform> Volume<P> {
             thread.join();
         }
         self.completer.wait_idle();
-        // Reads issued by dispatching threads were finished in the host's completion context:
+        // Requests issued without a waiter were finished in the host's completion context:
         // wait until those routines returned, so none holds the volume any more.
         self.context.host.drain();
         self.context.key.erase();
@@ -594,10 +600,10 @@ impl<P: Platform> Volume<P> {
     }
 }
 
-/// The host's report on a read the dispatching thread issued (its completion context).
-impl<P: Platform> ReadDone for Volume<P> {
-    fn read_done(&self, tag: usize, result: Result<usize, Status>) {
-        self.direct.read_done(tag, result, self);
+/// The host's report on a small request issued without a waiter (its completion context).
+impl<P: Platform> DetachedDone for Volume<P> {
+    fn detached_ended(&self, tag: usize, result: Result<usize, Status>) {
+        self.direct.detached_ended(tag, result, self);
     }
 }
 

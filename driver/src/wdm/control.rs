@@ -350,9 +350,6 @@ pub unsafe fn driver_entry(
         log("vcdirect: IoRegisterShutdownNotification failed: no dismount at shutdown");
     }
     // The encryption pool, as VeraCrypt starts it at load: CPUs - free CPU count threads.
-    // DriverEntry runs in a thread of the System process: remembered for the dispatching
-    // thread's check (`ClientSecurity::as_mounting_user`).
-    super::platform::note_system_process();
     super::encryption_pool::start_driver_pool(
         super::platform::active_processors(),
         tunables.free_cpu_count as usize,
@@ -449,6 +446,19 @@ unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
     }
     // Every volume is dismounted: nothing runs crypto any more.
     super::encryption_pool::stop_driver_pool();
+    // A child request's completion routine signals (its event, or the remove-lock release of
+    // a detached request) as its last call, a few instructions before it returns; dismount
+    // waited for the signal. Storage completions mostly run in DPCs: KeFlushQueuedDpcs
+    // returns once the DPCs queued before it have run. Not covered: a routine that runs on a
+    // thread (a filter completing from its own worker, Driver Verifier's deferred
+    // completions) and is preempted between its signal and its return, while the image goes;
+    // IoSetCompletionRoutineEx would cover it at the price of an allocation per request,
+    // which W6 rules out (sys/README.md).
+    #[cfg(not(feature = "wine-host"))]
+    // SAFETY: no preconditions at PASSIVE_LEVEL (Unload).
+    unsafe {
+        wdk_sys::ntddk::KeFlushQueuedDpcs()
+    };
     let mut link_name = unicode(&LINK_NAME);
     // SAFETY: the link was created in DriverEntry (Unload only runs after it succeeded).
     // Nothing to do if it fails: the link is gone or was never made.

@@ -759,6 +759,12 @@ impl UpperRequest for Irp {
         None
     }
 
+    fn is_paging_io(&self) -> bool {
+        // SAFETY: the IRP is owned by this request and not completed; Flags is only read.
+        let flags = unsafe { (*self.irp.as_ptr()).Flags };
+        flags & wdk_sys::IRP_PAGING_IO != 0
+    }
+
     fn cancel_key(&self) -> usize {
         self.irp.as_ptr() as usize
     }

@@ -241,32 +241,42 @@ impl ClientSecurity {
     }
 
     /// Runs `issue` on the calling (dispatching) thread impersonating the captured client,
-    /// and gives the thread back exactly the context it had. Which threads may:
-    /// - a system thread of the System process (a file system's or the SMB server's worker,
-    ///   a system work item), impersonating a client or not: PsDisableImpersonation saves its
-    ///   impersonation (token, level, copy-on-open, effective-only; the token referenced) and
-    ///   turns it off, and PsRestoreImpersonation puts it back afterwards. Such a thread has
-    ///   no user-mode part, so nothing of a user process can open its token meanwhile, and no
-    ///   TEB whose impersonation flag PsRevertToSelf would clear;
-    /// - a thread of another process only when it does not impersonate (so nothing is saved,
-    ///   and PsRevertToSelf leaves it, TEB included, as it was) and its process holds
-    ///   SeImpersonatePrivilege: the impersonation is then full (without it, the kernel would
-    ///   copy the token at SecurityIdentification, a context lower filters cannot use), and
-    ///   the process could impersonate the mounting user's token anyway, so the moment its
-    ///   other threads could open this thread's token reveals nothing it could not get.
-    ///
-    /// After SeImpersonateClientEx the thread's impersonation token must be the captured one
-    /// at SecurityImpersonation or above, or `issue` does not run. `Err`: this thread may not,
-    /// or the context could not be taken; `issue` did not run and the thread's own context is
-    /// back (the request goes to the workers).
+    /// and gives the thread back exactly the context it had: PsDisableImpersonation saves its
+    /// impersonation (token, level, copy-on-open, effective-only; the token referenced) and
+    /// turns it off, SeImpersonateClientEx impersonates the mounting user, PsRevertToSelf ends
+    /// that, and PsRestoreImpersonation puts the saved one back; all of it inside a critical
+    /// region (no normal kernel APC runs as the mounting user) and with the thread's top-level
+    /// IRP cleared (it is the caller's mark, not this request's). Only for a thread of the
+    /// System process, attached to it (a file system's or the SMB server's worker, a system
+    /// work item): user mode cannot open those threads (System is a protected process), so no
+    /// other thread can copy or replace the token while this one impersonates, and they have
+    /// no TEB whose impersonation flag PsRevertToSelf would clear. A thread of any other
+    /// process is refused (its request goes to the workers): another of that process's
+    /// threads could impersonate it (NtImpersonateThread) and so become the mounting user, or
+    /// set its token before the call. After SeImpersonateClientEx the thread's impersonation
+    /// token must be the captured one at SecurityImpersonation or above (not a copy the kernel
+    /// made at a lower level), or `issue` does not run. `Err`: this thread may not, or the
+    /// context could not be taken; `issue` did not run and the thread's own context is back.
     ///
     /// IRQL: PASSIVE_LEVEL.
     pub fn as_mounting_user<R>(&self, issue: impl FnOnce() -> R) -> Result<R, Status> {
         use wdk_sys::ntddk::{PsDisableImpersonation, PsRestoreImpersonation};
         let thread = super::thread::current_thread();
-        if !on_system_process_thread(thread) && !may_lend_user_thread(thread) {
+        if !on_system_process_thread(thread) {
             return Err(Status::DeviceBusy);
         }
+        use wdk_sys::ntddk::{
+            IoGetTopLevelIrp, IoSetTopLevelIrp, KeEnterCriticalRegion, KeLeaveCriticalRegion,
+        };
+        // No normal kernel APC runs on the borrowed thread while it is the mounting user.
+        // SAFETY: PASSIVE_LEVEL; left below on every path.
+        unsafe { KeEnterCriticalRegion() };
+        // The caller's top-level IRP (a file system's or the cache manager's mark) is not
+        // this request's: the host's stack, which reads it to detect recursion, sees none.
+        // SAFETY: no preconditions; the current thread's field, restored below.
+        let top_level = unsafe { IoGetTopLevelIrp() };
+        // SAFETY: as above.
+        unsafe { IoSetTopLevelIrp(core::ptr::null_mut()) };
         // SAFETY: SE_IMPERSONATION_STATE is a plain C struct; zero is valid before the call
         // fills it.
         let mut saved: wdk_sys::SE_IMPERSONATION_STATE = unsafe { core::mem::zeroed() };
@@ -282,6 +292,10 @@ impl ClientSecurity {
             // SAFETY: the state PsDisableImpersonation saved for this thread, restored once.
             unsafe { PsRestoreImpersonation(thread, &mut saved) };
         }
+        // SAFETY: the value read above, on the same thread.
+        unsafe { IoSetTopLevelIrp(top_level) };
+        // SAFETY: paired with the KeEnterCriticalRegion above.
+        unsafe { KeLeaveCriticalRegion() };
         ran
     }
 
@@ -313,60 +327,29 @@ impl ClientSecurity {
     }
 }
 
-/// The System process (DriverEntry's), or null before DriverEntry noted it.
 #[cfg(not(feature = "wine-host"))]
-static SYSTEM_PROCESS: core::sync::atomic::AtomicPtr<core::ffi::c_void> =
-    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
-
-/// Notes the System process: DriverEntry runs in one of its threads (the I/O manager loads
-/// drivers from a system worker thread or, at boot, from the System process's own thread).
-#[cfg(not(feature = "wine-host"))]
-pub(crate) fn note_system_process() {
-    // SAFETY: no preconditions; the current process, never dereferenced here.
-    let process = unsafe { wdk_sys::ntddk::IoGetCurrentProcess() };
-    SYSTEM_PROCESS.store(process.cast(), Ordering::Release);
+extern "C" {
+    /// PsInitialSystemProcess (wdm.h), an exported variable: reached through its import slot,
+    /// which the loader fills with the variable's address (a data import has no thunk, so the
+    /// plain name does not link).
+    #[link_name = "__imp_PsInitialSystemProcess"]
+    static IMP_PS_INITIAL_SYSTEM_PROCESS: *const wdk_sys::PEPROCESS;
 }
 
-/// wine-host build: nothing to note (no impersonation).
-#[cfg(feature = "wine-host")]
-pub(crate) fn note_system_process() {}
-
-/// `thread` (the current one) is a system thread of the System process.
+/// `thread` (the current one) belongs to the System process and runs attached to it
+/// (IoThreadToProcess is its owner, IoGetCurrentProcess the process it is attached to; a
+/// system thread created inside a user process, or a thread attached to System, is not one).
 #[cfg(not(feature = "wine-host"))]
 fn on_system_process_thread(thread: wdk_sys::PETHREAD) -> bool {
+    use wdk_sys::ntddk::{IoGetCurrentProcess, IoThreadToProcess};
+    // SAFETY: the import slot of an exported variable the kernel sets before any driver
+    // loads and never changes: its address, then its value.
+    let system = unsafe { *IMP_PS_INITIAL_SYSTEM_PROCESS };
     // SAFETY: the current thread; no preconditions.
-    let system_thread = unsafe { wdk_sys::ntddk::PsIsSystemThread(thread) } != 0;
+    let owner = unsafe { IoThreadToProcess(thread) };
     // SAFETY: no preconditions; the current process, only compared.
-    let process = unsafe { wdk_sys::ntddk::IoGetCurrentProcess() };
-    let system = SYSTEM_PROCESS.load(Ordering::Acquire);
-    system_thread && !system.is_null() && process.cast() == system
-}
-
-/// `thread` (the current one, of a process other than System) does not impersonate, and its
-/// process holds SeImpersonatePrivilege (SeSinglePrivilegeCheck with UserMode checks the
-/// primary token, the thread having no impersonation token).
-#[cfg(not(feature = "wine-host"))]
-fn may_lend_user_thread(thread: wdk_sys::PETHREAD) -> bool {
-    use wdk_sys::ntddk::{PsDereferenceImpersonationToken, PsReferenceImpersonationToken};
-    let (mut copy_on_open, mut effective_only) = (0u8, 0u8);
-    let mut level = wdk_sys::_SECURITY_IMPERSONATION_LEVEL::SecurityAnonymous;
-    // SAFETY: the current thread; the out-parameters live across the call.
-    let token = unsafe {
-        PsReferenceImpersonationToken(thread, &mut copy_on_open, &mut effective_only, &mut level)
-    };
-    if !token.is_null() {
-        // SAFETY: the reference just taken, dropped once.
-        unsafe { PsDereferenceImpersonationToken(token) };
-        return false;
-    }
-    /// SE_IMPERSONATE_PRIVILEGE (wdm.h).
-    const SE_IMPERSONATE_PRIVILEGE: u32 = 29;
-    let luid = wdk_sys::LUID {
-        LowPart: SE_IMPERSONATE_PRIVILEGE,
-        HighPart: 0,
-    };
-    // SAFETY: no preconditions at PASSIVE_LEVEL; UserMode makes it check the subject's token.
-    unsafe { wdk_sys::ntddk::SeSinglePrivilegeCheck(luid, wdk_sys::_MODE::UserMode as i8) != 0 }
+    let attached = unsafe { IoGetCurrentProcess() };
+    !system.is_null() && owner == system && attached == system
 }
 
 #[cfg(not(feature = "wine-host"))]

@@ -1,6 +1,6 @@
 //! The engine as a benchmark target: a volume mounted on the host with the gates off
-//! (`legacy`) or both on (`direct`, and `direct-workers` without reads issued on the
-//! dispatching thread), driven with real upper requests through the std platform.
+//! (`legacy`) or both on (`direct`; `direct-workers`, every request waited for by a worker;
+//! `direct-system`, driven from threads that stand for the System process's), driven with real upper requests through the std platform.
 
 use std::sync::{Arc, Mutex};
 
@@ -26,7 +26,7 @@ static VOLUME_MEMORY: Mutex<[Option<u64>; 2]> = Mutex::new([None, None]);
 fn memory_slot(mode: Mode) -> Option<usize> {
     match mode {
         Mode::Legacy => Some(0),
-        Mode::Direct | Mode::DirectWorkers => Some(1),
+        Mode::Direct | Mode::DirectWorkers | Mode::DirectSystem => Some(1),
         Mode::Raw | Mode::RawQd8 => None,
     }
 }
@@ -48,13 +48,15 @@ pub fn add_volume_memory(summary: &mut serde_json::Value) {
 /// A mounted volume as a target.
 pub struct EngineTarget {
     volume: Arc<Volume<Platform>>,
+    /// The submitting threads stand for System threads (`direct-system`).
+    system: bool,
 }
 
 /// Builds the `legacy` (gates off) or `direct` (both gates on) target over `host`.
 pub fn engine_factory(mode: Mode, host: &Arc<StdHost>) -> Option<Box<dyn Target>> {
     let gates = match mode {
         Mode::Legacy => Gates::default(),
-        Mode::Direct | Mode::DirectWorkers => Gates {
+        Mode::Direct | Mode::DirectWorkers | Mode::DirectSystem => Gates {
             read: true,
             write: true,
         },
@@ -66,14 +68,17 @@ pub fn engine_factory(mode: Mode, host: &Arc<StdHost>) -> Option<Box<dyn Target>
     let params = mount_params(DATA_OFFSET, data_size, gates);
     let key: [u8; 64] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
     let platform = match mode {
-        Mode::DirectWorkers => StdPlatform::new(0).without_dispatch_issue(),
+        Mode::DirectWorkers => StdPlatform::new(0).without_detached(),
         _ => StdPlatform::new(0),
     };
     let volume = Volume::mount(platform, Arc::clone(host), &key, params).ok()?;
     if let Some(i) = memory_slot(mode) {
         VOLUME_MEMORY.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(volume.memory().total());
     }
-    Some(Box::new(EngineTarget { volume }))
+    Some(Box::new(EngineTarget {
+        volume,
+        system: mode == Mode::DirectSystem,
+    }))
 }
 
 impl Target for EngineTarget {
@@ -99,6 +104,9 @@ impl Target for EngineTarget {
             RequestKind::Read
         };
         let len = buf.as_slice().len() as u32;
+        if self.system {
+            crate::security::set_caller(crate::security::Caller::System);
+        }
         // The upper completion pushes straight to the issuing generator thread's queue. Read
         // and write dispatch run at PASSIVE_LEVEL, as an application's requests reach a volume
         // through its file system (W9 checks every call against it).

@@ -82,6 +82,8 @@ pub struct ProfileSummary {
     pub added_latency_legacy_us: Option<f64>,
     /// The same for the direct path with every request on its workers (`direct-workers`).
     pub added_latency_direct_workers_us: Option<f64>,
+    /// The same for the direct path driven from System threads (`direct-system`).
+    pub added_latency_direct_system_us: Option<f64>,
     /// One request in flight at a time (set by the caller; the table lists the added latency
     /// of these profiles).
     pub lone: bool,
@@ -154,6 +156,7 @@ pub fn summarize(profiles: &[String], runs: &[RunRecord]) -> Vec<ProfileSummary>
             s.added_latency_direct_us = added(Mode::Direct);
             s.added_latency_legacy_us = added(Mode::Legacy);
             s.added_latency_direct_workers_us = added(Mode::DirectWorkers);
+            s.added_latency_direct_system_us = added(Mode::DirectSystem);
             s.ratio_direct_legacy = ratio(Mode::Direct, Mode::Legacy);
             s.ratio_direct_raw = ratio(Mode::Direct, Mode::Raw);
             s.ratio_direct_raw_same_qd = ratio(Mode::Direct, Mode::RawQd8);
@@ -301,7 +304,8 @@ pub fn summary_json(summary: &[ProfileSummary]) -> Value {
                        "one_request_in_flight": s.lone,
                        "added_mean_latency_us": {"legacy": s.added_latency_legacy_us,
                                                  "direct": s.added_latency_direct_us,
-                                                 "direct_workers": s.added_latency_direct_workers_us}})
+                                                 "direct_workers": s.added_latency_direct_workers_us,
+                                                 "direct_system": s.added_latency_direct_system_us}})
             })
             .collect(),
     )
@@ -342,6 +346,7 @@ fn color(mode: Mode) -> &'static str {
         Mode::Legacy => "#e15759",
         Mode::Direct => "#59a14f",
         Mode::DirectWorkers => "#edc948",
+        Mode::DirectSystem => "#b07aa1",
     }
 }
 

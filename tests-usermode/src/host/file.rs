@@ -286,6 +286,21 @@ impl HostDevice for FileHost {
     /// Carried out now (pread on this thread), as every operation of this host; the end is
     /// reported at once on this thread, raised to DISPATCH_LEVEL as a completion routine that
     /// runs inside IoCallDriver.
+    /// As [`start_read_detached`](Self::start_read_detached), for a write (pwrite, O_DSYNC).
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        _origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        let result = self.do_write(offset, buf);
+        self.counters.record(true, &result);
+        crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+            then.report(result)
+        });
+        Ok(())
+    }
     fn start_read_detached(
         &self,
         offset: u64,

@@ -345,6 +345,23 @@ impl HostDevice for MemoryHost {
     /// Carried out now, as every operation of this host; the end is reported at once on this
     /// thread, raised to DISPATCH_LEVEL as a completion routine that runs inside IoCallDriver.
     /// A host with a configured latency has no detached reads (its operations wait).
+    /// As [`start_read_detached`](Self::start_read_detached), for a write.
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        _origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        if self.latency.is_some() {
+            return Err(Status::InvalidDeviceRequest);
+        }
+        let result = self.do_write(offset, buf);
+        crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+            then.report(result)
+        });
+        Ok(())
+    }
     fn start_read_detached(
         &self,
         offset: u64,

@@ -251,6 +251,22 @@ impl HostDevice for StdHost {
             StdHost::Model(h) => h.start_read_detached(offset, buf, origin, then),
         }
     }
+    /// Sends a child request and returns (IoCallDriver): W9 checks the row.
+    #[track_caller]
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        crate::irql::check(Call::CallDriver);
+        match self {
+            StdHost::Memory(h) => h.start_write_detached(offset, buf, origin, then),
+            StdHost::File(h) => h.start_write_detached(offset, buf, origin, then),
+            StdHost::Model(h) => h.start_write_detached(offset, buf, origin, then),
+        }
+    }
     /// Waits for the model's completion context (the other hosts report inside the start).
     fn drain(&self) {
         if let StdHost::Model(h) = self {

@@ -478,6 +478,20 @@ impl ModelHost {
         }
     }
 
+    /// Reports a detached operation whose data moved with `result`: at its time on the
+    /// timeline, or at once when it failed (a failed operation takes no device time).
+    fn detach(&self, result: Result<usize, Status>, then: Detached) {
+        match result {
+            Ok(n) => {
+                *self.sched.reports.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                self.place(n, |_, _| Done::Report(then, result));
+            }
+            Err(_) => crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+                then.report(result)
+            }),
+        }
+    }
+
     fn io<'a>(&self, result: Result<usize, Status>) -> ModelIo<'a> {
         let slot = match result {
             Ok(n) => self.schedule(n),
@@ -547,16 +561,22 @@ impl HostDevice for ModelHost {
             return Err(Status::InvalidDeviceRequest);
         }
         let result = self.mem.do_read(offset, buf);
-        match result {
-            Ok(n) => {
-                *self.sched.reports.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-                self.place(n, |_, _| Done::Report(then, result));
-            }
-            // A failed operation takes no device time: reported at once, as a completion.
-            Err(_) => crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
-                then.report(result)
-            }),
+        self.detach(result, then);
+        Ok(())
+    }
+    /// As [`start_read_detached`](Self::start_read_detached), for a write.
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        _origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        if self.timer.is_none() {
+            return Err(Status::InvalidDeviceRequest);
         }
+        let result = self.mem.do_write(offset, buf);
+        self.detach(result, then);
         Ok(())
     }
     /// Waits until the timer thread returned from every report it made.

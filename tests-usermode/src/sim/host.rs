@@ -19,7 +19,7 @@ use vcdirect::Status;
 use super::check::key_block::check_key_block;
 
 type Probe = Box<dyn Fn() -> bool + Send + Sync>;
-type FifoProbe = Box<dyn Fn() -> (u64, u64) + Send + Sync>;
+type FifoProbe = Arc<dyn Fn() -> (u64, u64) + Send + Sync>;
 type Decoder = Box<dyn Fn(u64, &[u8]) -> Option<u32> + Send + Sync>;
 
 /// One host write carrying a known upper write, as the host saw it.
@@ -273,6 +273,94 @@ impl SimHost {
     }
 }
 
+impl SimHost {
+    /// Moves a write's data to the medium now (faults and short ranges apply) and records it
+    /// with the upper write it carries; `started` is its start event.
+    fn write_now(&self, offset: u64, buf: &[u8], started: u64) -> Result<usize, Status> {
+        let h = self;
+        let range = offset..offset + buf.len() as u64;
+        let id = h
+            .decoder
+            .lock()
+            .unwrap()
+            .as_ref()
+            .and_then(|d| d(range.start, &buf[..512.min(buf.len())]));
+        let result = match h.fault_for(range.clone()) {
+            Some(s) => Err(s),
+            None => {
+                // A short write puts only the prefix it reports on the medium.
+                let n = h.short_for(range.clone()).unwrap_or(buf.len());
+                let mut m = h.medium.lock().unwrap();
+                m[range.start as usize..range.start as usize + n].copy_from_slice(&buf[..n]);
+                drop(m);
+                if let (Some(id), true) = (id, n > 0) {
+                    *h.written.lock().unwrap().entry(id).or_default() += n as u64;
+                }
+                Ok(n)
+            }
+        };
+        if let Some(id) = id {
+            h.writes.lock().unwrap().push(HostWrite {
+                id,
+                offset: range.start,
+                len: buf.len(),
+                started,
+                ended: h.events.fetch_add(1, Ordering::SeqCst),
+                result,
+            });
+        }
+        result
+    }
+
+    /// Reports a detached operation that moved its data with `result` from a simulated
+    /// completion context (a thread of its own, at DISPATCH_LEVEL) after a seeded delay, so
+    /// the issuer and the report race.
+    fn report_later(&self, offset: u64, result: Result<usize, Status>, then: Detached) {
+        self.record(9, offset, result.map_or(u64::MAX, |n| n as u64));
+        let (outstanding, direct) = (
+            Arc::clone(&self.outstanding),
+            Arc::clone(&self.direct_outstanding),
+        );
+        let max_delay = self.max_delay;
+        let reporting = Arc::clone(&self.reporting);
+        reporting.fetch_add(1, Ordering::SeqCst);
+        shuttle::thread::Builder::new()
+            .name("host-completion".into())
+            .spawn(move || {
+                delay(max_delay);
+                direct.fetch_sub(1, Ordering::SeqCst);
+                outstanding.fetch_sub(1, Ordering::SeqCst);
+                crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+                    then.report(result)
+                });
+                reporting.fetch_sub(1, Ordering::SeqCst);
+                crate::irql::check_returned_at_passive();
+            })
+            .expect("spawn a simulated completion context");
+    }
+
+    /// Checks and counts the start of a detached operation (`what` 1 read, 2 write): the key
+    /// block, the R12 overtaking check, the direct path's cap; its start event.
+    fn detached_start(&self, what: u64, offset: u64, len: usize) -> u64 {
+        // The key-block check first: the FIFO probe takes the volume's (simulated) lock, a
+        // scheduling point.
+        let started = self.started(what, offset, len);
+        // Called outside the host's own (real) lock: the probe takes the volume's simulated
+        // lock, where another simulated thread may run and want this host's lock.
+        let probe = self.fifo.lock().unwrap().clone();
+        if let Some(probe) = probe {
+            let (_, taken) = probe();
+            if let Some(v) = super::check::overtaking::check_detached_start(taken, offset) {
+                self.violations.lock().unwrap().push(v);
+            }
+        }
+        self.detached.fetch_add(1, Ordering::SeqCst);
+        let now = self.direct_outstanding.fetch_add(1, Ordering::SeqCst) + 1;
+        self.direct_outstanding_max.fetch_max(now, Ordering::SeqCst);
+        started
+    }
+}
+
 /// Up to `max_delay` scheduling points (0: none).
 fn delay(max_delay: u32) {
     if max_delay == 0 {
@@ -315,41 +403,7 @@ impl<'a> SimIo<'a> {
                 kept = Some(buf);
                 result
             }
-            Op::Write(buf) => {
-                let range = self.offset..self.offset + buf.len() as u64;
-                let id = h
-                    .decoder
-                    .lock()
-                    .unwrap()
-                    .as_ref()
-                    .and_then(|d| d(range.start, &buf[..512.min(buf.len())]));
-                let result = match h.fault_for(range.clone()) {
-                    Some(s) => Err(s),
-                    None => {
-                        // A short write puts only the prefix it reports on the medium.
-                        let n = h.short_for(range.clone()).unwrap_or(buf.len());
-                        let mut m = h.medium.lock().unwrap();
-                        m[range.start as usize..range.start as usize + n]
-                            .copy_from_slice(&buf[..n]);
-                        drop(m);
-                        if let (Some(id), true) = (id, n > 0) {
-                            *h.written.lock().unwrap().entry(id).or_default() += n as u64;
-                        }
-                        Ok(n)
-                    }
-                };
-                if let Some(id) = id {
-                    h.writes.lock().unwrap().push(HostWrite {
-                        id,
-                        offset: range.start,
-                        len: buf.len(),
-                        started: self.started,
-                        ended: h.events.fetch_add(1, Ordering::SeqCst),
-                        result,
-                    });
-                }
-                result
-            }
+            Op::Write(buf) => h.write_now(self.offset, buf, self.started),
         };
         h.record(9, self.offset, result.map_or(u64::MAX, |n| n as u64));
         if self.direct {
@@ -427,9 +481,8 @@ impl HostDevice for SimHost {
             op: Some(Op::Write(buf)),
         }
     }
-    /// A child request sent from the dispatching thread (IoCallDriver: W9 checks the row).
-    /// Its data moves now; its end is reported by a simulated completion context (a thread of
-    /// its own, at DISPATCH_LEVEL) after a seeded delay, so the issuer and the report race.
+    /// A child request sent without a waiter (IoCallDriver: W9 checks the row). Its data
+    /// moves now; its end is reported by a simulated completion context after a seeded delay.
     #[track_caller]
     fn start_read_detached(
         &self,
@@ -439,40 +492,24 @@ impl HostDevice for SimHost {
         then: Detached,
     ) -> Result<(), Status> {
         crate::irql::check(Call::CallDriver);
-        // The key-block check first: the FIFO probe takes the volume's (simulated) lock, a
-        // scheduling point.
-        self.started(1, offset, buf.len());
-        if let Some(probe) = self.fifo.lock().unwrap().as_ref() {
-            let (_, taken) = probe();
-            if let Some(v) = super::check::overtaking::check_detached_start(taken, offset) {
-                self.violations.lock().unwrap().push(v);
-            }
-        }
-        self.detached.fetch_add(1, Ordering::SeqCst);
-        let now = self.direct_outstanding.fetch_add(1, Ordering::SeqCst) + 1;
-        self.direct_outstanding_max.fetch_max(now, Ordering::SeqCst);
+        self.detached_start(1, offset, buf.len());
         let result = self.read_now(offset, buf);
-        self.record(9, offset, result.map_or(u64::MAX, |n| n as u64));
-        let (outstanding, direct) = (
-            Arc::clone(&self.outstanding),
-            Arc::clone(&self.direct_outstanding),
-        );
-        let max_delay = self.max_delay;
-        let reporting = Arc::clone(&self.reporting);
-        reporting.fetch_add(1, Ordering::SeqCst);
-        shuttle::thread::Builder::new()
-            .name("host-completion".into())
-            .spawn(move || {
-                delay(max_delay);
-                direct.fetch_sub(1, Ordering::SeqCst);
-                outstanding.fetch_sub(1, Ordering::SeqCst);
-                crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
-                    then.report(result)
-                });
-                reporting.fetch_sub(1, Ordering::SeqCst);
-                crate::irql::check_returned_at_passive();
-            })
-            .expect("spawn a simulated completion context");
+        self.report_later(offset, result, then);
+        Ok(())
+    }
+    /// As `start_read_detached`, for a write.
+    #[track_caller]
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        _origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        crate::irql::check(Call::CallDriver);
+        let started = self.detached_start(2, offset, buf.len());
+        let result = self.write_now(offset, buf, started);
+        self.report_later(offset, result, then);
         Ok(())
     }
     /// Waits (at scheduling points) until every simulated completion context returned from

@@ -350,7 +350,7 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
         weak.upgrade().is_some_and(|v| v.key().is_blocked())
     }));
     let weak = Arc::downgrade(&volume);
-    volume.host().set_fifo_probe(Box::new(move || {
+    volume.host().set_fifo_probe(Arc::new(move || {
         weak.upgrade().map_or((0, 0), |v| v.direct_fifo_counts())
     }));
     let ctx = Arc::new(Ctx {
@@ -376,7 +376,17 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
         threads.push(
             shuttle::thread::Builder::new()
                 .name(format!("submitter-{i}"))
-                .spawn(move || submitter(&ctx, &cfg, sub_seed, per))
+                .spawn(move || {
+                    // Half the submitters stand for System threads (a file system's or
+                    // server's workers), whose small requests the dispatching thread may issue
+                    // itself; the others for an application's threads, which it never does.
+                    crate::security::set_caller(if sub_seed & 1 == 0 {
+                        crate::security::Caller::System
+                    } else {
+                        crate::security::Caller::Process
+                    });
+                    submitter(&ctx, &cfg, sub_seed, per)
+                })
                 .unwrap(),
         );
     }

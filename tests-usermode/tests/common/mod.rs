@@ -296,6 +296,42 @@ impl HostDevice for ProbeHost {
             host: &self.0,
         }
     }
+    /// As `start_read_detached`, for a write.
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        if *self.held.lock().unwrap() {
+            return Err(Status::DeviceBusy);
+        }
+        self.record_context(true);
+        self.ops.lock().unwrap().push(Op {
+            write: true,
+            offset,
+            len: buf.len(),
+            addr: buf.as_ptr() as usize,
+        });
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.in_flight_max.fetch_max(now, Ordering::SeqCst);
+        let host = self.clone();
+        let started = self.mem.start_write_detached(
+            offset,
+            buf,
+            origin,
+            Detached {
+                done: Arc::new(Ended(host, then)),
+                tag: 0,
+            },
+        );
+        if started.is_err() {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.after(true);
+        started
+    }
     /// A held host refuses (nothing starts: the workers serve the read and block in it);
     /// otherwise recorded like every operation and carried out by the medium, which reports
     /// the end at once.
@@ -343,8 +379,8 @@ impl HostDevice for ProbeHost {
 /// (The test host allocates one per read; the engine does not.)
 struct Ended(ProbeHost, Detached);
 
-impl vcdirect::platform::ReadDone for Ended {
-    fn read_done(&self, _tag: usize, result: Result<usize, Status>) {
+impl vcdirect::platform::DetachedDone for Ended {
+    fn detached_ended(&self, _tag: usize, result: Result<usize, Status>) {
         self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
         self.1.clone().report(result);
     }

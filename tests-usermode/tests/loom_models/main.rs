@@ -1,6 +1,7 @@
 //! Loom models of the engine's concurrency cores, run through `LoomPlatform`: one file per
 //! primitive (range lock, key erasure, completion hand-off, dismount drain, cancel hand-shake,
-//! the direct path's cap on host operations in flight),
+//! the direct path's cap on host operations in flight, the hand-off of a request issued
+//! without a waiter),
 //! one test binary, so the fault-switch lock below covers them all.
 //!
 //! Each model is exhaustive within a preemption bound (set per model, overridable with
@@ -87,6 +88,7 @@ impl Drop for FaultsOn {
 
 mod cancel;
 mod completion;
+mod detached;
 mod dismount_drain;
 mod host_ops;
 mod key_erasure;

@@ -25,6 +25,10 @@
 //!   and once it has one it only sends its own request and waits for it, so that slot comes
 //!   back when the host completes the request, whatever the others wait for.
 //!
+//! - a small request issued without a waiter (`start_detached`, under the cap too) takes a
+//!   slot only if one is free now, never waiting, and its completion routine gives it back
+//!   before it reports the request; with none free, its issuer serves it the waiting way.
+//!
 //! So a capped taker may wait while one-at-a-time takers hold slots, but only until their
 //! requests complete. (Were the cap ever larger than [`SLOTS`], workers each holding slots and
 //! waiting for one more could wait for each other forever.)
@@ -47,8 +51,8 @@ use wdk_sys::ntddk::{
 use wdk_sys::MDL_PARTIAL_HAS_BEEN_MAPPED;
 use wdk_sys::{
     _EVENT_TYPE::SynchronizationEvent, _KWAIT_REASON::Executive, _MODE::KernelMode, DEVICE_OBJECT,
-    IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_WRITE, IRP_NOCACHE, KEVENT, MDL, MDL_ALLOCATED_FIXED_SIZE,
-    MDL_ALLOCATED_MUST_SUCCEED, NTSTATUS, PVOID,
+    IRP, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, IRP_NOCACHE, KEVENT, MDL,
+    MDL_ALLOCATED_FIXED_SIZE, MDL_ALLOCATED_MUST_SUCCEED, NTSTATUS, PVOID,
 };
 #[cfg(feature = "wine-host")]
 use wdk_sys::{MDL_MAPPED_TO_SYSTEM_VA, MDL_PARTIAL, MDL_SOURCE_IS_NONPAGED_POOL};
@@ -114,7 +118,7 @@ struct Slot {
     /// The MDL's Size as IoAllocateMdl set it (its allocation), restored after every use.
     mdl_size: i16,
     event: UnsafeCell<KEVENT>,
-    /// A detached read's reporter and the issuing thread it referenced (the IRP's thread,
+    /// A detached request's reporter and the issuing thread it referenced (the IRP's thread,
     /// kept alive until the IRP completed), set by its taker before the IRP is sent and taken
     /// by the completion routine (`detached_done`); `None` for a request its taker waits for.
     detached: UnsafeCell<Option<(Detached, wdk_sys::PETHREAD)>>,
@@ -371,7 +375,7 @@ impl KernelHost {
         // it): the filters on the host's stack (FltMgr and its minifilters above RAW) see
         // whose request this is. A worker waits for its IRP (`ChildIo` is waited for or
         // dropped before its borrow ends), so it outlives it; a dispatching thread that sent a
-        // detached read does not wait, so `start_detached` references it until the IRP
+        // detached request does not wait, so `start_detached` references it until the IRP
         // completed.
         // SAFETY: no preconditions; the current thread is referenced while it runs.
         irp_ref.Tail.Overlay.Thread = unsafe { KeGetCurrentThread() };
@@ -438,18 +442,19 @@ impl KernelHost {
         Ok(())
     }
 
-    /// Starts a detached read in a slot free now: its completion routine reports it to
-    /// `then` (the engine decrypts and finishes the request there) instead of setting an
-    /// event. `Err`: nothing was sent (no slot free without waiting, removal begun, or a
-    /// request the slot cannot describe) and `then` is dropped unreported.
+    /// Starts a detached READ or WRITE in a slot free now: its completion routine reports it
+    /// to `then` (the engine decrypts a read and finishes the request there) instead of
+    /// setting an event. `Err`: nothing was sent (no slot free without waiting, removal begun,
+    /// or a request the slot cannot describe) and `then` is dropped unreported.
     ///
     /// IRQL: PASSIVE_LEVEL (the dispatching thread, `Platform::issue_here`); never waits.
     ///
     /// # Safety
-    /// As [`start`](Self::start) for a READ, except for how long the buffer stays valid: the
-    /// bytes at `request.buffer` are the system mapping of the upper request's locked MDL that
+    /// As [`start`](Self::start), except for how long the buffer stays valid: a READ's bytes at
+    /// `request.buffer` are the system mapping of the upper request's locked MDL that
     /// `request.origin.memory` names, and that upper request is completed only after `then`
-    /// was told (the engine keeps it in its slot until then).
+    /// was told; a WRITE's are nonpaged pool (a detached slot's bounce buffer) that stays
+    /// allocated and untouched until then (the engine keeps both in its slot until then).
     pub(super) unsafe fn start_detached(
         &self,
         request: ChildRequest,
@@ -460,17 +465,23 @@ impl KernelHost {
         else {
             return Err(Status::InvalidParameter);
         };
-        if request.origin.memory.is_none()
-            || span_pages(request.buffer as usize, request.length) > SLOT_MDL_PAGES
-        {
+        // A read lands in the caller's memory (a partial MDL of its MDL); a write comes from
+        // an engine buffer (nonpaged pool).
+        let described = match request.major {
+            IRP_MJ_WRITE => request.origin.memory.is_none(),
+            IRP_MJ_READ => request.origin.memory.is_some(),
+            _ => false,
+        };
+        if !described || span_pages(request.buffer as usize, request.length) > SLOT_MDL_PAGES {
             return Err(Status::InvalidParameter);
         }
         let Some(index) = self.slots.try_take() else {
             return Err(Status::DeviceBusy);
         };
         let slot = &self.slots.slots[index];
-        // Tagged with the slot's IRP, so Driver Verifier tracks each acquisition; released by
-        // the completion routine with the same tag, after the report.
+        // Tagged with the slot's IRP (an identity only: the product's headers define no DBG
+        // block, so nothing tracks tags); released by the completion routine with the same
+        // tag, after the report.
         let tag = slot.irp.as_ptr().cast();
         let guard = match self.children.acquire_tagged(tag) {
             Ok(guard) => guard,
@@ -510,7 +521,7 @@ impl KernelHost {
         Ok(())
     }
 
-    /// The end of a detached read (its completion routine, IRQL <= DISPATCH_LEVEL): releases
+    /// The end of a detached request (its completion routine, IRQL <= DISPATCH_LEVEL): releases
     /// the slot's MDL, gives the slot back, reports the outcome to the engine (which decrypts
     /// and finishes the upper request, never waiting), and last releases the host's remove
     /// lock, so `drain` returns only once nothing here touches the engine or the host.
@@ -531,9 +542,9 @@ impl KernelHost {
         let status = unsafe { irp_ref.IoStatus.__bindgen_anon_1.Status };
         let information = irp_ref.IoStatus.Information;
         irp_ref.MdlAddress = core::ptr::null_mut();
-        // SAFETY: the slot's MDL, used by the completed IRP only (a READ always describes
-        // data); MmUnmapLockedPages, when a driver below mapped it, is allowed at
-        // IRQL <= DISPATCH_LEVEL.
+        // SAFETY: the slot's MDL, used by the completed IRP only (a detached READ or WRITE
+        // always describes data); MmUnmapLockedPages, when a driver below mapped a partial
+        // MDL, is allowed at IRQL <= DISPATCH_LEVEL.
         unsafe { release(slot.mdl, slot.mdl_size) };
         // SAFETY: set by `start_detached` before the IRP was sent; read here once.
         let detached = unsafe { (*slot.detached.get()).take() };
@@ -553,9 +564,9 @@ impl KernelHost {
         unsafe { self.children.release_kept(irp.cast()) };
     }
 
-    /// Waits until every child request's completion routine returned (the volume's dismount,
-    /// after every request finished): afterwards no detached read's routine runs or holds
-    /// the volume. Further child requests fail (removal has begun). Idempotent.
+    /// Waits until every child request's completion routine released the host (the volume's
+    /// dismount, after every request finished): afterwards no detached request's routine
+    /// touches the engine or holds the volume. Further child requests fail (removal has begun). Idempotent.
     ///
     /// IRQL: PASSIVE_LEVEL.
     pub(super) fn drain_children(&self) {
@@ -746,9 +757,10 @@ unsafe extern "C" fn child_done(
     nts::MORE_PROCESSING_REQUIRED
 }
 
-/// Completion routine of a detached read: runs at IRQL <= DISPATCH_LEVEL in an arbitrary
-/// thread (possibly the dispatching thread, inside IofCallDriver), reports the read and keeps
-/// the IRP (its slot is free again).
+/// Completion routine of a detached request: runs at IRQL <= DISPATCH_LEVEL in an arbitrary
+/// thread (possibly the issuing thread, inside IofCallDriver), reports the request and keeps
+/// the IRP (its slot is free again). Its last call is the remove-lock release that `drain`
+/// waits for; only the return follows (docs/design.md §5, sys/README.md on unload).
 unsafe extern "C" fn detached_done(
     _device: *mut DEVICE_OBJECT,
     irp: *mut IRP,
@@ -775,7 +787,7 @@ fn log_unknown_irp() {
 enum Completion {
     /// Sets the slot's event (the taker waits for it).
     Event,
-    /// Reports a detached read (`detached_done`).
+    /// Reports a detached request (`detached_done`).
     Detached,
 }
 

@@ -246,7 +246,28 @@ impl HostDevice for KernelHost {
         // (the request and its buffer wait untouched in the engine's slot until then).
         unsafe { self.start_detached(request, then) }
     }
-    /// R13: the volume's dismount waits here for the routines of detached reads.
+    /// A child WRITE of a detached slot's bounce buffer (nonpaged pool), as
+    /// `start_read_detached` for reads.
+    fn start_write_detached(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        origin: Origin,
+        then: Detached,
+    ) -> Result<(), Status> {
+        let request = ChildRequest {
+            major: IRP_MJ_WRITE,
+            offset,
+            buffer: buf.as_ptr().cast_mut(),
+            length: buf.len(),
+            origin,
+        };
+        // SAFETY: `buf` is a detached slot's bounce buffer, nonpaged pool the engine keeps
+        // allocated and untouched until `then` was told (`origin.memory` is None for it;
+        // `start_detached` refuses a write naming caller memory); a write only reads it.
+        unsafe { self.start_detached(request, then) }
+    }
+    /// R13: the volume's dismount waits here for the routines of detached requests.
     fn drain(&self) {
         self.drain_children();
     }
