@@ -51,7 +51,7 @@ import sys
 # The dispatch path includes a small direct read issued on the dispatching thread and, when
 # the host completed it before its start returned, its decryption there (docs/design.md §5;
 # the margin the thread must have left, host stack included, is DISPATCH_STACK_NEEDED in
-# driver/src/direct/dispatch_read.rs). The completion path is a detached read's completion
+# driver/src/direct/detached.rs). The completion path is a detached read's completion
 # routine (IRQL <= DISPATCH_LEVEL, on the DPC stack or whichever thread completes the child),
 # which decrypts a read and finishes the request (the DPC stack, or below the completing
 # driver's frames; the figure counts the crypto closure through the vtable shims the call

@@ -212,13 +212,10 @@ impl<P: Platform> DirectPath<P> {
         }
         let mut job = Some(job);
         let issued = self.context.platform.issue_here(DISPATCH_STACK_NEEDED, || {
-            job.take().map(|job| self.issue(job, finisher))
+            job.take().map(|job| self.issue(job, finisher, true))
         });
         match (issued.flatten(), job) {
-            (Some(Ok(())), _) => {
-                Counters::add(&self.context.counters.dispatch_issued, 1);
-                Ok(())
-            }
+            (Some(Ok(())), _) => Ok(()),
             (Some(Err(job)), _) | (None, Some(job)) => {
                 self.ops.give();
                 Err(job)
@@ -242,7 +239,8 @@ impl<P: Platform> DirectPath<P> {
         Slots::<P>::may_take(job.kind, job.length, segment, self.writes)
     }
 
-    /// Issues `job` on this thread (holding a permit) without waiting for it; `Err` when
+    /// Issues `job` on this thread (holding a permit; `dispatching`: the thread that
+    /// dispatched it, counted in `dispatch_issued`) without waiting for it; `Err` when
     /// nothing was issued and a worker must serve it the waiting way (the caller gives the
     /// permit back). A request that fails before it is issued (its buffer cannot be mapped,
     /// cancelled, the key blocked) is finished here, permit given back.
@@ -250,6 +248,7 @@ impl<P: Platform> DirectPath<P> {
         &self,
         job: IoJob<P::Request>,
         finisher: &Arc<F>,
+        dispatching: bool,
     ) -> Result<(), IoJob<P::Request>> {
         let context = &*self.context;
         let IoJob {
@@ -360,6 +359,9 @@ impl<P: Platform> DirectPath<P> {
         }
         Counters::add(&context.counters.direct_segments, 1);
         Counters::add(&context.counters.detached, 1);
+        if dispatching {
+            Counters::add(&context.counters.dispatch_issued, 1);
+        }
         // The host may have reported already: then this thread finishes the request.
         if let Some(parked) = self.detached.started(index, request, buf, bounce) {
             self.finish_detached(parked, &**finisher);
@@ -468,7 +470,7 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
         // none, the worker may wait for one).
         let job = if direct.may_detach(&job) {
             direct.ops.take_for(0);
-            match direct.issue(job, finisher) {
+            match direct.issue(job, finisher, false) {
                 Ok(()) => {
                     direct.busy.fetch_sub(1, Ordering::AcqRel);
                     continue;

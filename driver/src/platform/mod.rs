@@ -224,8 +224,9 @@ pub trait Platform: Clone + Send + Sync + 'static {
 
     /// Runs `issue` on the calling thread in the mounting user's security context (R11), if
     /// this thread may issue host I/O itself: it runs at PASSIVE_LEVEL (not at APC_LEVEL, not
-    /// in a guarded region) with at least `stack` bytes of kernel stack left, and the context
-    /// could be taken. The kernel saves the thread's own impersonation exactly (token, level,
+    /// in a guarded region) with at least `stack` bytes of kernel stack left, it is a thread
+    /// the context may be lent to (the kernel: a thread of the System process, not in the
+    /// cache manager's or the page writer's path), and the context could be taken. The kernel saves the thread's own impersonation exactly (token, level,
     /// copy-on-open and effective-only, or none), impersonates the mounting user, and restores
     /// what it saved once `issue` returned. `None`: the thread may not, nothing ran (the
     /// request goes to the path's threads). The default: never.

@@ -759,10 +759,25 @@ impl UpperRequest for Irp {
         None
     }
 
+    /// IRP_PAGING_IO on the IRP, or on its master when it is an associated IRP (a file system
+    /// splits a paging request into associated IRPs, which IoMakeAssociatedIrp gives only
+    /// IRP_ASSOCIATED_IRP).
     fn is_paging_io(&self) -> bool {
         // SAFETY: the IRP is owned by this request and not completed; Flags is only read.
         let flags = unsafe { (*self.irp.as_ptr()).Flags };
-        flags & wdk_sys::IRP_PAGING_IO != 0
+        if flags & wdk_sys::IRP_PAGING_IO != 0 {
+            return true;
+        }
+        if flags & wdk_sys::IRP_ASSOCIATED_IRP == 0 {
+            return false;
+        }
+        // SAFETY: the IRP is owned by this request and not completed (read only).
+        let associated = unsafe { &(*self.irp.as_ptr()).AssociatedIrp };
+        // SAFETY: an associated IRP's MasterIrp arm is the one in use, and the master stays
+        // allocated until every associated IRP completed (this one is not yet).
+        let master = unsafe { associated.MasterIrp };
+        // SAFETY: as above; only its Flags are read.
+        !master.is_null() && unsafe { (*master).Flags } & wdk_sys::IRP_PAGING_IO != 0
     }
 
     fn cancel_key(&self) -> usize {

@@ -275,6 +275,16 @@ impl ClientSecurity {
         // this request's: the host's stack, which reads it to detect recursion, sees none.
         // SAFETY: no preconditions; the current thread's field, restored below.
         let top_level = unsafe { IoGetTopLevelIrp() };
+        // The cache manager's and the modified page writer's marks: paging I/O that reached
+        // this volume without IRP_PAGING_IO (FastFAT leaves them set); the workers serve it.
+        let mark = top_level as usize;
+        if mark == wdk_sys::FSRTL_CACHE_TOP_LEVEL_IRP as usize
+            || mark == wdk_sys::FSRTL_MOD_WRITE_TOP_LEVEL_IRP as usize
+        {
+            // SAFETY: paired with the KeEnterCriticalRegion above; nothing changed yet.
+            unsafe { KeLeaveCriticalRegion() };
+            return Err(Status::DeviceBusy);
+        }
         // SAFETY: as above.
         unsafe { IoSetTopLevelIrp(core::ptr::null_mut()) };
         // SAFETY: SE_IMPERSONATION_STATE is a plain C struct; zero is valid before the call

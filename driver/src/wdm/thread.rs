@@ -42,7 +42,7 @@ pub(crate) fn current_thread() -> wdk_sys::PETHREAD {
     unsafe { KeGetCurrentThread() }
 }
 
-/// Whether the calling thread may issue a host read itself (`Platform::issue_here`): it runs
+/// Whether the calling thread may issue a host request itself (`Platform::issue_here`): it runs
 /// at PASSIVE_LEVEL, not in a guarded region (KeAreAllApcsDisabled: false), and has at least
 /// `stack` bytes of kernel stack left below this frame (IoGetRemainingStackSize, an inline
 /// of the headers: the current address minus IoGetStackLimits' low limit). wine-host: the

@@ -447,7 +447,8 @@ impl KernelHost {
     /// setting an event. `Err`: nothing was sent (no slot free without waiting, removal begun,
     /// or a request the slot cannot describe) and `then` is dropped unreported.
     ///
-    /// IRQL: PASSIVE_LEVEL (the dispatching thread, `Platform::issue_here`); never waits.
+    /// IRQL: PASSIVE_LEVEL (a worker, or the dispatching thread in `Platform::issue_here`);
+    /// this driver's code never waits (the host's stack below IofCallDriver may).
     ///
     /// # Safety
     /// As [`start`](Self::start), except for how long the buffer stays valid: a READ's bytes at
