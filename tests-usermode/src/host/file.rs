@@ -296,9 +296,7 @@ impl HostDevice for FileHost {
     ) -> Result<(), Status> {
         let result = self.do_write(offset, buf);
         self.counters.record(true, &result);
-        crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
-            then.report(result)
-        });
+        super::report_now(result, then);
         Ok(())
     }
     fn start_read_detached(
@@ -310,9 +308,7 @@ impl HostDevice for FileHost {
     ) -> Result<(), Status> {
         let result = self.do_read(offset, buf);
         self.counters.record(false, &result);
-        crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
-            then.report(result)
-        });
+        super::report_now(result, then);
         Ok(())
     }
     /// Synchronous host I/O: W9 checks the row.

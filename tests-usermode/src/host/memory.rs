@@ -312,6 +312,20 @@ impl MemoryHost {
         result
     }
 
+    /// A detached operation: carried out now by `op` and reported at once; none with a
+    /// configured latency (its operations wait).
+    fn detached(
+        &self,
+        then: Detached,
+        op: impl FnOnce() -> Result<usize, Status>,
+    ) -> Result<(), Status> {
+        if self.latency.is_some() {
+            return Err(Status::InvalidDeviceRequest);
+        }
+        super::report_now(op(), then);
+        Ok(())
+    }
+
     fn deadline(&self) -> Option<Instant> {
         self.latency.map(|l| Instant::now() + l)
     }
@@ -353,15 +367,11 @@ impl HostDevice for MemoryHost {
         _origin: Origin,
         then: Detached,
     ) -> Result<(), Status> {
-        if self.latency.is_some() {
-            return Err(Status::InvalidDeviceRequest);
-        }
-        let result = self.do_write(offset, buf);
-        crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
-            then.report(result)
-        });
-        Ok(())
+        self.detached(then, || self.do_write(offset, buf))
     }
+    /// Carried out now, as every operation of this host; the end is reported at once on this
+    /// thread, raised to DISPATCH_LEVEL as a completion routine that runs inside IoCallDriver.
+    /// A host with a configured latency has no detached requests (its operations wait).
     fn start_read_detached(
         &self,
         offset: u64,
@@ -369,14 +379,7 @@ impl HostDevice for MemoryHost {
         _origin: Origin,
         then: Detached,
     ) -> Result<(), Status> {
-        if self.latency.is_some() {
-            return Err(Status::InvalidDeviceRequest);
-        }
-        let result = self.do_read(offset, buf);
-        crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
-            then.report(result)
-        });
-        Ok(())
+        self.detached(then, || self.do_read(offset, buf))
     }
     /// Synchronous host I/O: W9 checks the row.
     #[track_caller]

@@ -65,6 +65,14 @@ impl Drop for ReadyIo<'_> {
     }
 }
 
+/// Reports a detached operation that was carried out when it was started: at once, on this
+/// thread, raised to DISPATCH_LEVEL as a completion routine run inside IoCallDriver.
+pub(crate) fn report_now(result: Result<usize, Status>, then: Detached) {
+    crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
+        then.report(result)
+    });
+}
+
 /// Why a host spec or size could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpecError(pub String);

@@ -486,9 +486,7 @@ impl ModelHost {
                 *self.sched.reports.lock().unwrap_or_else(|e| e.into_inner()) += 1;
                 self.place(n, |_, _| Done::Report(then, result));
             }
-            Err(_) => crate::irql::raised(vcdirect::platform::irql::Irql::Dispatch, || {
-                then.report(result)
-            }),
+            Err(_) => super::report_now(result, then),
         }
     }
 

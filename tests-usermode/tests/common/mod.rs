@@ -196,6 +196,32 @@ impl ProbeHost {
         }
     }
 
+    /// A detached operation `op`: refused while held; otherwise recorded, counted in flight
+    /// until its end is reported, and started by `start` with a reporter that does both.
+    fn detached(
+        &self,
+        op: Op,
+        then: Detached,
+        start: impl FnOnce(Detached) -> Result<(), Status>,
+    ) -> Result<(), Status> {
+        if *self.held.lock().unwrap() {
+            return Err(Status::DeviceBusy);
+        }
+        self.record_context(true);
+        self.ops.lock().unwrap().push(op);
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.in_flight_max.fetch_max(now, Ordering::SeqCst);
+        let started = start(Detached {
+            done: Arc::new(Ended(self.clone(), then)),
+            tag: 0,
+        });
+        if started.is_err() {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.after(op.write);
+        started
+    }
+
     fn record_context(&self, detached: bool) {
         self.contexts
             .lock()
@@ -304,33 +330,15 @@ impl HostDevice for ProbeHost {
         origin: Origin,
         then: Detached,
     ) -> Result<(), Status> {
-        if *self.held.lock().unwrap() {
-            return Err(Status::DeviceBusy);
-        }
-        self.record_context(true);
-        self.ops.lock().unwrap().push(Op {
+        let op = Op {
             write: true,
             offset,
             len: buf.len(),
             addr: buf.as_ptr() as usize,
-        });
-        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        self.in_flight_max.fetch_max(now, Ordering::SeqCst);
-        let host = self.clone();
-        let started = self.mem.start_write_detached(
-            offset,
-            buf,
-            origin,
-            Detached {
-                done: Arc::new(Ended(host, then)),
-                tag: 0,
-            },
-        );
-        if started.is_err() {
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        }
-        self.after(true);
-        started
+        };
+        self.detached(op, then, |then| {
+            self.mem.start_write_detached(offset, buf, origin, then)
+        })
     }
     /// A held host refuses (nothing starts: the workers serve the read and block in it);
     /// otherwise recorded like every operation and carried out by the medium, which reports
@@ -342,33 +350,15 @@ impl HostDevice for ProbeHost {
         origin: Origin,
         then: Detached,
     ) -> Result<(), Status> {
-        if *self.held.lock().unwrap() {
-            return Err(Status::DeviceBusy);
-        }
-        self.record_context(true);
-        self.ops.lock().unwrap().push(Op {
+        let op = Op {
             write: false,
             offset,
             len: buf.len(),
             addr: buf.as_ptr() as usize,
-        });
-        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        self.in_flight_max.fetch_max(now, Ordering::SeqCst);
-        let host = self.clone();
-        let started = self.mem.start_read_detached(
-            offset,
-            buf,
-            origin,
-            Detached {
-                done: Arc::new(Ended(host, then)),
-                tag: 0,
-            },
-        );
-        if started.is_err() {
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        }
-        self.after(false);
-        started
+        };
+        self.detached(op, then, |then| {
+            self.mem.start_read_detached(offset, buf, origin, then)
+        })
     }
     fn flush(&self) -> Result<(), Status> {
         self.mem.flush()

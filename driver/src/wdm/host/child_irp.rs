@@ -216,6 +216,16 @@ impl ChildSlots {
     /// Takes a free slot, waiting for one when all are taken. IRQL: PASSIVE_LEVEL.
     fn take(&self) -> usize {
         self.permits.acquire();
+        self.claim()
+    }
+
+    /// Takes a free slot only if one is free now (never waits). IRQL: <= DISPATCH_LEVEL.
+    fn try_take(&self) -> Option<usize> {
+        self.permits.try_acquire().then(|| self.claim())
+    }
+
+    /// Clears the bit of a free slot for a taker that holds a permit; its index.
+    fn claim(&self) -> usize {
         loop {
             let free = self.free.load(Ordering::Acquire);
             // A permit guarantees a set bit (type invariant).
@@ -231,30 +241,6 @@ impl ChildSlots {
                 .is_ok()
             {
                 return index;
-            }
-        }
-    }
-
-    /// Takes a free slot only if one is free now (never waits). IRQL: <= DISPATCH_LEVEL.
-    fn try_take(&self) -> Option<usize> {
-        if !self.permits.try_acquire() {
-            return None;
-        }
-        loop {
-            let free = self.free.load(Ordering::Acquire);
-            // A permit guarantees a set bit (type invariant).
-            let index = free.trailing_zeros() as usize;
-            if index >= self.slots.len() {
-                core::hint::spin_loop();
-                continue;
-            }
-            let bit = 1u32 << index;
-            if self
-                .free
-                .compare_exchange(free, free & !bit, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                return Some(index);
             }
         }
     }
