@@ -176,7 +176,16 @@ client() { # log-name, args...
     return $rc
 }
 reg_add() { # key, value, type, data
-    w reg 60 wine reg add "HKLM\\System\\CurrentControlSet\\Services\\$1" /v "$2" /t "$3" /d "$4" /f
+    local key="HKLM\\System\\CurrentControlSet\\Services\\$1"
+    w reg 60 wine reg add "$key" /v "$2" /t "$3" /d "$4" /f
+    local rc=$?
+    # `reg add` always prints a line; an empty log is Wine failing to start the process under
+    # load (seen in CI: the value kept its old setting), not the write. /f makes it safe to
+    # run once more.
+    if [ $rc -ne 0 ] || [ ! -s "$LAST_LOG" ]; then
+        echo "wine-e2e: reg add $2: wine exited $rc with no output; running it again"
+        w reg-again 60 wine reg add "$key" /v "$2" /t "$3" /d "$4" /f
+    fi
 }
 service_keys() { # service, image name
     reg_add "$1" Type REG_DWORD 1
