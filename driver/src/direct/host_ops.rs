@@ -39,6 +39,15 @@ struct State {
     max_held: usize,
 }
 
+impl State {
+    /// Takes a free permit.
+    fn grab(&mut self) {
+        self.free -= 1;
+        self.held += 1;
+        self.max_held = self.max_held.max(self.held);
+    }
+}
+
 /// The cap. See the module documentation.
 pub struct HostOps<P: Platform> {
     state: P::Lock<State>,
@@ -71,9 +80,7 @@ impl<P: Platform> HostOps<P> {
         let got = self.state.with(|s| {
             let share = (s.permits / s.active.max(1)).max(1);
             if s.free > 0 && (holding == 0 || holding < share) {
-                s.free -= 1;
-                s.held += 1;
-                s.max_held = s.max_held.max(s.held);
+                s.grab();
                 true
             } else {
                 if may_wait {
@@ -94,14 +101,11 @@ impl<P: Platform> HostOps<P> {
     /// and no worker waits for one (docs/review.md R12: it never overtakes a waiting worker).
     pub fn try_take_now(&self) -> bool {
         self.state.with(|s| {
-            if s.free > 0 && s.waiters == 0 {
-                s.free -= 1;
-                s.held += 1;
-                s.max_held = s.max_held.max(s.held);
-                true
-            } else {
-                false
+            let free = s.free > 0 && s.waiters == 0;
+            if free {
+                s.grab();
             }
+            free
         })
     }
 

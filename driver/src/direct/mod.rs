@@ -292,26 +292,11 @@ impl<P: Platform> DirectPath<P> {
             Ok(reserved) => reserved,
             Err(_) => return Err(rebuilt(request, buf, kind, offset, length, ticket, path)),
         };
-        // A write is encrypted into the slot's bounce buffer (never into the caller's): the
-        // key under its rundown (R3); refused once the block is set, the plaintext wiped (W5).
+        // A write is encrypted into the slot's bounce buffer, as a worker's segment is.
         if kind == JobKind::Write {
             let status = match (bounce.as_mut(), buf.mapped()) {
                 (Some(bounce), Ok(data)) => {
-                    let out = bounce.window(data.len());
-                    out.copy_from_slice(data);
-                    match CryptoPool::inline().run(
-                        &context.platform,
-                        &context.key,
-                        Cipher::Encrypt,
-                        out,
-                        unit,
-                    ) {
-                        Ok(()) => Status::Success,
-                        Err(_) => {
-                            zeroize::Zeroize::zeroize(out);
-                            Status::DeviceBusy
-                        }
-                    }
+                    encrypt_segment(context, bounce.window(data.len()), data, unit)
                 }
                 (None, _) => Status::InsufficientResources,
                 (_, Err(status)) => status,
@@ -382,9 +367,8 @@ impl<P: Platform> DirectPath<P> {
         }
     }
 
-    /// Finishes a detached request that ended: a read is decrypted (R3: under the key's
-    /// rundown; once the block is set it fails with STATUS_DEVICE_BUSY and nothing is
-    /// decrypted); the permit goes back and the request to `finisher`. Never waits.
+    /// Finishes a detached request that ended: a read is decrypted (`decrypt_segment`); the
+    /// permit goes back and the request to `finisher`. Never waits.
     fn finish_detached<F: Finisher<P>>(&self, parked: Parked<P::Request>, finisher: &F) {
         let context = &*self.context;
         let Parked {
@@ -405,16 +389,7 @@ impl<P: Platform> DirectPath<P> {
         };
         if status.is_success() && kind == JobKind::Read {
             status = match buf.as_mut().map(|b| b.mapped()) {
-                Some(Ok(data)) => match CryptoPool::inline().run(
-                    &context.platform,
-                    &context.key,
-                    Cipher::Decrypt,
-                    data,
-                    unit,
-                ) {
-                    Ok(()) => Status::Success,
-                    Err(_) => Status::DeviceBusy,
-                },
+                Some(Ok(data)) => decrypt_segment(context, data, unit),
                 Some(Err(status)) => status,
                 None => Status::InvalidUserBuffer,
             };
@@ -601,6 +576,35 @@ fn may_issue<P: Platform>(context: &PathContext<P>, request: &P::Request, pos: u
     Status::Success
 }
 
+/// Decrypts a read segment in place (docs/review.md R3: the key under its rundown; once the
+/// block is set it fails with STATUS_DEVICE_BUSY and nothing is decrypted). Both ways of the
+/// direct path: a worker's segment, and a request finished in the host's completion context.
+fn decrypt_segment<P: Platform>(context: &PathContext<P>, data: &mut [u8], unit: u64) -> Status {
+    match CryptoPool::inline().run(&context.platform, &context.key, Cipher::Decrypt, data, unit) {
+        Ok(()) => Status::Success,
+        Err(_) => Status::DeviceBusy,
+    }
+}
+
+/// Encrypts a write segment's plaintext into `out` (never into the caller's buffer), the key
+/// under its rundown; STATUS_DEVICE_BUSY when the block is set, before or while it ran (then
+/// nothing may be issued), with `out` wiped at once (W5).
+fn encrypt_segment<P: Platform>(
+    context: &PathContext<P>,
+    out: &mut [u8],
+    plain: &[u8],
+    unit: u64,
+) -> Status {
+    out.copy_from_slice(plain);
+    let encrypted =
+        CryptoPool::inline().run(&context.platform, &context.key, Cipher::Encrypt, out, unit);
+    if encrypted.is_err() || context.key.is_blocked() {
+        zeroize::Zeroize::zeroize(out);
+        return Status::DeviceBusy;
+    }
+    Status::Success
+}
+
 /// Moves one read or write, several segments in flight together within the volume's cap.
 /// Each segment is checked before it is issued; after the first failure nothing more is
 /// issued, every segment in flight is still waited for (R13) and the request fails with that
@@ -628,7 +632,6 @@ fn transfer<P: Platform>(
         Err(status) => return status,
     };
     let total = data.len();
-    let crypto = CryptoPool::inline();
     let host_offset = |pos: usize| context.geometry.data_offset + offset + pos as u64;
     let mut status = Status::Success;
     let mut pos = 0usize;
@@ -669,20 +672,8 @@ fn transfer<P: Platform>(
             let (result, segment) = flight.io.wait_read();
             ops.give();
             status = settle(status, result, flight.len);
-            // docs/review.md R3: decryption takes the key under rundown; after the block it
-            // fails.
-            if status.is_success()
-                && crypto
-                    .run(
-                        &context.platform,
-                        &context.key,
-                        Cipher::Decrypt,
-                        segment,
-                        flight.unit,
-                    )
-                    .is_err()
-            {
-                status = Status::DeviceBusy;
+            if status.is_success() {
+                status = decrypt_segment(context, segment, flight.unit);
             }
         }
         return status;
@@ -724,19 +715,12 @@ fn transfer<P: Platform>(
                 windows = tail;
                 let out = &mut window[..n];
                 Counters::add(&context.counters.direct_segments, 1);
-                out.copy_from_slice(&data[pos..pos + n]);
                 let unit = host_offset(pos) / DATA_UNIT as u64;
                 // The block may have been set while this segment was encrypted: issue nothing
                 // then.
-                if crypto
-                    .run(&context.platform, &context.key, Cipher::Encrypt, out, unit)
-                    .is_err()
-                    || context.key.is_blocked()
-                {
-                    // W5: a refused segment's plaintext is wiped now, not at dismount.
-                    zeroize::Zeroize::zeroize(out);
+                status = encrypt_segment(context, out, &data[pos..pos + n], unit);
+                if !status.is_success() {
                     ops.give();
-                    status = Status::DeviceBusy;
                     break;
                 }
                 ring.push(Flight {

@@ -63,8 +63,6 @@ pub struct SimHost {
     key_blocked: StdMutex<Option<Probe>>,
     /// The volume's direct FIFO: jobs ever queued and ever taken out (the R12 check).
     fifo: StdMutex<Option<FifoProbe>>,
-    /// Detached reads started.
-    detached: AtomicU64,
     /// Detached reads whose report has not returned yet (shared with their completion
     /// contexts).
     reporting: Arc<AtomicU64>,
@@ -99,7 +97,6 @@ impl SimHost {
             trace: AtomicU64::new(0xcbf2_9ce4_8422_2325),
             key_blocked: StdMutex::new(None),
             fifo: StdMutex::new(None),
-            detached: AtomicU64::new(0),
             reporting: Arc::new(AtomicU64::new(0)),
             violations: StdMutex::new(Vec::new()),
             decoder: StdMutex::new(None),
@@ -151,11 +148,6 @@ impl SimHost {
     /// Installs the probe of the volume's direct FIFO (jobs ever queued, ever taken out).
     pub fn set_fifo_probe(&self, probe: FifoProbe) {
         *self.fifo.lock().unwrap() = Some(probe);
-    }
-
-    /// Detached reads started (issued by a dispatching thread).
-    pub fn detached_reads(&self) -> u64 {
-        self.detached.load(Ordering::SeqCst)
     }
 
     /// The most reads and writes the direct path's workers had in flight at once.
@@ -354,7 +346,6 @@ impl SimHost {
                 self.violations.lock().unwrap().push(v);
             }
         }
-        self.detached.fetch_add(1, Ordering::SeqCst);
         let now = self.direct_outstanding.fetch_add(1, Ordering::SeqCst) + 1;
         self.direct_outstanding_max.fetch_max(now, Ordering::SeqCst);
         started
