@@ -4,7 +4,7 @@
 # hal.dll, an Authenticode signature that verifies against the certificate next to the image and
 # a correct PE checksum (W16); for the wine-host image, no import that Wine 8.0 lacks or stubs
 # (sys/README.md); for ARM64, no instruction that uses register x18 (reserved by Windows) and the
-# ARMv8 AES instructions present (aese/aesd: `aes` really runs in hardware). W13, by
+# ARMv8 AES instructions present (aese/aesd: the XTS really runs in hardware). W13, by
 # scripts/check-sys-image.py on every image: no section both writable and executable,
 # NX_COMPAT/DYNAMIC_BASE/FORCE_INTEGRITY, .reloc and .pdata, imports only from the committed
 # allowlist sys/imports-<flavour>.txt (a new import fails until it is added there with a reason),
@@ -67,7 +67,7 @@ for flavour in "${flavours[@]}"; do
         aese="$(grep -cwE 'aese' <<<"$disasm")"
         aesd="$(grep -cwE 'aesd' <<<"$disasm")"
         [ "$aese" -gt 0 ] && [ "$aesd" -gt 0 ]
-        check "ARMv8 AES instructions present ($aese aese, $aesd aesd)" $? "built without --cfg aes_armv8 / +aes: software AES"
+        check "ARMv8 AES instructions present ($aese aese, $aesd aesd)" $? "built without +aes: software AES"
         # The same AES build for aarch64 Linux, under qemu (SYS_ARM64_CRYPTO=0 skips it).
         if [ "${SYS_ARM64_CRYPTO:-1}" != 0 ]; then
             qemu_log="$ROOT/target/sys/arm64/test-arm64-crypto.log"
@@ -103,7 +103,7 @@ for flavour in "${flavours[@]}"; do
         [ -z "$found" ]; check "no import Wine 8.0 lacks or stubs" $? "imports $found"
     fi
     aesni="$($OBJDUMP -d --no-show-raw-insn "$sys" | grep -cwE 'aesenc|aesenclast|aesdec|aesdeclast')"
-    echo "       $aesni AES-NI instructions (aes 0.8 picks them at run time)"
+    echo "       $aesni AES-NI instructions (aes-hw runs them after its CPUID check)"
     fi
 
     # The image names no path of the machine that built it (build-sys.sh remaps source paths).

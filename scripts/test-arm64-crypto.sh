@@ -25,6 +25,7 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+aes 
 cd "$ROOT"
 echo "test-arm64-crypto: driver/tests/xts.rs, $TRIPLE under qemu-aarch64 -cpu max"
 cargo test -q -p vcdirect --target "$TRIPLE" --test xts
+cargo test -q -p vcdirect-aes-hw --target "$TRIPLE"
 if [ "${1:-}" = "--bench" ]; then
     echo "test-arm64-crypto: vcbench crypto under qemu (correctness only; emulated speed means nothing)"
     cargo run -q --release -p vcdirect-usermode --bin vcbench --target "$TRIPLE" -- crypto

@@ -95,12 +95,21 @@ def headline(file_json, model_json):
 
 def crypto(path):
     j = json.load(open(path))
-    return "\n".join([
-        f"| buffer | vcdirect XTS-AES-256 ({j.get('backend')}, encrypt and decrypt) | OpenSSL AES-256-XTS (encrypt) |",
-        "| --- | --- | --- |",
-        f"| 4 KiB | {j['aes256_xts_gbps_4k']:.2f} GB/s | {num(j.get('openssl_encrypt_gbps_4k'), 2)} GB/s |",
-        f"| 1 MiB | {j['aes256_xts_gbps_1m']:.2f} GB/s | {num(j.get('openssl_encrypt_gbps_1m'), 2)} GB/s |",
-    ])
+    size = lambda b: f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB" if b >= 1024 else f"{b} B"
+    lines = [
+        f"CPU: {j.get('cpu_model')}; AES-related flags: {' '.join(j.get('cpu_aes_flags') or [])}; "
+        f"median of {j.get('rounds')} interleaved rounds, one core, GB/s one way.",
+        "",
+        "| path | buffer | encrypt | OpenSSL encrypt | ratio | decrypt | OpenSSL decrypt | ratio |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in j["results"]:
+        lines.append(
+            f"| {r['path']} | {size(r['bytes'])} | {r['encrypt_gbps']:.2f} | {num(r.get('openssl_encrypt_gbps'), 2)} | "
+            f"{num(r.get('encrypt_ratio'), 2)} | {r['decrypt_gbps']:.2f} | {num(r.get('openssl_decrypt_gbps'), 2)} | "
+            f"{num(r.get('decrypt_ratio'), 2)} |")
+    lines += ["", f"VAES path: {j.get('vaes')}."]
+    return "\n".join(lines)
 
 
 def main():

@@ -134,16 +134,16 @@ fn a_partial_data_unit_is_refused() {
     XtsCipher::new(&[0u8; 64]).encrypt(&mut [0u8; 100], 0);
 }
 
-/// What `aes` 0.8 runs, decided independently of `cpufeatures` (std's CPU detection and the
-/// build's cfg): on aarch64 only a `--cfg aes_armv8` build uses the ARMv8 instructions, even on
-/// a CPU that has them (scripts/test-arm64-crypto.sh runs this under qemu-aarch64).
+/// What runs, decided independently of `cpufeatures` (std's CPU detection): the hardware path
+/// wherever the CPU has the AES instructions, on aarch64 whatever the build's cfg
+/// (scripts/test-arm64-crypto.sh runs this under qemu-aarch64).
 fn expected_backend() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("aes") {
         return "aes-ni";
     }
     #[cfg(target_arch = "aarch64")]
-    if cfg!(aes_armv8) && std::arch::is_aarch64_feature_detected!("aes") {
+    if std::arch::is_aarch64_feature_detected!("aes") {
         return "armv8-aes";
     }
     "soft"
@@ -152,4 +152,33 @@ fn expected_backend() -> &'static str {
 #[test]
 fn backend_reports_the_aes_implementation_that_runs() {
     assert_eq!(vcdirect::crypto::backend(), expected_backend());
+    let cipher = XtsCipher::new(&[9u8; 64]);
+    match expected_backend() {
+        "soft" => assert_eq!(cipher.path(), "aes-crate"),
+        hw => assert_eq!(cipher.path(), hw),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// The hardware path and the portable one (`aes` 0.8) agree on every buffer: the two
+    /// implementations a volume may run depending on its CPU.
+    #[test]
+    fn hardware_and_portable_paths_agree(
+        key in proptest::collection::vec(any::<u8>(), 64),
+        units in 1usize..40,
+        first_unit in any::<u64>().prop_map(|u| u >> 1),
+    ) {
+        let key = key64(&key);
+        let plain: Vec<u8> = (0..units * DATA_UNIT).map(|i| (i as u8) ^ key[i % 64]).collect();
+        let (hw, portable) = (XtsCipher::new(&key), XtsCipher::portable(&key));
+        prop_assert_eq!(portable.path(), "aes-crate");
+        let (mut a, mut b) = (plain.clone(), plain.clone());
+        hw.encrypt(&mut a, first_unit);
+        portable.encrypt(&mut b, first_unit);
+        prop_assert_eq!(&a, &b);
+        hw.decrypt(&mut a, first_unit);
+        prop_assert_eq!(&a, &plain);
+    }
 }

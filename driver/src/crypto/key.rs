@@ -36,9 +36,17 @@ pub struct KeyGuard<'a, P: Platform> {
 impl<P: Platform> VolumeKey<P> {
     /// A key from VeraCrypt's master key layout (primary 0..32, secondary 32..64); the round
     /// keys are allocated through `platform` (W6: STATUS_INSUFFICIENT_RESOURCES on failure).
+    ///
+    /// The cipher is placed in its block empty and keyed there (W5): on the hardware path
+    /// the round keys are expanded in place, so no copy of them is left on this thread's
+    /// stack (in the kernel, possibly the pageable stack of the mounting user's thread).
     pub fn new(platform: &P, master: &[u8; 64]) -> Result<Self, Status> {
+        let mut cipher = platform.try_arc(XtsCipher::empty())?;
+        Arc::get_mut(&mut cipher)
+            .expect("a block just allocated has one owner")
+            .set_key(master);
         Ok(VolumeKey {
-            cipher: P::Lock::new(Some(platform.try_arc(XtsCipher::new(master))?)),
+            cipher: P::Lock::new(Some(cipher)),
             rundown: Rundown::new()?,
             blocked: AtomicBool::new(false),
             erased: AtomicBool::new(false),

@@ -5,15 +5,14 @@
 //! Never: decides which unit number a buffer has (callers pass the absolute data-unit number,
 //! docs/design.md §4) or touches requests.
 //!
-//! Backend, chosen deliberately: RustCrypto `aes` 0.8 picks AES-NI at run time on x86_64
-//! (CPUID through `cpufeatures`). AES-NI uses XMM registers only, which a Windows x64 driver may
-//! use without saving extended state; `aes` 0.9 would prefer VAES on YMM/ZMM, which needs
-//! KeSaveExtendedProcessorState around every call and measured slower here unless built for
-//! the exact CPU. On aarch64 `aes` 0.8 uses the ARMv8 AES instructions only when built with
-//! `--cfg aes_armv8` (and then when `cpufeatures` reports them); without the cfg it always runs
-//! its software backend. On Windows `cpufeatures` cannot detect them and reports the compile-time
-//! `+aes`, so the ARM64 driver is built with both flags and checks the CPU itself at DriverEntry
-//! (`wdm/arm64.rs`, ExIsProcessorFeaturePresent): see [`backend`].
+//! Backend, chosen deliberately: the CPU's AES instructions through `vcdirect-aes-hw` (AES-NI on
+//! XMM registers on x86_64, which a Windows x64 driver may use without saving extended state;
+//! the ARMv8 AES instructions on ARM64), checked at run time (CPUID through `cpufeatures`; on
+//! Windows ARM64 `cpufeatures` reports the build's `+aes`, which the driver checks itself at
+//! DriverEntry with ExIsProcessorFeaturePresent, `wdm/arm64.rs`). Where they are missing,
+//! RustCrypto `aes` 0.8 runs (its software backend; on aarch64 its ARMv8 backend only in a
+//! `--cfg aes_armv8` build). `aes` 0.9 would prefer VAES on YMM/ZMM, which needs
+//! KeSaveExtendedProcessorState around every call. See [`backend`].
 
 mod key;
 mod pool;
@@ -32,30 +31,13 @@ pub enum CryptoError {
     KeyErased,
 }
 
-#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-cpufeatures::new!(aes_hw, "aes");
-#[cfg(target_arch = "aarch64")]
-cpufeatures::new!(aes_hw, "aes");
-
-/// Which AES implementation runs on this CPU: `aes-ni`, `armv8-aes` or `soft`.
-///
-/// The same decision `aes` 0.8 makes: on x86_64 AES-NI when CPUID reports it; on aarch64 the
-/// ARMv8 instructions only in a `--cfg aes_armv8` build and when `cpufeatures` reports them
-/// (Linux: at run time; Windows: the compile-time `+aes`, made true by the DriverEntry check).
+/// Which AES implementation runs on this CPU: `aes-ni`, `armv8-aes` (the hardware path), or
+/// `soft` (no AES instructions: `aes` 0.8's software backend).
 pub fn backend() -> &'static str {
-    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-    {
-        if aes_hw::get() {
-            return "aes-ni";
-        }
+    match vcdirect_aes_hw::XtsKeys::instructions() {
+        "none" => "soft",
+        hw => hw,
     }
-    #[cfg(target_arch = "aarch64")]
-    {
-        if cfg!(aes_armv8) && aes_hw::get() {
-            return "armv8-aes";
-        }
-    }
-    "soft"
 }
 
 /// True when AES runs in hardware ([`backend`] is not `soft`): a short decryption may then run

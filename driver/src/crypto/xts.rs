@@ -1,12 +1,17 @@
-//! The batched XTS-AES-256 data-unit cipher.
+//! The XTS-AES-256 data-unit cipher: the CPU's AES instructions where it has them, RustCrypto
+//! `aes` where it does not.
 //!
-//! Per batch of up to 8 data units: the 8 initial tweaks are one `encrypt_blocks` call on the
-//! tweak key; then per pass of 2 units, the 64 block tweaks follow by multiplication with alpha
-//! and the 64 blocks are one call on the data key, so AES-NI runs 8 blocks wide. (One block per
-//! call, as `xts-mode` does, reached 0.15-0.6 GB/s here; this form reaches several GB/s.) The
-//! block tweaks of a pass live on the stack of the thread that encrypts, a kernel worker's
-//! among them, whose stack is budgeted (docs/review.md W13): 1 KiB for a pass of 2 units, where
-//! a whole batch's 256 tweaks took 4 KiB.
+//! The hardware path is the `vcdirect-aes-hw` crate (AES-NI on XMM registers, ARMv8 AES): 8
+//! blocks in flight, tweaks doubled in registers, round keys expanded in place in the block
+//! that holds the cipher and read from there only. It runs on every x86_64 CPU with AES-NI and
+//! every ARM64 CPU with the crypto extension, which is every CPU Windows 10/11 ARM64 runs on.
+//!
+//! The portable path (no AES instructions, and [`XtsCipher::portable`] for comparisons) is the
+//! batched form over `aes` 0.8: per batch of up to 8 data units, the 8 initial tweaks are one
+//! `encrypt_blocks` call on the tweak key; then per pass of 2 units, the 64 block tweaks follow
+//! by multiplication with alpha and the 64 blocks are one call on the data key. The block
+//! tweaks of a pass live on the stack of the thread that encrypts, a kernel worker's among
+//! them, whose stack is budgeted (docs/review.md W13): 1 KiB for a pass of 2 units.
 
 use aes::{Aes256, Aes256Enc};
 use cipher::consts::U16;
@@ -15,17 +20,26 @@ use cipher::typenum::Unsigned;
 use cipher::{
     BlockBackend, BlockClosure, BlockDecrypt, BlockEncrypt, BlockSizeUser, KeyInit, ParBlocks,
 };
+use vcdirect_aes_hw::XtsKeys;
 
 /// Bytes in one XTS data unit (VeraCrypt's ENCRYPTION_DATA_UNIT_SIZE).
-pub const DATA_UNIT: usize = 512;
+pub const DATA_UNIT: usize = vcdirect_aes_hw::DATA_UNIT;
 const BLOCKS_PER_UNIT: usize = DATA_UNIT / 16;
 const BATCH_UNITS: usize = 8;
 /// Data units per call on the data key (see the module's text for why not a whole batch).
 const PASS_UNITS: usize = 2;
 
-/// The two AES-256 keys of XTS: `data` (primary) and `tweak` (secondary). Round keys are
-/// zeroized when dropped (`aes` with its `zeroize` feature).
+/// The two AES-256 keys of XTS, data (primary) and tweak (secondary), in whichever form runs
+/// on this CPU. Round keys are zeroized when dropped.
 pub struct XtsCipher {
+    /// The hardware path's round keys; empty where the CPU lacks the AES instructions.
+    hw: XtsKeys,
+    /// The portable path, only where `hw` is empty.
+    portable: Option<Portable>,
+}
+
+/// The portable path's keys (`aes` with its `zeroize` feature zeroizes them when dropped).
+struct Portable {
     data: Aes256,
     tweak: Aes256Enc,
 }
@@ -34,21 +48,73 @@ impl XtsCipher {
     /// A cipher from VeraCrypt's master key layout: primary key in bytes 0..32, secondary
     /// (tweak) key in 32..64.
     pub fn new(master: &[u8; 64]) -> Self {
+        let mut cipher = Self::empty();
+        cipher.set_key(master);
+        cipher
+    }
+
+    /// A cipher that holds no key yet: all zero, so it can be placed in its final block
+    /// before [`XtsCipher::set_key`] writes the key there.
+    pub const fn empty() -> Self {
         XtsCipher {
-            data: Aes256::new(GenericArray::from_slice(&master[..32])),
-            tweak: Aes256Enc::new(GenericArray::from_slice(&master[32..])),
+            hw: XtsKeys::new(),
+            portable: None,
+        }
+    }
+
+    /// Sets the key in place. On the hardware path the round keys are expanded directly into
+    /// this value's block, so no copy of them exists anywhere else; the portable path's `aes`
+    /// constructors build by value (a CPU without AES instructions only).
+    pub fn set_key(&mut self, master: &[u8; 64]) {
+        self.portable = None;
+        if !self.hw.set_key(master) {
+            self.portable = Some(Portable::new(master));
+        }
+    }
+
+    /// The portable path even where the hardware one could run: for differential tests and
+    /// for `vcbench crypto`'s comparison of the two.
+    pub fn portable(master: &[u8; 64]) -> Self {
+        XtsCipher {
+            hw: XtsKeys::new(),
+            portable: Some(Portable::new(master)),
+        }
+    }
+
+    /// Which implementation this cipher runs: `aes-ni`, `armv8-aes`, or `aes-crate` (the
+    /// portable path, itself on AES-NI or in software as `aes` 0.8 decides).
+    pub fn path(&self) -> &'static str {
+        if self.hw.is_ready() {
+            XtsKeys::instructions()
+        } else {
+            "aes-crate"
         }
     }
 
     /// Encrypts `buf` in place; its first data unit has the absolute number `first_unit`.
     /// `buf.len()` must be a multiple of [`DATA_UNIT`].
     pub fn encrypt(&self, buf: &mut [u8], first_unit: u64) {
-        self.process(buf, first_unit, Direction::Encrypt);
+        match &self.portable {
+            None => self.hw.encrypt(buf, first_unit),
+            Some(p) => p.process(buf, first_unit, Direction::Encrypt),
+        }
     }
 
     /// Decrypts `buf` in place (see [`XtsCipher::encrypt`]).
     pub fn decrypt(&self, buf: &mut [u8], first_unit: u64) {
-        self.process(buf, first_unit, Direction::Decrypt);
+        match &self.portable {
+            None => self.hw.decrypt(buf, first_unit),
+            Some(p) => p.process(buf, first_unit, Direction::Decrypt),
+        }
+    }
+}
+
+impl Portable {
+    fn new(master: &[u8; 64]) -> Self {
+        Portable {
+            data: Aes256::new(GenericArray::from_slice(&master[..32])),
+            tweak: Aes256Enc::new(GenericArray::from_slice(&master[32..])),
+        }
     }
 
     fn process(&self, buf: &mut [u8], first_unit: u64, dir: Direction) {

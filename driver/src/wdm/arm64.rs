@@ -2,12 +2,12 @@
 //! the ARMv8 crypto extension the image's AES is compiled for.
 //!
 //! Owns: the DriverEntry refusal on a CPU without it (sys/README.md "ARM64").
-//! Never: chooses a cipher backend. The ARM64 image is built with `--cfg aes_armv8` and
-//! `+aes` (sys/linux-cross.toml), so RustCrypto `aes` 0.8 runs `aese`/`aesd` unconditionally:
-//! `cpufeatures` cannot detect CPU features on Windows/aarch64 and reports the compile-time
-//! feature, so `aes` would never fall back to software. Loading on a CPU without the extension
-//! would fault at the first encryption; the driver refuses to load instead, and once it has
-//! loaded `crypto::backend()`'s `armv8-aes` is what runs.
+//! Never: chooses a cipher backend. The ARM64 image is built with `+aes` (and `--cfg aes_armv8`
+//! for RustCrypto `aes`, sys/linux-cross.toml). `cpufeatures` cannot detect CPU features on
+//! Windows/aarch64 and reports the compile-time feature, so the engine's hardware XTS (`aes-hw`)
+//! runs `aese`/`aesd` unconditionally and never falls back to software. Loading on a CPU
+//! without the extension would fault at the first encryption; the driver refuses to load
+//! instead, and once it has loaded `crypto::backend()`'s `armv8-aes` is what runs.
 
 use wdk_sys::ntddk::{DbgPrint, ExIsProcessorFeaturePresent};
 use wdk_sys::{NTSTATUS, STATUS_NOT_SUPPORTED};
@@ -20,9 +20,9 @@ const PF_ARM_V8_CRYPTO_INSTRUCTIONS_AVAILABLE: u32 = 30;
 ///
 /// IRQL: PASSIVE_LEVEL (called first thing in DriverEntry).
 pub(crate) fn require_aes_instructions() -> Result<(), NTSTATUS> {
-    if !cfg!(aes_armv8) {
-        // A build without the cfg runs `aes`'s software backend, which any CPU can run, and
-        // crypto::backend() says `soft`.
+    if !cfg!(target_feature = "aes") {
+        // A build without `+aes`: `cpufeatures` reports no AES instructions, the portable
+        // software path runs on any CPU, and crypto::backend() says `soft`.
         return Ok(());
     }
     // SAFETY: no preconditions; callable at any IRQL.

@@ -1,0 +1,192 @@
+//! XTS-AES-256 on the CPU's AES instructions, with key schedules built where they live.
+//!
+//! Owns: the hardware data-unit cipher (AES-NI on XMM registers on x86_64, the ARMv8 AES
+//! instructions on aarch64), its run-time CPU check and its round keys ([`XtsKeys`]: expanded
+//! in place in the caller's block, zeroized on drop).
+//! Never: decides unit numbers, touches requests, or runs without the instructions it needs
+//! (a key that could not be set on this CPU refuses to run; the engine then uses its portable
+//! cipher).
+//!
+//! Why this crate may use `unsafe`: the engine (`vcdirect`) denies `unsafe_code`, and only its
+//! kernel glue (`driver/src/wdm`) is exempt. CPU intrinsics need `unsafe` in two places only:
+//! calling a `#[target_feature]` function from code built without that feature (after the
+//! run-time check), and the 16-byte loads and stores between memory and vector registers. Both
+//! live here, each with a `# Safety` contract or a `// SAFETY:` comment, so that the engine
+//! keeps its rule (docs/design.md §2 names this crate as the one exception outside the glue).
+//!
+//! Vector state: only 128-bit XMM (x86_64) or NEON (aarch64) registers, which a Windows driver
+//! may use without saving extended state. Nothing here is built with AVX or later enabled, so
+//! the image checker's "no VEX/EVEX" rule holds for every function of this crate.
+#![no_std]
+#![allow(unsafe_code)]
+
+#[cfg(target_arch = "aarch64")]
+mod arm;
+mod schedule;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use zeroize::Zeroize;
+
+/// Bytes in one XTS data unit (VeraCrypt's ENCRYPTION_DATA_UNIT_SIZE).
+pub const DATA_UNIT: usize = 512;
+/// AES-256 round keys: the cipher key and 14 more.
+const ROUNDS: usize = 15;
+
+/// One 16-byte AES round key, aligned so that a vector load of it is an aligned load.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct RoundKey([u8; 16]);
+
+/// An AES-256 key schedule.
+type Schedule = [RoundKey; ROUNDS];
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+cpufeatures::new!(aes_instructions, "aes");
+
+/// The round keys of XTS-AES-256: the data key's encryption and decryption schedules and the
+/// tweak key's encryption schedule (720 bytes).
+///
+/// A zeroed value is valid and holds no key; [`XtsKeys::set_key`] expands a master key into it
+/// in place, so a caller that keeps the value in its final (nonpaged) block never has a copy
+/// of the round keys anywhere else. Dropping or [`XtsKeys::clear`] zeroizes it.
+#[repr(C, align(16))]
+pub struct XtsKeys {
+    data_enc: Schedule,
+    data_dec: Schedule,
+    tweak_enc: Schedule,
+    /// True only after a key was expanded on a CPU that has the AES instructions: the
+    /// precondition of every intrinsic call below.
+    ready: bool,
+}
+
+impl Default for XtsKeys {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl XtsKeys {
+    /// An empty schedule: all zero, holding no key.
+    pub const fn new() -> Self {
+        XtsKeys {
+            data_enc: [RoundKey([0; 16]); ROUNDS],
+            data_dec: [RoundKey([0; 16]); ROUNDS],
+            tweak_enc: [RoundKey([0; 16]); ROUNDS],
+            ready: false,
+        }
+    }
+
+    /// True when this CPU has the AES instructions this crate runs (checked at run time; on
+    /// Windows ARM64 `cpufeatures` reports the build's `+aes`, which the driver checks at load).
+    pub fn available() -> bool {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        {
+            aes_instructions::get()
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            false
+        }
+    }
+
+    /// The instructions [`XtsKeys::encrypt`] runs: `aes-ni`, `armv8-aes`, or `none`.
+    pub fn instructions() -> &'static str {
+        match (Self::available(), cfg!(target_arch = "aarch64")) {
+            (false, _) => "none",
+            (true, false) => "aes-ni",
+            (true, true) => "armv8-aes",
+        }
+    }
+
+    /// Expands VeraCrypt's master key layout (data key in bytes 0..32, tweak key in 32..64)
+    /// into this schedule, in place. False when the CPU lacks the AES instructions: the
+    /// schedule then stays empty (and [`XtsKeys::is_ready`] false).
+    pub fn set_key(&mut self, master: &[u8; 64]) -> bool {
+        self.clear();
+        if !Self::available() {
+            return false;
+        }
+        let (data, tweak) = master.split_at(32);
+        let (Ok(data), Ok(tweak)) = (<&[u8; 32]>::try_from(data), <&[u8; 32]>::try_from(tweak))
+        else {
+            return false;
+        };
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `available()` checked that the CPU has AES-NI (and SSE2), the features these
+        // functions are compiled for.
+        unsafe {
+            x86::set_key(data, tweak, self)
+        };
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: `available()` checked that the CPU has the ARMv8 AES instructions (and NEON).
+        unsafe {
+            arm::set_key(data, tweak, self)
+        };
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let _ = (data, tweak);
+        self.ready = true;
+        true
+    }
+
+    /// True when a key is set and the hardware path can run.
+    pub fn is_ready(&self) -> bool {
+        self.ready
+    }
+
+    /// Zeroizes every round key; the schedule is empty afterwards.
+    pub fn clear(&mut self) {
+        self.ready = false;
+        for schedule in [&mut self.data_enc, &mut self.data_dec, &mut self.tweak_enc] {
+            for key in schedule.iter_mut() {
+                key.0.zeroize();
+            }
+        }
+    }
+
+    /// Encrypts `buf` in place; its first data unit has the absolute number `first_unit`
+    /// (VeraCrypt's tweak: the number as a little-endian u64, zero-padded to 16 bytes).
+    ///
+    /// # Panics
+    /// When `buf` is not whole data units or no key is set: both are the caller's invariants.
+    pub fn encrypt(&self, buf: &mut [u8], first_unit: u64) {
+        self.run::<true>(buf, first_unit);
+    }
+
+    /// Decrypts `buf` in place (see [`XtsKeys::encrypt`]).
+    pub fn decrypt(&self, buf: &mut [u8], first_unit: u64) {
+        self.run::<false>(buf, first_unit);
+    }
+
+    fn run<const ENCRYPT: bool>(&self, buf: &mut [u8], first_unit: u64) {
+        assert!(self.ready, "XTS keys are set before use");
+        let (units, rest) = buf.as_chunks_mut::<DATA_UNIT>();
+        assert!(rest.is_empty(), "XTS buffers are whole data units");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `ready` is true only after `set_key` found AES-NI on this CPU.
+        unsafe {
+            x86::xts::<ENCRYPT>(self, units, first_unit)
+        };
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: `ready` is true only after `set_key` found the ARMv8 AES instructions.
+        unsafe {
+            arm::xts::<ENCRYPT>(self, units, first_unit)
+        };
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let _ = (units, first_unit);
+    }
+}
+
+impl Drop for XtsKeys {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// Data units whose initial tweaks are computed together (one 8-wide pass on the tweak key).
+const BATCH_UNITS: usize = 8;
+/// Blocks run through the AES units together: enough independent work to cover the
+/// instructions' latency (about 4 cycles at 2 per cycle on current x86 cores).
+const WIDTH: usize = 8;
+/// One data unit's blocks, in groups of [`WIDTH`].
+type Unit = [u8; DATA_UNIT];
