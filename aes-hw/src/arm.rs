@@ -29,10 +29,8 @@ pub(crate) unsafe fn set_key(data: &[u8; 32], tweak: &[u8; 32], keys: &mut XtsKe
     };
     schedule::expand(data, &mut keys.data_enc, sub_word);
     schedule::expand(tweak, &mut keys.tweak_enc, sub_word);
-    schedule::invert(&keys.data_enc, &mut keys.data_dec, |k| {
-        let mut out = RoundKey::default();
-        store(&mut out.0, vaesimcq_u8(load(&k.0)));
-        out
+    schedule::invert(&keys.data_enc, &mut keys.data_dec, |from, to| {
+        store(&mut to.0, vaesimcq_u8(load(&from.0)));
     });
 }
 

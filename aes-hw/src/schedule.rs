@@ -42,13 +42,18 @@ pub(crate) fn expand(key: &[u8; 32], schedule: &mut Schedule, sub_word: impl Fn(
 }
 
 /// The round keys of the equivalent inverse cipher: the encryption schedule reversed, with
-/// InvMixColumns (`inv_mix`) applied to every round key but the outer two.
+/// InvMixColumns (`inv_mix`, writing its result into the destination key) applied to every
+/// round key but the outer two.
 #[inline(always)]
-pub(crate) fn invert(enc: &Schedule, dec: &mut Schedule, inv_mix: impl Fn(&RoundKey) -> RoundKey) {
+pub(crate) fn invert(
+    enc: &Schedule,
+    dec: &mut Schedule,
+    inv_mix: impl Fn(&RoundKey, &mut RoundKey),
+) {
     let last = crate::ROUNDS - 1;
     dec[0] = enc[last];
     dec[last] = enc[0];
     for i in 1..last {
-        dec[i] = inv_mix(&enc[last - i]);
+        inv_mix(&enc[last - i], &mut dec[i]);
     }
 }

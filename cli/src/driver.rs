@@ -228,7 +228,7 @@ pub fn mount_request<R: std::io::Read + std::io::Seek>(
         data_size: opened.header.data_size,
         protected_range,
         drive_letter: letter,
-        key: abi::MasterKey::new(*key),
+        key: abi::MasterKey::try_new(&key)?,
         host_path: args.host.encode_utf16().collect(),
         wine_host_driver_name: args
             .wine_host_driver_name

@@ -35,6 +35,9 @@ pub enum Fault {
     /// Direct path: the host's report finishes a request issued without a waiter even when
     /// the issuer has not parked it yet (its start has not returned): the request is lost.
     DetachedReportBeforePark = 1 << 10,
+    /// W5: the volume key's cipher is built by value on the mounting thread's stack and then
+    /// moved into its block, leaving a copy of the round keys on that stack.
+    W5KeyScheduleByValue = 1 << 11,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -42,4 +42,5 @@ assert_not_printable!(
     crate::abi::MasterKey,
     crate::abi::MountRequest,
     crate::crypto::XtsCipher,
+    vcdirect_aes_hw::XtsKeys,
 );

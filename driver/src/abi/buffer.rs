@@ -112,7 +112,7 @@ mod tests {
             data_size: 1 << 20,
             protected_range: (0, 0),
             drive_letter: Some('V'),
-            key: MasterKey::new(key()),
+            key: MasterKey::try_new(&key()).unwrap(),
             host_path: "C:\\v.hc".encode_utf16().collect(),
             wine_host_driver_name: Vec::new(),
         }

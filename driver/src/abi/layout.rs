@@ -47,8 +47,8 @@ pub const DISMOUNT_FORCE: u32 = 1 << 0;
 /// | 56 | key | [u8; 64] |
 /// | 120 | host_path | [u16; 512], NUL-terminated |
 /// | 1144 | wine_host_driver_name | [u16; 64], NUL-terminated, empty outside the Wine build |
-/// Holds the master key: deliberately not `Debug` (W5).
-#[derive(Clone, PartialEq, Eq)]
+/// Holds the master key: deliberately neither `Debug` nor `Clone` (W5).
+#[derive(PartialEq, Eq)]
 pub struct MountRequest {
     /// `MOUNT_*` flags.
     pub flags: u32,
@@ -152,7 +152,7 @@ impl MountRequest {
             c if (u16::from(b'A')..=u16::from(b'Z')).contains(&c) => Some(char::from(c as u8)),
             c => return Err(AbiError::BadDriveLetter(c)),
         };
-        let mut key = MasterKey::zeroed();
+        let mut key = MasterKey::try_zeroed()?;
         // The buffer's length is exactly SIZE (checked above), so the field is there.
         key.copy_from_slice(buf.get(56..56 + KEY_LENGTH).ok_or(AbiError::WrongSize {
             expected: Self::SIZE,

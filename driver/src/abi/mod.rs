@@ -9,8 +9,9 @@
 //! with the same fields would place them. Integers are little-endian; strings are UTF-16LE,
 //! NUL-terminated inside a fixed field, padded with zeros.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
-use zeroize::Zeroizing;
+use zeroize::Zeroize;
 
 use crate::Status;
 
@@ -326,20 +327,40 @@ fn check_prefix(r: &Reader<'_>) -> Result<(), AbiError> {
     Ok(())
 }
 
-/// Key material for AES-256-XTS, zeroized on drop. Deliberately neither `Debug` nor
-/// `Display` (docs/review.md W5; checked at compile time in `crate::secret`).
-#[derive(Clone, PartialEq, Eq)]
-pub struct MasterKey(Zeroizing<[u8; KEY_LENGTH]>);
+/// Key material for AES-256-XTS in a block of its own, zeroized on drop. Deliberately neither
+/// `Debug` nor `Display` nor `Clone` (docs/review.md W5; the first two checked at compile time
+/// in `crate::secret`).
+///
+/// The bytes never live on a stack: the block is allocated (fallibly, W6) before they are
+/// written into it, and moving a `MasterKey` or the request that holds it moves a pointer.
+#[derive(PartialEq, Eq)]
+pub struct MasterKey(Box<[u8; KEY_LENGTH]>);
 
 impl MasterKey {
-    /// Takes `bytes` (the caller's copy is theirs to wipe).
-    pub fn new(bytes: [u8; KEY_LENGTH]) -> MasterKey {
-        MasterKey(Zeroizing::new(bytes))
+    /// A key holding a copy of `bytes` (the caller's copy is theirs to wipe).
+    pub fn try_new(bytes: &[u8; KEY_LENGTH]) -> Result<MasterKey, AbiError> {
+        let mut key = MasterKey::try_zeroed()?;
+        key.copy_from_slice(bytes);
+        Ok(key)
     }
 
-    /// An all-zero key, to be filled in place.
-    pub fn zeroed() -> MasterKey {
-        MasterKey::new([0; KEY_LENGTH])
+    /// An all-zero key in its own block, to be filled in place; [`AbiError::NoMemory`] when
+    /// the block cannot be allocated.
+    pub fn try_zeroed() -> Result<MasterKey, AbiError> {
+        let mut bytes = crate::io::try_vec::<u8>(KEY_LENGTH).map_err(|_| AbiError::NoMemory)?;
+        bytes.resize(KEY_LENGTH, 0);
+        // The capacity is exactly KEY_LENGTH, so this neither reallocates nor fails.
+        let block: Box<[u8; KEY_LENGTH]> = bytes
+            .into_boxed_slice()
+            .try_into()
+            .map_err(|_| AbiError::NoMemory)?;
+        Ok(MasterKey(block))
+    }
+}
+
+impl Drop for MasterKey {
+    fn drop(&mut self) {
+        self.0.as_mut().zeroize();
     }
 }
 

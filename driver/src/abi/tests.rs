@@ -19,7 +19,7 @@ fn mount() -> MountRequest {
         data_size: 1 << 20,
         protected_range: (131_072 + 65_536, 65_536),
         drive_letter: Some('V'),
-        key: MasterKey::new([0x42; KEY_LENGTH]),
+        key: MasterKey::try_new(&[0x42; KEY_LENGTH]).unwrap(),
         host_path: utf16(r"\\?\GLOBALROOT\Device\Harddisk1\Partition2"),
         wine_host_driver_name: Vec::new(),
     }
@@ -466,7 +466,7 @@ proptest! {
         k[32..].copy_from_slice(&key);
         let m = MountRequest {
             flags, sector_size: ss, data_offset, data_size, protected_range,
-            drive_letter: letter, key: MasterKey::new(k), host_path: utf16(&path),
+            drive_letter: letter, key: MasterKey::try_new(&k).unwrap(), host_path: utf16(&path),
             wine_host_driver_name: Vec::new(),
         };
         let bytes = m.build().unwrap();

@@ -41,10 +41,15 @@ impl<P: Platform> VolumeKey<P> {
     /// the round keys are expanded in place, so no copy of them is left on this thread's
     /// stack (in the kernel, possibly the pageable stack of the mounting user's thread).
     pub fn new(platform: &P, master: &[u8; 64]) -> Result<Self, Status> {
-        let mut cipher = platform.try_arc(XtsCipher::empty())?;
-        Arc::get_mut(&mut cipher)
-            .expect("a block just allocated has one owner")
-            .set_key(master);
+        let cipher = if crate::faults::is_on(crate::faults::Fault::W5KeyScheduleByValue) {
+            platform.try_arc(XtsCipher::new(master))?
+        } else {
+            let mut cipher = platform.try_arc(XtsCipher::empty())?;
+            Arc::get_mut(&mut cipher)
+                .expect("a block just allocated has one owner")
+                .set_key(master);
+            cipher
+        };
         Ok(VolumeKey {
             cipher: P::Lock::new(Some(cipher)),
             rundown: Rundown::new()?,

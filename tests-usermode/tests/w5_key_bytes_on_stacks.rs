@@ -1,0 +1,206 @@
+//! W5: no copy of the master key or of its AES round keys is left on the stack of the thread
+//! that mounts (in the kernel, the mounting user's thread, whose kernel stack can be paged out).
+//!
+//! A thread does what the mount IOCTL does with the key (parse the request from its buffer,
+//! build the volume key, encrypt and decrypt with it, erase it, drop the request), far below
+//! its own stack's top; then it reads its whole stack mapping through /proc/self/mem and looks
+//! for every 16-byte round key of both AES-256 schedules (the first two of each are the master
+//! key's halves). The round keys are computed here independently (FIPS-197 key expansion) and
+//! never on that thread. With the fault switch that builds the cipher by value and moves it
+//! into its block (the old code) the same scan must find copies: the check can fail. One test,
+//! because fault switches are global to the process.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+
+use vcdirect::abi::{MasterKey, MountRequest, KEY_LENGTH};
+use vcdirect::crypto::{VolumeKey, DATA_UNIT};
+use vcdirect::faults::{set_faults, Fault};
+use vcdirect_usermode::host::MemoryHost;
+use vcdirect_usermode::std_platform::StdPlatform;
+
+/// The master key, made on the heap by the main thread only.
+fn master() -> Box<[u8; KEY_LENGTH]> {
+    let mut key = Box::new([0u8; KEY_LENGTH]);
+    for (i, b) in key.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(73).wrapping_add(0x5c) ^ 0xa7;
+    }
+    key
+}
+
+/// The mount request's IOCTL bytes for `key`, built on the main thread.
+fn request_bytes(key: &[u8; KEY_LENGTH]) -> Vec<u8> {
+    let request = MountRequest {
+        flags: 0,
+        sector_size: 512,
+        data_offset: 131072,
+        data_size: 1 << 20,
+        protected_range: (0, 0),
+        drive_letter: None,
+        key: MasterKey::try_new(key).expect("key block"),
+        host_path: "\\Device\\Harddisk1\\Partition1".encode_utf16().collect(),
+        wine_host_driver_name: Vec::new(),
+    };
+    request.build().expect("request").to_vec()
+}
+
+/// The AES S-box, from the multiplicative inverse in GF(2^8) and the affine map.
+fn sbox() -> [u8; 256] {
+    let mul = |mut a: u8, mut b: u8| {
+        let mut p = 0u8;
+        while b != 0 {
+            if b & 1 != 0 {
+                p ^= a;
+            }
+            a = (a << 1) ^ if a & 0x80 != 0 { 0x1b } else { 0 };
+            b >>= 1;
+        }
+        p
+    };
+    let mut table = [0u8; 256];
+    for (x, out) in table.iter_mut().enumerate() {
+        let inv = (1..=255u8).find(|&y| mul(x as u8, y) == 1).unwrap_or(0);
+        *out = inv
+            ^ inv.rotate_left(1)
+            ^ inv.rotate_left(2)
+            ^ inv.rotate_left(3)
+            ^ inv.rotate_left(4)
+            ^ 0x63;
+    }
+    table
+}
+
+/// The 15 round keys of AES-256 for `key` (FIPS-197 §5.2).
+fn round_keys(key: &[u8], sbox: &[u8; 256]) -> Vec<[u8; 16]> {
+    let mut w: Vec<[u8; 4]> = key.chunks(4).map(|c| [c[0], c[1], c[2], c[3]]).collect();
+    let mut rcon = 1u8;
+    for i in 8..60 {
+        let mut t = w[i - 1];
+        if i % 8 == 0 {
+            t = [
+                sbox[t[1] as usize] ^ rcon,
+                sbox[t[2] as usize],
+                sbox[t[3] as usize],
+                sbox[t[0] as usize],
+            ];
+            rcon = (rcon << 1) ^ if rcon & 0x80 != 0 { 0x1b } else { 0 };
+        } else if i % 8 == 4 {
+            t = t.map(|b| sbox[b as usize]);
+        }
+        let prev = w[i - 8];
+        w.push(core::array::from_fn(|j| prev[j] ^ t[j]));
+    }
+    w.chunks(4)
+        .map(|k| core::array::from_fn(|j| k[j / 4][j % 4]))
+        .collect()
+}
+
+/// Every round key of the data and tweak schedules, by its first 8 bytes.
+fn patterns(key: &[u8; KEY_LENGTH]) -> HashMap<u64, [u8; 16]> {
+    let sbox = sbox();
+    let mut all = round_keys(&key[..32], &sbox);
+    all.extend(round_keys(&key[32..], &sbox));
+    all.into_iter()
+        .map(|k| (u64::from_le_bytes(k[..8].try_into().unwrap()), k))
+        .collect()
+}
+
+/// What the mount IOCTL does with the key, on this thread.
+fn use_the_key(input: &[u8]) {
+    let request = MountRequest::parse(input, false).expect("parse");
+    let platform: StdPlatform<MemoryHost> = StdPlatform::new(0);
+    let key = VolumeKey::new(&platform, &request.key).expect("volume key");
+    let mut data = vec![0x3cu8; 8 * DATA_UNIT];
+    {
+        let guard = key.acquire().expect("key");
+        guard.cipher().encrypt(&mut data, 77);
+        guard.cipher().decrypt(&mut data, 77);
+    }
+    assert!(data.iter().all(|&b| b == 0x3c));
+    key.erase();
+    drop(request);
+}
+
+/// Runs [`use_the_key`] 64 KiB below the caller, so the frames it leaves behind lie deeper
+/// than anything the scan itself calls.
+#[inline(never)]
+fn deep(input: &[u8]) {
+    let pad = std::hint::black_box([0u8; 64 << 10]);
+    use_the_key(input);
+    std::hint::black_box(&pad);
+}
+
+/// Offsets in this thread's stack mapping where a round key in `patterns` lies.
+fn scan_own_stack(patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
+    let here = &patterns as *const _ as u64;
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+    let (start, end) = maps
+        .lines()
+        .filter_map(|l| {
+            let range = l.split_whitespace().next()?;
+            let (a, b) = range.split_once('-')?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
+        .find(|&(a, b)| (a..b).contains(&here))
+        .expect("the mapping that holds this thread's stack");
+    let mut stack = vec![0u8; (end - start) as usize];
+    let mut mem = File::open("/proc/self/mem").expect("open /proc/self/mem");
+    mem.seek(SeekFrom::Start(start)).expect("seek");
+    mem.read_exact(&mut stack)
+        .expect("read this thread's stack");
+    (0..stack.len().saturating_sub(16))
+        .filter(|&i| {
+            let head = u64::from_le_bytes(stack[i..i + 8].try_into().unwrap());
+            patterns
+                .get(&head)
+                .is_some_and(|k| stack[i..i + 16] == k[..])
+        })
+        .collect()
+}
+
+fn hits_after_mount(input: &[u8], patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("mounting-user".into())
+            .stack_size(1 << 20)
+            .spawn_scoped(s, || {
+                deep(input);
+                scan_own_stack(patterns)
+            })
+            .expect("spawn")
+            .join()
+            .expect("the mounting thread")
+    })
+}
+
+#[test]
+fn w5_key_and_round_keys_stay_off_the_mounting_threads_stack() {
+    let key = master();
+    let input = request_bytes(&key);
+    let patterns = patterns(&key);
+    assert_eq!(
+        patterns.len(),
+        30,
+        "15 round keys per schedule, all distinct"
+    );
+
+    set_faults(&[]);
+    let hits = hits_after_mount(&input, &patterns);
+    assert!(
+        hits.is_empty(),
+        "round keys on the mounting thread's stack at offsets {hits:?}"
+    );
+
+    // The check bites: the cipher built by value leaves its round keys behind.
+    set_faults(&[Fault::W5KeyScheduleByValue]);
+    let hits = hits_after_mount(&input, &patterns);
+    set_faults(&[]);
+    assert!(
+        !hits.is_empty(),
+        "with the cipher built by value the scan must find its copy"
+    );
+}
