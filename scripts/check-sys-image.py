@@ -9,8 +9,9 @@ failed checks (0 = all passed).
 
 Checks: no section both writable and executable; DllCharacteristics NX_COMPAT, DYNAMIC_BASE and
 FORCE_INTEGRITY; .reloc and .pdata present and non-empty; every import listed in ALLOWLIST
-(lines "Name<TAB>reason", sorted by name, every line with a reason); on x64 no VEX/EVEX/XOP
-encoded instruction and no x87/MMX instruction; a stack budget for the dispatch, control,
+(lines "Name<TAB>reason", sorted by name, every line with a reason); on x64 VEX/EVEX/XOP
+encoded instructions only in the VAES path's functions and every call path into them through
+the processor-state save (WIDE_FUNCS, WIDE_BRACKET), and no x87/MMX instruction; a stack budget for the dispatch, control,
 worker and cancel paths (x64 and ARM64).
 
 Stack budget. Frame per function: on x64 from the image's own unwind data (.pdata/.xdata: the
@@ -39,6 +40,7 @@ depth times. The result is an upper bound for the code the image holds, not a me
 """
 
 import bisect
+import os
 import re
 import subprocess
 import sys
@@ -132,6 +134,18 @@ INJECTION_ONLY = {r"^vcdirect::platform::injection::installed_says_fail$":
                   r" as vcdirect::platform::injection::AllocationInjection>::fails$"}
 
 failures = 0
+# VEX/EVEX-encoded instructions of an x64 image: (address, mnemonic).
+VEX = []
+# W13: the only functions with VEX/EVEX instructions (the VAES path, aes-hw/src/wide.rs), and
+# the one function that brackets them with KeSaveExtendedProcessorState and
+# KeRestoreExtendedProcessorState (driver/src/wdm/vector_state.rs): every call path into the
+# former passes through the latter.
+WIDE_FUNCS = r"^vcdirect_aes_hw::wide::"
+WIDE_BRACKET = r"^vcdirect::wdm::vector_state::with_wide_vectors$"
+# scripts/check-sys.sh proves the rule bites: with the bracket named as something the image
+# lacks, the walk must end at a root and the check fail.
+if os.environ.get("CHECK_SYS_WIDE_BRACKET"):
+    WIDE_BRACKET = os.environ["CHECK_SYS_WIDE_BRACKET"]
 # Names of the routines the image imports (their thunks lead into the kernel).
 IMPORTED = set()
 
@@ -336,7 +350,8 @@ def x86_checks(insns):
 
     def show(lst):
         return ", ".join(f"{m} at 0x{a:x}" for a, m in lst[:5])
-    check(f"{len(vex)} VEX/EVEX instructions", not vex, show(vex))
+    # Where the VEX/EVEX instructions are is checked with the call graph (stack_budget).
+    VEX.extend(vex)
     check(f"{len(x87)} x87 and {len(mmx)} MMX instructions", not x87 and not mmx, show(x87 + mmx))
 
 
@@ -701,6 +716,8 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
         targets(f)
     check("every closure-only indirect call still reaches a closure", not closure_empty,
           ", ".join(sorted(closure_empty)[:3]))
+    if not arm64:
+        wide_path(starts, func_of, name, node, calls, tails, targets, taken, callbacks)
 
     biggest = max(starts, key=frame)
     unknown = sum(1 for f in starts if None in indirect[f])
@@ -731,6 +748,51 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
               "bound)", not unbounded,
               f"{len(unbounded)} recursive calls, e.g. {'; '.join(unbounded[:3])} (add to "
               "RECURSION with a depth bound and its reason, or remove the recursion)")
+
+
+def wide_path(starts, func_of, name, node, calls, tails, targets, taken, callbacks):
+    """W13 on x64: VEX/EVEX instructions only in the wide path's functions, and every call path
+    into them through the processor-state bracket: walking the callers back from them, every
+    walk ends at the bracket, never at a root, a kernel callback or an address-taken function
+    (which an indirect call could reach from anywhere)."""
+    where = {}
+    for addr, mnem in VEX:
+        where.setdefault(func_of(addr), []).append((addr, mnem))
+    outside = [(a, m, f) for f, lst in where.items() for a, m in lst
+               if f is None or not re.search(WIDE_FUNCS, name(f))]
+    inside = sorted({name(f) for f in where if f is not None and re.search(WIDE_FUNCS, name(f))})
+    check(f"{len(VEX)} VEX/EVEX instructions, all in the wide path ({', '.join(inside) or 'none'})",
+          not outside, ", ".join(f"{m} at 0x{a:x} in {name(f) if f else '?'}"
+                                 for a, m, f in outside[:5]))
+    if not where:
+        return
+    callers = {}
+    for f in starts:
+        out = {node(g) for g in calls.get(f, ())} | {node(g) for g in tails.get(f, ())} | targets(f)
+        for g in out:
+            if g is not None:
+                callers.setdefault(g, set()).add(f)
+    brackets = {f for f in starts if re.search(WIDE_BRACKET, name(f))}
+    seen, todo, escaped = set(), [f for f in where if f is not None], []
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        if f in brackets:
+            continue
+        ups = callers.get(f, set())
+        if not ups or f in taken or f in callbacks:
+            escaped.append(f)
+        todo.extend(ups)
+    check(f"every call path into the wide path passes through the processor-state save "
+          f"({len(seen)} functions walked back, {len(brackets & seen)} bracket)",
+          bool(brackets & seen) and not escaped,
+          "no bracket" if not brackets & seen else
+          "reached without it from " + ", ".join(sorted(name(f) for f in escaped)[:3]))
+    missing = {"KeSaveExtendedProcessorState", "KeRestoreExtendedProcessorState"} - IMPORTED
+    check("the bracket's KeSaveExtendedProcessorState and KeRestoreExtendedProcessorState are "
+          "imported", not missing, f"missing {sorted(missing)}")
 
 
 if __name__ == "__main__":

@@ -113,6 +113,14 @@ for flavour in "${flavours[@]}"; do
     # W13: sections, DllCharacteristics, import allowlist, instruction set, stack budget.
     python3 "$ROOT/scripts/check-sys-image.py" "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt"
     image_failures=$?
+    if [ "$flavour" = "x64" ]; then
+        # The wide-path rule bites: named after a function the image lacks, the bracket is
+        # never found and the check must fail.
+        bite="$(CHECK_SYS_WIDE_BRACKET='^no::such::bracket$' python3 "$ROOT/scripts/check-sys-image.py" \
+            "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt" 2>&1 || true)"
+        grep -q "FAIL every call path into the wide path" <<<"$bite"
+        check "the wide-path rule fails without its bracket (VEX reachable from a root)" $? "$(grep -E 'wide path' <<<"$bite" | head -n2 | tr '\n' ' ')"
+    fi
     failures=$((failures + image_failures))
 
     # W16: the embedded signature verifies against the certificate copied next to the image,

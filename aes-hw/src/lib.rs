@@ -24,6 +24,8 @@
 mod arm;
 mod schedule;
 #[cfg(target_arch = "x86_64")]
+mod wide;
+#[cfg(target_arch = "x86_64")]
 mod x86;
 
 use zeroize::Zeroize;
@@ -33,16 +35,66 @@ pub const DATA_UNIT: usize = 512;
 /// AES-256 round keys: the cipher key and 14 more.
 const ROUNDS: usize = 15;
 
-/// One 16-byte AES round key, aligned so that a vector load of it is an aligned load.
-#[derive(Clone, Copy, Default)]
+/// One 16-byte AES round key, aligned so that a vector load of it is an aligned load (the
+/// x86_64 assembly's `movdqa` faults on a misaligned one). Not `Copy`: no silent copies.
+#[derive(Default)]
 #[repr(C, align(16))]
 struct RoundKey([u8; 16]);
+
+/// A zero round key, for array initialisers.
+const ZERO_KEY: RoundKey = RoundKey([0; 16]);
 
 /// An AES-256 key schedule.
 type Schedule = [RoundKey; ROUNDS];
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 cpufeatures::new!(aes_instructions, "aes");
+// The wide path's instructions; `cpufeatures` also checks that the OS enabled the AVX state.
+#[cfg(target_arch = "x86_64")]
+cpufeatures::new!(wide_instructions, "aes", "avx2", "vaes", "vpclmulqdq");
+
+/// Proof that this thread may use the wide vector registers (YMM) now, which the VAES path
+/// needs: in user mode always (the OS saves them); in a Windows driver only between a
+/// successful KeSaveExtendedProcessorState and its KeRestoreExtendedProcessorState, on the
+/// thread that saved. Neither `Send` nor `Sync`, so it cannot leave that thread.
+pub struct WideVectors {
+    _this_thread: core::marker::PhantomData<*const ()>,
+}
+
+impl WideVectors {
+    /// True when this CPU has the wide path's instructions (AES-NI, AVX2, VAES, VPCLMULQDQ)
+    /// and the OS enabled their register state.
+    pub fn available() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            wide_instructions::get()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// A token for this thread, or `None` when the CPU lacks the instructions.
+    ///
+    /// # Safety
+    /// Until the token is dropped, this thread may change the YMM registers (and, on a CPU
+    /// with AVX-512, the upper halves of ZMM0-15, which VEX instructions clear): in a Windows
+    /// driver, the caller has saved that state with KeSaveExtendedProcessorState (mask
+    /// including XSTATE_MASK_AVX and XSTATE_MASK_AVX512) and restores it after the drop.
+    pub unsafe fn assume_saved() -> Option<WideVectors> {
+        Self::available().then_some(WideVectors {
+            _this_thread: core::marker::PhantomData,
+        })
+    }
+
+    /// A token in a user-mode process, where the OS saves the vector state of every thread.
+    #[cfg(feature = "user-mode")]
+    pub fn in_user_mode() -> Option<WideVectors> {
+        // SAFETY: user mode: the OS saves and restores the full vector state on every switch.
+        unsafe { Self::assume_saved() }
+    }
+}
 
 /// The round keys of XTS-AES-256: the data key's encryption and decryption schedules and the
 /// tweak key's encryption schedule (720 bytes).
@@ -60,6 +112,15 @@ pub struct XtsKeys {
     ready: bool,
 }
 
+// Every schedule starts on a 16-byte boundary wherever an `XtsKeys` lives.
+const _: () = {
+    assert!(core::mem::align_of::<XtsKeys>() >= 16);
+    assert!(core::mem::offset_of!(XtsKeys, data_enc) % 16 == 0);
+    assert!(core::mem::offset_of!(XtsKeys, data_dec) % 16 == 0);
+    assert!(core::mem::offset_of!(XtsKeys, tweak_enc) % 16 == 0);
+    assert!(core::mem::size_of::<RoundKey>() == 16);
+};
+
 impl Default for XtsKeys {
     fn default() -> Self {
         Self::new()
@@ -70,9 +131,9 @@ impl XtsKeys {
     /// An empty schedule: all zero, holding no key.
     pub const fn new() -> Self {
         XtsKeys {
-            data_enc: [RoundKey([0; 16]); ROUNDS],
-            data_dec: [RoundKey([0; 16]); ROUNDS],
-            tweak_enc: [RoundKey([0; 16]); ROUNDS],
+            data_enc: [ZERO_KEY; ROUNDS],
+            data_dec: [ZERO_KEY; ROUNDS],
+            tweak_enc: [ZERO_KEY; ROUNDS],
             ready: false,
         }
     }
@@ -156,6 +217,32 @@ impl XtsKeys {
     /// Decrypts `buf` in place (see [`XtsKeys::encrypt`]).
     pub fn decrypt(&self, buf: &mut [u8], first_unit: u64) {
         self.run::<false>(buf, first_unit);
+    }
+
+    /// Encrypts `buf` in place on the wide (VAES) path: the same result as
+    /// [`XtsKeys::encrypt`], about twice as fast on large buffers.
+    pub fn encrypt_wide(&self, vectors: &WideVectors, buf: &mut [u8], first_unit: u64) {
+        self.run_wide::<true>(vectors, buf, first_unit);
+    }
+
+    /// Decrypts `buf` in place on the wide (VAES) path.
+    pub fn decrypt_wide(&self, vectors: &WideVectors, buf: &mut [u8], first_unit: u64) {
+        self.run_wide::<false>(vectors, buf, first_unit);
+    }
+
+    fn run_wide<const ENCRYPT: bool>(&self, vectors: &WideVectors, buf: &mut [u8], unit: u64) {
+        let _ = vectors;
+        assert!(self.ready, "XTS keys are set before use");
+        let (units, rest) = buf.as_chunks_mut::<DATA_UNIT>();
+        assert!(rest.is_empty(), "XTS buffers are whole data units");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a `WideVectors` exists only where `available()` found the instructions, and
+        // its existence means this thread may use the YMM state; `ready` means a key is set.
+        unsafe {
+            wide::xts::<ENCRYPT>(self, units, unit)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (units, unit);
     }
 
     fn run<const ENCRYPT: bool>(&self, buf: &mut [u8], first_unit: u64) {

@@ -51,8 +51,8 @@ pub(crate) fn invert(
     inv_mix: impl Fn(&RoundKey, &mut RoundKey),
 ) {
     let last = crate::ROUNDS - 1;
-    dec[0] = enc[last];
-    dec[last] = enc[0];
+    dec[0].0 = enc[last].0;
+    dec[last].0 = enc[0].0;
     for i in 1..last {
         inv_mix(&enc[last - i], &mut dec[i]);
     }

@@ -4,8 +4,9 @@
 //! key; then each unit's 32 blocks go through the data key 8 at a time, their tweaks doubled
 //! in registers (never stored as scalars), each block XORed with its tweak on the way in and
 //! out while it is still in a register. The rounds are a block of assembly that reads each
-//! round key from the schedule into one scratch register (see [`aes_rounds`]): the schedule's
-//! own block is the only memory that ever holds a round key.
+//! round key from the schedule into one scratch register, zeroed at the block's end: no
+//! round key is ever written to memory outside the schedule's own block (while the block runs,
+//! an interrupt or a context switch may save that register like any other).
 
 use core::arch::x86_64::{
     __m128i, _mm_add_epi32, _mm_aesenclast_si128, _mm_aesimc_si128, _mm_and_si128,
@@ -93,6 +94,8 @@ macro_rules! xts_rounds {
                 round!("144", $mid), round!("160", $mid), round!("176", $mid),
                 round!("192", $mid), round!("208", $mid),
                 round!("224", $last),
+                // The scratch register would keep the last round key after the block.
+                "pxor {k}, {k}",
                 s = in(reg) s,
                 n = in(reg) n,
                 m = in(xmm_reg) _mm_set_epi32(1, 1, 1, 0x87),
@@ -200,6 +203,7 @@ fn aes_blocks(schedule: &Schedule, x: &mut [__m128i; WIDTH]) {
             round!("160", "aesenc"), round!("176", "aesenc"), round!("192", "aesenc"),
             round!("208", "aesenc"),
             round!("224", "aesenclast"),
+            "pxor {k}, {k}",
             s = in(reg) s,
             k = out(xmm_reg) _,
             x0 = inout(xmm_reg) x0 => x[0],

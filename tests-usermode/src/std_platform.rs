@@ -159,6 +159,8 @@ pub struct StdPlatform<H> {
     eager_work_items: bool,
     /// Small direct requests may go out without a waiter (see `without_detached`).
     detached: bool,
+    /// Large buffers may run on the VAES path where the CPU has it (see `without_wide_vectors`).
+    wide: bool,
     _host: PhantomData<fn() -> H>,
 }
 
@@ -171,6 +173,7 @@ impl<H> Clone for StdPlatform<H> {
             inline_pieces: self.inline_pieces,
             eager_work_items: self.eager_work_items,
             detached: self.detached,
+            wide: self.wide,
             _host: PhantomData,
         }
     }
@@ -193,6 +196,7 @@ impl<H> StdPlatform<H> {
             inline_pieces: false,
             eager_work_items: false,
             detached: true,
+            wide: true,
             _host: PhantomData,
         }
     }
@@ -221,6 +225,13 @@ impl<H> StdPlatform<H> {
     /// as before (`vcbench`'s `direct-workers` mode measures that path beside the new one).
     pub fn without_detached(mut self) -> Self {
         self.detached = false;
+        self
+    }
+
+    /// Every buffer on the XMM path, as on a CPU without VAES (or a kernel whose processor
+    /// state save failed): the reference the wide path is compared with.
+    pub fn without_wide_vectors(mut self) -> Self {
+        self.wide = false;
         self
     }
 
@@ -323,6 +334,19 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
 
     fn cpu_count(&self) -> usize {
         self.cpus
+    }
+
+    /// User mode: the OS saves every thread's vector state, so the VAES path runs whenever
+    /// the CPU has it, at any length.
+    fn wide_vectors<R>(
+        &self,
+        _len: usize,
+        crypt: impl FnOnce(&vcdirect::crypto::WideVectors) -> R,
+    ) -> Option<R> {
+        if !self.wide {
+            return None;
+        }
+        vcdirect_aes_hw::WideVectors::in_user_mode().map(|vectors| crypt(&vectors))
     }
 
     fn detach_requests(&self) -> bool {

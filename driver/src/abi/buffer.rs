@@ -274,7 +274,7 @@ mod tests {
     }
 
     /// Each fallible allocation of serving a mount request in turn (the input copy, then the
-    /// parsed host path and Wine driver name): STATUS_INSUFFICIENT_RESOURCES, the handler's
+    /// master key's block, the parsed host path and Wine driver name): STATUS_INSUFFICIENT_RESOURCES, the handler's
     /// later steps never run, the buffer wiped; the mount's reply itself allocates nothing.
     #[cfg(feature = "fault-switches")]
     #[test]
@@ -285,7 +285,10 @@ mod tests {
         let (status, _) = serve(&mut buf, len, MountReply::SIZE, mount_handler(None));
         let asked = crate::faults::allocations_seen();
         assert_eq!(status, Status::Success);
-        assert_eq!(asked, 3, "the input copy and the two parsed strings");
+        assert_eq!(
+            asked, 4,
+            "the input copy, the key's block and the two parsed strings"
+        );
         for n in 1..=asked {
             let mut buf = request_bytes();
             crate::faults::fail_allocation_at(n);

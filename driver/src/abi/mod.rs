@@ -9,7 +9,6 @@
 //! with the same fields would place them. Integers are little-endian; strings are UTF-16LE,
 //! NUL-terminated inside a fixed field, padded with zeros.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use zeroize::Zeroize;
 
@@ -333,8 +332,7 @@ fn check_prefix(r: &Reader<'_>) -> Result<(), AbiError> {
 ///
 /// The bytes never live on a stack: the block is allocated (fallibly, W6) before they are
 /// written into it, and moving a `MasterKey` or the request that holds it moves a pointer.
-#[derive(PartialEq, Eq)]
-pub struct MasterKey(Box<[u8; KEY_LENGTH]>);
+pub struct MasterKey(Vec<[u8; KEY_LENGTH]>);
 
 impl MasterKey {
     /// A key holding a copy of `bytes` (the caller's copy is theirs to wipe).
@@ -344,35 +342,46 @@ impl MasterKey {
         Ok(key)
     }
 
-    /// An all-zero key in its own block, to be filled in place; [`AbiError::NoMemory`] when
-    /// the block cannot be allocated.
+    /// An all-zero key in its own block (a vector of one key, allocated fallibly), to be
+    /// filled in place; [`AbiError::NoMemory`] when the block cannot be allocated.
     pub fn try_zeroed() -> Result<MasterKey, AbiError> {
-        let mut bytes = crate::io::try_vec::<u8>(KEY_LENGTH).map_err(|_| AbiError::NoMemory)?;
-        bytes.resize(KEY_LENGTH, 0);
-        // The capacity is exactly KEY_LENGTH, so this neither reallocates nor fails.
-        let block: Box<[u8; KEY_LENGTH]> = bytes
-            .into_boxed_slice()
-            .try_into()
-            .map_err(|_| AbiError::NoMemory)?;
+        let mut block = crate::io::try_vec(1).map_err(|_| AbiError::NoMemory)?;
+        block.push([0; KEY_LENGTH]);
         Ok(MasterKey(block))
     }
 }
 
+/// Compares in constant time (no early exit on the first differing byte).
+impl PartialEq for MasterKey {
+    fn eq(&self, other: &Self) -> bool {
+        let diff = self
+            .iter()
+            .zip(other.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        diff == 0
+    }
+}
+
+impl Eq for MasterKey {}
+
 impl Drop for MasterKey {
     fn drop(&mut self) {
-        self.0.as_mut().zeroize();
+        for key in self.0.iter_mut() {
+            key.zeroize();
+        }
     }
 }
 
 impl core::ops::Deref for MasterKey {
     type Target = [u8; KEY_LENGTH];
     fn deref(&self) -> &Self::Target {
-        &self.0
+        // The one key every constructor pushes.
+        &self.0[0]
     }
 }
 
 impl core::ops::DerefMut for MasterKey {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
+        &mut self.0[0]
     }
 }

@@ -552,9 +552,11 @@ fn w6_a_failed_allocation_in_a_parse_or_a_reply_is_insufficient_resources() {
     type Call<'a> = &'a dyn Fn() -> Result<(), AbiError>;
     // (what, how many fallible allocations it makes, the call)
     let cases: [(&str, u64, Call<'_>); 3] = [
-        ("mount request parse", 2, &|| {
-            MountRequest::parse(&bytes, false).map(|_| ())
-        }),
+        (
+            "mount request parse (the key's block, two strings)",
+            3,
+            &|| MountRequest::parse(&bytes, false).map(|_| ()),
+        ),
         ("status reply", 1, &|| status.build().map(|_| ())),
         ("list reply", 1, &|| {
             list.build(ListReply::MAX_SIZE).map(|_| ())

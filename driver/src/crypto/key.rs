@@ -45,9 +45,10 @@ impl<P: Platform> VolumeKey<P> {
             platform.try_arc(XtsCipher::new(master))?
         } else {
             let mut cipher = platform.try_arc(XtsCipher::empty())?;
+            // A block just allocated has one owner; were it shared, mounting fails cleanly.
             Arc::get_mut(&mut cipher)
-                .expect("a block just allocated has one owner")
-                .set_key(master);
+                .ok_or(Status::InsufficientResources)?
+                .set_key(master)?;
             cipher
         };
         Ok(VolumeKey {

@@ -17,6 +17,8 @@ pub const MAX_PIECES: usize = 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CryptoPool {
     threads: usize,
+    /// Large buffers may take the wide (VAES) path where the platform allows it.
+    wide: bool,
 }
 
 /// Which way the cipher runs.
@@ -35,13 +37,28 @@ impl CryptoPool {
             threads: cpu_count
                 .saturating_sub(free_cpu_count)
                 .clamp(1, MAX_PIECES),
+            wide: true,
         }
     }
 
     /// A policy that never splits: the caller's thread does all the work (the direct path,
     /// whose 8 workers already run in parallel).
     pub const fn inline() -> Self {
-        CryptoPool { threads: 1 }
+        CryptoPool {
+            threads: 1,
+            wide: true,
+        }
+    }
+
+    /// For buffers below [`WIDE_MIN_KERNEL`](super::WIDE_MIN_KERNEL) on a dispatching thread
+    /// or in a host completion routine (the direct path's requests without a waiter): never
+    /// splits and never takes the wide path, so those paths' code (and the image checker's
+    /// stack budgets for them) never includes the processor-state save or the VAES code.
+    pub const fn small() -> Self {
+        CryptoPool {
+            threads: 1,
+            wide: false,
+        }
     }
 
     /// Number of encryption threads.
@@ -65,7 +82,7 @@ impl CryptoPool {
         let pieces_wanted = self.threads.min(units);
         platform.crypto_scope(|| {
             if pieces_wanted <= 1 {
-                apply(guard.cipher(), dir, buf, first_unit);
+                apply(platform, self.wide, guard.cipher(), dir, buf, first_unit);
                 return;
             }
             let per_piece = units.div_ceil(pieces_wanted) * DATA_UNIT;
@@ -84,14 +101,42 @@ impl CryptoPool {
             }
             let cipher = guard.shared();
             platform.run_pieces(&mut pieces[..count], &|piece: &mut Piece<'_>| {
-                apply(cipher, dir, piece.data, piece.first_unit)
+                apply(
+                    platform,
+                    self.wide,
+                    cipher,
+                    dir,
+                    piece.data,
+                    piece.first_unit,
+                )
             });
         });
         Ok(())
     }
 }
 
-fn apply(cipher: &super::XtsCipher, dir: Cipher, buf: &mut [u8], first_unit: u64) {
+/// One buffer on this thread: the wide path where `wide` allows it, the cipher runs on the
+/// AES instructions and the platform lets this thread use the wide registers for this length;
+/// the XMM path otherwise.
+fn apply<P: Platform>(
+    platform: &P,
+    wide: bool,
+    cipher: &super::XtsCipher,
+    dir: Cipher,
+    buf: &mut [u8],
+    first_unit: u64,
+) {
+    if wide {
+        if let Some(keys) = cipher.hardware() {
+            let done = platform.wide_vectors(buf.len(), |vectors| match dir {
+                Cipher::Encrypt => keys.encrypt_wide(vectors, buf, first_unit),
+                Cipher::Decrypt => keys.decrypt_wide(vectors, buf, first_unit),
+            });
+            if done.is_some() {
+                return;
+            }
+        }
+    }
     match dir {
         Cipher::Encrypt => cipher.encrypt(buf, first_unit),
         Cipher::Decrypt => cipher.decrypt(buf, first_unit),

@@ -4,16 +4,17 @@
 //! The hardware path is the `vcdirect-aes-hw` crate (AES-NI on XMM registers, ARMv8 AES): 8
 //! blocks in flight, tweaks doubled in registers, round keys expanded in place in the block
 //! that holds the cipher and read from there only. It runs on every x86_64 CPU with AES-NI and
-//! every ARM64 CPU with the crypto extension, which is every CPU Windows 10/11 ARM64 runs on.
+//! every ARM64 CPU with the crypto extension (the ARM64 driver refuses to load without it).
 //!
 //! The portable path (no AES instructions, and [`XtsCipher::portable`] for comparisons) is the
 //! batched form over `aes` 0.8: per batch of up to 8 data units, the 8 initial tweaks are one
-//! `encrypt_blocks` call on the tweak key; then per pass of 2 units, the 64 block tweaks follow
-//! by multiplication with alpha and the 64 blocks are one call on the data key. The block
+//! `encrypt_blocks` call on the tweak key; then per unit, the 32 block tweaks follow by
+//! multiplication with alpha and the 32 blocks are one call on the data key. The block
 //! tweaks of a pass live on the stack of the thread that encrypts, a kernel worker's among
-//! them, whose stack is budgeted (docs/review.md W13): 1 KiB for a pass of 2 units.
+//! them, whose stack is budgeted (docs/review.md W13): 512 bytes for one unit.
 
 use aes::{Aes256, Aes256Enc};
+use alloc::vec::Vec;
 use cipher::consts::U16;
 use cipher::generic_array::GenericArray;
 use cipher::typenum::Unsigned;
@@ -22,20 +23,25 @@ use cipher::{
 };
 use vcdirect_aes_hw::XtsKeys;
 
+use crate::Status;
+
 /// Bytes in one XTS data unit (VeraCrypt's ENCRYPTION_DATA_UNIT_SIZE).
 pub const DATA_UNIT: usize = vcdirect_aes_hw::DATA_UNIT;
 const BLOCKS_PER_UNIT: usize = DATA_UNIT / 16;
 const BATCH_UNITS: usize = 8;
-/// Data units per call on the data key (see the module's text for why not a whole batch).
-const PASS_UNITS: usize = 2;
+/// Data units per call on the data key (see the module's text for why not a whole batch): one,
+/// so that the block tweaks on the stack stay at 512 bytes (the path runs only where the CPU
+/// has no AES instructions, and shares the budgeted stacks of the dispatch and completion paths).
+const PASS_UNITS: usize = 1;
 
 /// The two AES-256 keys of XTS, data (primary) and tweak (secondary), in whichever form runs
 /// on this CPU. Round keys are zeroized when dropped.
 pub struct XtsCipher {
     /// The hardware path's round keys; empty where the CPU lacks the AES instructions.
     hw: XtsKeys,
-    /// The portable path, only where `hw` is empty.
-    portable: Option<Portable>,
+    /// The portable path, only where `hw` is empty: in a block of its own (about 2 KiB), so
+    /// that an empty cipher is small to place and a hardware one carries no dead weight.
+    portable: Vec<Portable>,
 }
 
 /// The portable path's keys (`aes` with its `zeroize` feature zeroizes them when dropped).
@@ -47,9 +53,17 @@ struct Portable {
 impl XtsCipher {
     /// A cipher from VeraCrypt's master key layout: primary key in bytes 0..32, secondary
     /// (tweak) key in 32..64.
+    ///
+    /// # Panics
+    /// When the portable path's block cannot be allocated (user mode; the engine keys its
+    /// volume ciphers with the fallible [`XtsCipher::set_key`]).
     pub fn new(master: &[u8; 64]) -> Self {
         let mut cipher = Self::empty();
-        cipher.set_key(master);
+        // A plain message: `expect` would format the status with Debug, which pulls the
+        // formatting machinery into the driver images' call graphs.
+        if cipher.set_key(master).is_err() {
+            panic!("no memory for the portable path's keys");
+        }
         cipher
     }
 
@@ -58,26 +72,34 @@ impl XtsCipher {
     pub const fn empty() -> Self {
         XtsCipher {
             hw: XtsKeys::new(),
-            portable: None,
+            portable: Vec::new(),
         }
     }
 
     /// Sets the key in place. On the hardware path the round keys are expanded directly into
     /// this value's block, so no copy of them exists anywhere else; the portable path's `aes`
-    /// constructors build by value (a CPU without AES instructions only).
-    pub fn set_key(&mut self, master: &[u8; 64]) {
-        self.portable = None;
+    /// constructors build by value (a CPU without AES instructions only), into a block
+    /// allocated fallibly: STATUS_INSUFFICIENT_RESOURCES when it cannot be (W6).
+    pub fn set_key(&mut self, master: &[u8; 64]) -> Result<(), Status> {
+        self.portable = Vec::new();
         if !self.hw.set_key(master) {
-            self.portable = Some(Portable::new(master));
+            self.portable = Portable::boxed(master)?;
         }
+        Ok(())
     }
 
     /// The portable path even where the hardware one could run: for differential tests and
     /// for `vcbench crypto`'s comparison of the two.
+    ///
+    /// # Panics
+    /// When its block cannot be allocated (user mode only).
     pub fn portable(master: &[u8; 64]) -> Self {
         XtsCipher {
             hw: XtsKeys::new(),
-            portable: Some(Portable::new(master)),
+            portable: match Portable::boxed(master) {
+                Ok(block) => block,
+                Err(_) => panic!("no memory for the portable path's keys"),
+            },
         }
     }
 
@@ -94,7 +116,7 @@ impl XtsCipher {
     /// Encrypts `buf` in place; its first data unit has the absolute number `first_unit`.
     /// `buf.len()` must be a multiple of [`DATA_UNIT`].
     pub fn encrypt(&self, buf: &mut [u8], first_unit: u64) {
-        match &self.portable {
+        match self.portable.first() {
             None => self.hw.encrypt(buf, first_unit),
             Some(p) => p.process(buf, first_unit, Direction::Encrypt),
         }
@@ -102,14 +124,27 @@ impl XtsCipher {
 
     /// Decrypts `buf` in place (see [`XtsCipher::encrypt`]).
     pub fn decrypt(&self, buf: &mut [u8], first_unit: u64) {
-        match &self.portable {
+        match self.portable.first() {
             None => self.hw.decrypt(buf, first_unit),
             Some(p) => p.process(buf, first_unit, Direction::Decrypt),
         }
     }
+
+    /// The hardware path's keys, which also run the wide (VAES) path; `None` on the
+    /// portable path.
+    pub fn hardware(&self) -> Option<&XtsKeys> {
+        self.portable.is_empty().then_some(&self.hw)
+    }
 }
 
 impl Portable {
+    /// The keys in a block of their own (a vector of one), allocated fallibly (W6).
+    fn boxed(master: &[u8; 64]) -> Result<Vec<Self>, Status> {
+        let mut block = crate::io::try_vec::<Portable>(1)?;
+        block.push(Portable::new(master));
+        Ok(block)
+    }
+
     fn new(master: &[u8; 64]) -> Self {
         Portable {
             data: Aes256::new(GenericArray::from_slice(&master[..32])),

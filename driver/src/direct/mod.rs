@@ -295,9 +295,13 @@ impl<P: Platform> DirectPath<P> {
         // A write is encrypted into the slot's bounce buffer, as a worker's segment is.
         if kind == JobKind::Write {
             let status = match (bounce.as_mut(), buf.mapped()) {
-                (Some(bounce), Ok(data)) => {
-                    encrypt_segment(context, bounce.window(data.len()), data, unit)
-                }
+                (Some(bounce), Ok(data)) => encrypt_segment(
+                    context,
+                    CryptoPool::small(),
+                    bounce.window(data.len()),
+                    data,
+                    unit,
+                ),
                 (None, _) => Status::InsufficientResources,
                 (_, Err(status)) => status,
             };
@@ -389,7 +393,7 @@ impl<P: Platform> DirectPath<P> {
         };
         if status.is_success() && kind == JobKind::Read {
             status = match buf.as_mut().map(|b| b.mapped()) {
-                Some(Ok(data)) => decrypt_segment(context, data, unit),
+                Some(Ok(data)) => decrypt_segment(context, CryptoPool::small(), data, unit),
                 Some(Err(status)) => status,
                 None => Status::InvalidUserBuffer,
             };
@@ -579,8 +583,14 @@ fn may_issue<P: Platform>(context: &PathContext<P>, request: &P::Request, pos: u
 /// Decrypts a read segment in place (docs/review.md R3: the key under its rundown; once the
 /// block is set it fails with STATUS_DEVICE_BUSY and nothing is decrypted). Both ways of the
 /// direct path: a worker's segment, and a request finished in the host's completion context.
-fn decrypt_segment<P: Platform>(context: &PathContext<P>, data: &mut [u8], unit: u64) -> Status {
-    match CryptoPool::inline().run(&context.platform, &context.key, Cipher::Decrypt, data, unit) {
+/// `pool`: `CryptoPool::inline()` on a worker, `CryptoPool::small()` for a detached request.
+fn decrypt_segment<P: Platform>(
+    context: &PathContext<P>,
+    pool: CryptoPool,
+    data: &mut [u8],
+    unit: u64,
+) -> Status {
+    match pool.run(&context.platform, &context.key, Cipher::Decrypt, data, unit) {
         Ok(()) => Status::Success,
         Err(_) => Status::DeviceBusy,
     }
@@ -588,16 +598,16 @@ fn decrypt_segment<P: Platform>(context: &PathContext<P>, data: &mut [u8], unit:
 
 /// Encrypts a write segment's plaintext into `out` (never into the caller's buffer), the key
 /// under its rundown; STATUS_DEVICE_BUSY when the block is set, before or while it ran (then
-/// nothing may be issued), with `out` wiped at once (W5).
+/// nothing may be issued), with `out` wiped at once (W5). `pool` as for `decrypt_segment`.
 fn encrypt_segment<P: Platform>(
     context: &PathContext<P>,
+    pool: CryptoPool,
     out: &mut [u8],
     plain: &[u8],
     unit: u64,
 ) -> Status {
     out.copy_from_slice(plain);
-    let encrypted =
-        CryptoPool::inline().run(&context.platform, &context.key, Cipher::Encrypt, out, unit);
+    let encrypted = pool.run(&context.platform, &context.key, Cipher::Encrypt, out, unit);
     if encrypted.is_err() || context.key.is_blocked() {
         zeroize::Zeroize::zeroize(out);
         return Status::DeviceBusy;
@@ -673,7 +683,7 @@ fn transfer<P: Platform>(
             ops.give();
             status = settle(status, result, flight.len);
             if status.is_success() {
-                status = decrypt_segment(context, segment, flight.unit);
+                status = decrypt_segment(context, CryptoPool::inline(), segment, flight.unit);
             }
         }
         return status;
@@ -718,7 +728,13 @@ fn transfer<P: Platform>(
                 let unit = host_offset(pos) / DATA_UNIT as u64;
                 // The block may have been set while this segment was encrypted: issue nothing
                 // then.
-                status = encrypt_segment(context, out, &data[pos..pos + n], unit);
+                status = encrypt_segment(
+                    context,
+                    CryptoPool::inline(),
+                    out,
+                    &data[pos..pos + n],
+                    unit,
+                );
                 if !status.is_success() {
                     ops.give();
                     break;

@@ -235,6 +235,21 @@ pub trait Platform: Clone + Send + Sync + 'static {
         None
     }
 
+    /// Runs `crypt` with the wide vector registers usable (the VAES path) for a buffer of `len`
+    /// bytes, when this platform allows it and it pays; `None`: `crypt` did not run, and the
+    /// caller runs the XMM path. User mode: whenever the CPU has VAES. The kernel: x64, from
+    /// [`WIDE_MIN_KERNEL`](crate::crypto::WIDE_MIN_KERNEL) bytes, between
+    /// KeSaveExtendedProcessorState and KeRestoreExtendedProcessorState; a failed save is
+    /// `None`, never an error (W6). The default: never.
+    fn wide_vectors<R>(
+        &self,
+        len: usize,
+        crypt: impl FnOnce(&crate::crypto::WideVectors) -> R,
+    ) -> Option<R> {
+        let _ = (len, crypt);
+        None
+    }
+
     /// Runs bulk crypto. The kernel host brackets it with the processor-state save that its
     /// AES backend needs (none for AES-NI, which uses XMM only; see `crypto`).
     fn crypto_scope<R>(&self, f: impl FnOnce() -> R) -> R {

@@ -39,6 +39,8 @@ mod selftest;
 mod strings;
 mod sync;
 mod thread;
+#[cfg(all(target_arch = "x86_64", not(feature = "wine-host")))]
+mod vector_state;
 mod work_item;
 
 pub use control::{driver_entry, DRIVER_TAG};

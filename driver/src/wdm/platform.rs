@@ -162,6 +162,22 @@ impl Platform for KernelPlatform {
         active_processors()
     }
 
+    /// The wide (VAES) path on the x64 product image, from `WIDE_MIN_KERNEL` bytes, inside
+    /// `vector_state::with_wide_vectors`'s save and restore; `None` (the XMM path) below it, on
+    /// the Wine build and on ARM64, and when the save fails.
+    fn wide_vectors<R>(
+        &self,
+        len: usize,
+        crypt: impl FnOnce(&crate::crypto::WideVectors) -> R,
+    ) -> Option<R> {
+        #[cfg(all(target_arch = "x86_64", not(feature = "wine-host")))]
+        if len >= crate::crypto::WIDE_MIN_KERNEL {
+            return super::vector_state::with_wide_vectors(crypt);
+        }
+        let _ = (len, crypt);
+        None
+    }
+
     /// The driver's encryption pool (wdm/encryption_pool.rs): the pieces run on its threads
     /// while the caller waits; without a pool, on the caller's thread.
     #[inline(always)]
