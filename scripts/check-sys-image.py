@@ -146,6 +146,12 @@ WIDE_BRACKET = r"^vcdirect::wdm::vector_state::with_wide_vectors$"
 # lacks, the walk must end at a root and the check fail.
 if os.environ.get("CHECK_SYS_WIDE_BRACKET"):
     WIDE_BRACKET = os.environ["CHECK_SYS_WIDE_BRACKET"]
+# ... and with the wide path's functions named as something else, its VEX instructions are
+# outside them and the check fails.
+if os.environ.get("CHECK_SYS_WIDE_FUNCS"):
+    WIDE_FUNCS = os.environ["CHECK_SYS_WIDE_FUNCS"]
+# IAT slot address -> name of the routine imported there.
+IAT_SLOTS = {}
 # Names of the routines the image imports (their thunks lead into the kernel).
 IMPORTED = set()
 
@@ -256,6 +262,13 @@ def main():
 
     # Imports against the allowlist.
     coff_imports = run("llvm-readobj", "--coff-imports", image)
+    # Each import's IAT slot (the table's symbols in order, 8 bytes each on both targets).
+    for b in blocks(coff_imports, r"^Import \{"):
+        text = "\n".join(b)
+        iat = re.search(r"ImportAddressTableRVA: (0x[0-9A-Fa-f]+)", text)
+        if iat:
+            for i, sym in enumerate(re.findall(r"Symbol: (\S+)", text)):
+                IAT_SLOTS[base + int(iat.group(1), 16) + 8 * i] = sym
     imports = sorted(set(re.findall(r"Symbol: (\S+)", coff_imports)))
     IMPORTED.update(imports)
     allowed, bad_lines, names = {}, [], []
@@ -490,6 +503,8 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
                     j += 1
 
     calls = {f: set() for f in starts}
+    call_sites = {f: [] for f in starts}  # (address, target) of each direct call, x64
+    iat_calls = {}  # function -> [(address, imported routine)] of its calls through the IAT
     tails = {f: set() for f in starts}
     indirect = {f: set() for f in starts}  # slot offsets; None = unknown pointer
     loaded = {}  # register -> vtable slot offset of the last load into it (same function)
@@ -543,7 +558,10 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
                 slot = re.match(r"\*(\d*)\(%\w+\)$", ops)
                 reg = re.match(r"\*(%\w+)$", ops)
                 if rip:
-                    if iat_lo <= addr + len(raw) + int(rip.group(1)) < iat_hi:
+                    slot = addr + len(raw) + int(rip.group(1))
+                    if iat_lo <= slot < iat_hi:
+                        if is_call:
+                            iat_calls.setdefault(f, []).append((addr, IAT_SLOTS.get(slot)))
                         continue  # a kernel routine through the import address table
                     indirect[f].add(None)
                 elif slot:
@@ -559,6 +577,7 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
                     t = int(t.group(1), 16)
                     if is_call:
                         calls[f].add(t)
+                        call_sites[f].append((addr, t))
                     elif not f <= t < fend:
                         tails[f].add(t)
             continue
@@ -717,7 +736,8 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
     check("every closure-only indirect call still reaches a closure", not closure_empty,
           ", ".join(sorted(closure_empty)[:3]))
     if not arm64:
-        wide_path(starts, func_of, name, node, calls, tails, targets, taken, callbacks)
+        wide_path(starts, func_of, name, node, calls, tails, targets, taken, callbacks,
+                  call_sites, iat_calls)
 
     biggest = max(starts, key=frame)
     unknown = sum(1 for f in starts if None in indirect[f])
@@ -750,7 +770,8 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
               "RECURSION with a depth bound and its reason, or remove the recursion)")
 
 
-def wide_path(starts, func_of, name, node, calls, tails, targets, taken, callbacks):
+def wide_path(starts, func_of, name, node, calls, tails, targets, taken, callbacks,
+              call_sites, iat_calls):
     """W13 on x64: VEX/EVEX instructions only in the wide path's functions, and every call path
     into them through the processor-state bracket: walking the callers back from them, every
     walk ends at the bracket, never at a root, a kernel callback or an address-taken function
@@ -790,6 +811,23 @@ def wide_path(starts, func_of, name, node, calls, tails, targets, taken, callbac
           bool(brackets & seen) and not escaped,
           "no bracket" if not brackets & seen else
           "reached without it from " + ", ".join(sorted(name(f) for f in escaped)[:3]))
+    # Inside the bracket, in address order: one save, then every call that leads to the wide
+    # path, then one restore (the code between is straight-line in the compiled bracket: the
+    # token exists only once the save succeeded, which the types guarantee).
+    leads = set(seen)  # every function walked back is one from which the wide path is reached
+    for b in brackets & seen:
+        # A kernel routine is called through the IAT or through its import thunk.
+        kernel = iat_calls.get(b, []) + [(a, name(node(t))) for a, t in call_sites.get(b, [])
+                                        if node(t) is not None]
+        saves = [a for a, n in kernel if n == "KeSaveExtendedProcessorState"]
+        restores = [a for a, n in kernel if n == "KeRestoreExtendedProcessorState"]
+        inner = [a for a, t in call_sites.get(b, []) if node(t) in leads and node(t) != b]
+        ordered = (len(saves) == 1 and len(restores) == 1 and bool(inner)
+                   and all(saves[0] < a < restores[0] for a in inner))
+        check(f"{name(b)}: one KeSaveExtendedProcessorState, then the {len(inner)} call(s) into "
+              "the wide path, then one KeRestoreExtendedProcessorState",
+              ordered, f"saves at {[hex(a) for a in saves]}, restores at "
+              f"{[hex(a) for a in restores]}, calls at {[hex(a) for a in inner]}")
     missing = {"KeSaveExtendedProcessorState", "KeRestoreExtendedProcessorState"} - IMPORTED
     check("the bracket's KeSaveExtendedProcessorState and KeRestoreExtendedProcessorState are "
           "imported", not missing, f"missing {sorted(missing)}")

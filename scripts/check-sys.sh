@@ -120,6 +120,10 @@ for flavour in "${flavours[@]}"; do
             "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt" 2>&1 || true)"
         grep -q "FAIL every call path into the wide path" <<<"$bite"
         check "the wide-path rule fails without its bracket (VEX reachable from a root)" $? "$(grep -E 'wide path' <<<"$bite" | head -n2 | tr '\n' ' ')"
+        bite="$(CHECK_SYS_WIDE_FUNCS='^no::such::module::' python3 "$ROOT/scripts/check-sys-image.py" \
+            "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt" 2>&1 || true)"
+        grep -qE "FAIL [0-9]+ VEX/EVEX instructions, all in the wide path" <<<"$bite"
+        check "the wide-path rule fails on a VEX instruction outside the wide path's functions" $? "$(grep -E 'VEX' <<<"$bite" | head -n2 | tr '\n' ' ')"
     fi
     failures=$((failures + image_failures))
 

@@ -74,6 +74,7 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
                 }
             }
         }
+        crate::wipe(&mut initial, vdupq_n_u8(0));
         number = number.wrapping_add(batch.len() as u64);
     }
 }

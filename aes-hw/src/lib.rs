@@ -49,9 +49,6 @@ type Schedule = [RoundKey; ROUNDS];
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 cpufeatures::new!(aes_instructions, "aes");
-// The wide path's instructions; `cpufeatures` also checks that the OS enabled the AVX state.
-#[cfg(target_arch = "x86_64")]
-cpufeatures::new!(wide_instructions, "aes", "avx2", "vaes", "vpclmulqdq");
 
 /// Proof that this thread may use the wide vector registers (YMM) now, which the VAES path
 /// needs: in user mode always (the OS saves them); in a Windows driver only between a
@@ -67,7 +64,7 @@ impl WideVectors {
     pub fn available() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            wide_instructions::get()
+            wide::cpu_has_it()
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -268,6 +265,17 @@ impl Drop for XtsKeys {
     fn drop(&mut self) {
         self.clear();
     }
+}
+
+/// Overwrites `slots` with `zero` so that the compiler cannot drop the stores: the tweak
+/// arrays a pass leaves on its stack (values derived from the tweak key).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn wipe<T: Copy>(slots: &mut [T], zero: T) {
+    for slot in slots.iter_mut() {
+        // SAFETY: `slot` is a valid, aligned, exclusive reference to a `T`.
+        unsafe { core::ptr::write_volatile(slot, zero) };
+    }
+    core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
 }
 
 /// Data units whose initial tweaks are computed together (one 8-wide pass on the tweak key).

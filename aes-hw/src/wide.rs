@@ -17,12 +17,63 @@
 //! inside the assembly, as on the XMM path.
 
 use core::arch::x86_64::{
-    __m128i, __m256i, _mm256_loadu_si256, _mm256_set1_epi64x, _mm256_set_m128i,
-    _mm256_storeu_si256, _mm256_xor_si256, _mm256_zeroupper, _mm_add_epi32, _mm_and_si128,
-    _mm_set_epi32, _mm_set_epi64x, _mm_shuffle_epi32, _mm_srai_epi32, _mm_xor_si128,
+    __m128i, __m256i, _mm256_castsi256_si128, _mm256_loadu_si256, _mm256_set1_epi64x,
+    _mm256_set_m128i, _mm256_storeu_si256, _mm256_xor_si256, _mm256_zeroupper, _mm_add_epi32,
+    _mm_and_si128, _mm_set_epi32, _mm_set_epi64x, _mm_shuffle_epi32, _mm_srai_epi32, _mm_xor_si128,
 };
 
 use crate::{RoundKey, Unit, XtsKeys, DATA_UNIT};
+
+/// The wide path's CPU check, made once: AES-NI, AVX2, VAES and VPCLMULQDQ (CPUID), and the
+/// OS has enabled the SSE and AVX state (OSXSAVE, then XCR0 bits 1 and 2). Not `cpufeatures`:
+/// it asks for the AVX-512 state before it reports VAES or VPCLMULQDQ, which would leave
+/// the path off on every CPU that has them without AVX-512 (AMD Zen 3, Intel's client cores).
+/// In the kernel the glue also asks which state the OS saves (RtlGetEnabledExtendedFeatures).
+pub(crate) fn cpu_has_it() -> bool {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    static KNOWN: AtomicU8 = AtomicU8::new(0);
+    match KNOWN.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let yes = detect();
+            KNOWN.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+    }
+}
+
+fn detect() -> bool {
+    use core::arch::x86_64::{__cpuid, __cpuid_count};
+    let bit = |reg: u32, n: u32| reg & (1 << n) != 0;
+    let basic = __cpuid(0);
+    if basic.eax < 7 {
+        return false;
+    }
+    let leaf1 = __cpuid(1);
+    // AES-NI (ECX 25), PCLMULQDQ (1), OSXSAVE (27), AVX (28).
+    if !(bit(leaf1.ecx, 25) && bit(leaf1.ecx, 1) && bit(leaf1.ecx, 27) && bit(leaf1.ecx, 28)) {
+        return false;
+    }
+    // SAFETY: OSXSAVE is set, so XGETBV is enabled and reading XCR0 cannot fault.
+    let xcr0 = unsafe { xcr0() };
+    if xcr0 & 0b110 != 0b110 {
+        return false;
+    }
+    let leaf7 = __cpuid_count(7, 0);
+    // AVX2 (EBX 5), VAES (ECX 9), VPCLMULQDQ (ECX 10).
+    bit(leaf7.ebx, 5) && bit(leaf7.ecx, 9) && bit(leaf7.ecx, 10)
+}
+
+/// XCR0, the state components the OS has enabled.
+///
+/// # Safety
+/// CPUID must report OSXSAVE (else XGETBV faults).
+#[target_feature(enable = "xsave")]
+unsafe fn xcr0() -> u64 {
+    // SAFETY: the caller checked OSXSAVE; this function's target feature provides XGETBV.
+    unsafe { core::arch::x86_64::_xgetbv(0) }
+}
 
 /// Data units whose initial tweaks are one pass (two per register).
 const BATCH: usize = 16;
@@ -262,15 +313,21 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
     let mut number = first;
     for batch in units.chunks_mut(BATCH) {
         // Two units' numbers per register, little-endian in each lane's low 8 bytes.
-        let mut initial: [__m256i; REGS] = core::array::from_fn(|i| {
+        let mut initial_pairs: [__m256i; REGS] = core::array::from_fn(|i| {
             let lo = number.wrapping_add(2 * i as u64);
             _mm256_set_m128i(
                 _mm_set_epi64x(0, lo.wrapping_add(1) as i64),
                 _mm_set_epi64x(0, lo as i64),
             )
         });
-        wide_rounds_plain!(keys.tweak_enc, initial, "vpxor", "vaesenc", "vaesenclast");
-        let initial: [__m128i; BATCH] = core::array::from_fn(|u| lane(&initial, u));
+        wide_rounds_plain!(
+            keys.tweak_enc,
+            initial_pairs,
+            "vpxor",
+            "vaesenc",
+            "vaesenclast"
+        );
+        let mut initial: [__m128i; BATCH] = core::array::from_fn(|u| lane(&initial_pairs, u));
         let mut now = first_group(initial[0]);
         let mut next = [_mm256_set1_epi64x(0); REGS];
         for (u, unit) in batch.iter_mut().enumerate() {
@@ -317,6 +374,11 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
                 core::mem::swap(&mut now, &mut next);
             }
         }
+        let zero = _mm256_set1_epi64x(0);
+        for tweaks in [&mut initial_pairs, &mut now, &mut next] {
+            crate::wipe(tweaks, zero);
+        }
+        crate::wipe(&mut initial, _mm256_castsi256_si128(zero));
         number = number.wrapping_add(batch.len() as u64);
     }
     _mm256_zeroupper();
@@ -337,7 +399,7 @@ fn first_group(t: __m128i) -> [__m256i; REGS] {
 #[target_feature(enable = "avx2")]
 #[inline]
 fn lane(initial: &[__m256i; REGS], u: usize) -> __m128i {
-    use core::arch::x86_64::{_mm256_castsi256_si128, _mm256_extracti128_si256};
+    use core::arch::x86_64::_mm256_extracti128_si256;
     let v = initial[u / 2];
     if u.is_multiple_of(2) {
         _mm256_castsi256_si128(v)

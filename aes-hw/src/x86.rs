@@ -182,6 +182,9 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
                 core::mem::swap(&mut now, &mut next);
             }
         }
+        for tweaks in [&mut initial, &mut now, &mut next] {
+            crate::wipe(tweaks, _mm_setzero_si128());
+        }
         number = number.wrapping_add(batch.len() as u64);
     }
 }

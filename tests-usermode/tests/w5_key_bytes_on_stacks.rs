@@ -2,7 +2,8 @@
 //! that mounts (in the kernel, the mounting user's thread, whose kernel stack can be paged out).
 //!
 //! A thread does what the mount IOCTL does with the key (parse the request from its buffer,
-//! build the volume key, encrypt and decrypt with it, erase it, drop the request), far below
+//! build the volume key, encrypt and decrypt with it, on the XMM path and on the wide VAES
+//! path where the CPU has it, erase it, drop the request), far below
 //! its own stack's top; then it reads its whole stack mapping through /proc/self/mem and looks
 //! for every 16-byte round key of both AES-256 schedules (the first two of each are the master
 //! key's halves). The round keys are computed here independently (FIPS-197 key expansion) and
@@ -15,7 +16,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
 use vcdirect::abi::{MasterKey, MountRequest, KEY_LENGTH};
-use vcdirect::crypto::{VolumeKey, DATA_UNIT};
+use vcdirect::crypto::{Cipher, CryptoPool, VolumeKey, DATA_UNIT};
 use vcdirect::faults::{set_faults, Fault};
 use vcdirect_usermode::host::MemoryHost;
 use vcdirect_usermode::std_platform::StdPlatform;
@@ -118,6 +119,14 @@ fn use_the_key(input: &[u8]) {
         guard.cipher().decrypt(&mut data, 77);
     }
     assert!(data.iter().all(|&b| b == 0x3c));
+    // A large buffer through the encryption pool: the wide (VAES) path where the CPU has it.
+    let mut large = vec![0x5au8; 256 * DATA_UNIT];
+    for way in [Cipher::Encrypt, Cipher::Decrypt] {
+        CryptoPool::inline()
+            .run(&platform, &key, way, &mut large, 901)
+            .expect("key");
+    }
+    assert!(large.iter().all(|&b| b == 0x5a));
     key.erase();
     drop(request);
 }

@@ -20,7 +20,7 @@ mod threads;
 mod xts;
 
 pub use key::{KeyGuard, VolumeKey};
-pub use pool::{Cipher, CryptoPool};
+pub use pool::{Cipher, CryptoPool, MIN_PIECE};
 pub use threads::{encryption_threads, thread_group, MAX_THREADS_GROUPS, MAX_THREADS_ONE_GROUP};
 pub use vcdirect_aes_hw::WideVectors;
 pub use xts::{XtsCipher, DATA_UNIT};

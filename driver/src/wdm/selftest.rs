@@ -135,7 +135,7 @@ fn encryption_pool(platform: &KernelPlatform) -> Result<(), &'static str> {
 
     use super::encryption_pool::{driver_pool, EncryptionPool};
     use super::thread::current_thread;
-    use crate::crypto::{Cipher, CryptoPool, VolumeKey, XtsCipher, DATA_UNIT};
+    use crate::crypto::{Cipher, CryptoPool, VolumeKey, XtsCipher, DATA_UNIT, MIN_PIECE};
     use crate::platform::Piece;
 
     const PIECES: usize = 4;
@@ -144,7 +144,8 @@ fn encryption_pool(platform: &KernelPlatform) -> Result<(), &'static str> {
         *b = (i as u8).wrapping_mul(29).wrapping_add(3);
     }
     let cipher = XtsCipher::new(&key);
-    let plain: alloc::vec::Vec<u8> = (0..PIECES * 2 * DATA_UNIT).map(|i| i as u8).collect();
+    // Each piece as large as the engine splits (crypto::MIN_PIECE), so its split makes PIECES.
+    let plain: alloc::vec::Vec<u8> = (0..PIECES * MIN_PIECE).map(|i| i as u8).collect();
     let mut expected = plain.clone();
     cipher.encrypt(&mut expected, 1000);
 
@@ -157,15 +158,15 @@ fn encryption_pool(platform: &KernelPlatform) -> Result<(), &'static str> {
     let ran_on: [AtomicUsize; PIECES] = Default::default();
     {
         let mut pieces: alloc::vec::Vec<Piece<'_>> = data
-            .chunks_mut(2 * DATA_UNIT)
+            .chunks_mut(MIN_PIECE)
             .enumerate()
             .map(|(i, chunk)| Piece {
-                first_unit: 1000 + 2 * i as u64,
+                first_unit: 1000 + (i * MIN_PIECE / DATA_UNIT) as u64,
                 data: chunk,
             })
             .collect();
         pool.run(&mut pieces, &|piece: &mut Piece<'_>| {
-            let index = ((piece.first_unit - 1000) / 2) as usize;
+            let index = (piece.first_unit - 1000) as usize * DATA_UNIT / MIN_PIECE;
             ran_on[index].store(current_thread() as usize, Ordering::Release);
             cipher.encrypt(piece.data, piece.first_unit);
         });

@@ -14,7 +14,9 @@
 
 use core::mem::MaybeUninit;
 
-use wdk_sys::ntddk::{KeRestoreExtendedProcessorState, KeSaveExtendedProcessorState};
+use wdk_sys::ntddk::{
+    KeRestoreExtendedProcessorState, KeSaveExtendedProcessorState, RtlGetEnabledExtendedFeatures,
+};
 use wdk_sys::XSTATE_SAVE;
 
 use crate::crypto::WideVectors;
@@ -37,11 +39,17 @@ pub(crate) fn with_wide_vectors<R>(crypt: impl FnOnce(&WideVectors) -> R) -> Opt
     if !WideVectors::available() {
         return None;
     }
+    // The mask may name only features the OS has enabled (else bugcheck 0x131): ask which of
+    // the AVX and AVX-512 components it enabled; without the AVX state, no wide path.
+    // SAFETY: no preconditions; callable at any IRQL.
+    let mask = unsafe { RtlGetEnabledExtendedFeatures(XSTATE_MASK_AVX | XSTATE_MASK_AVX512) };
+    if mask & XSTATE_MASK_AVX == 0 {
+        return None;
+    }
     let mut save = MaybeUninit::<XSTATE_SAVE>::zeroed();
-    // SAFETY: `save` is a writable XSTATE_SAVE that outlives the bracket; IRQL as documented.
-    let status = unsafe {
-        KeSaveExtendedProcessorState(XSTATE_MASK_AVX | XSTATE_MASK_AVX512, save.as_mut_ptr())
-    };
+    // SAFETY: `save` is a writable XSTATE_SAVE that outlives the bracket; `mask` names only
+    // enabled features; IRQL as documented.
+    let status = unsafe { KeSaveExtendedProcessorState(mask, save.as_mut_ptr()) };
     if status < 0 {
         return None;
     }
