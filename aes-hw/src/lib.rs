@@ -77,8 +77,9 @@ impl WideVectors {
     /// # Safety
     /// Until the token is dropped, this thread may change the YMM registers (and, on a CPU
     /// with AVX-512, the upper halves of ZMM0-15, which VEX instructions clear): in a Windows
-    /// driver, the caller has saved that state with KeSaveExtendedProcessorState (mask
-    /// including XSTATE_MASK_AVX and XSTATE_MASK_AVX512) and restores it after the drop.
+    /// driver, the caller has saved that state with KeSaveExtendedProcessorState (a mask with
+    /// XSTATE_MASK_AVX, and XSTATE_MASK_AVX512 where the OS enabled it) and restores it after
+    /// the drop.
     pub unsafe fn assume_saved() -> Option<WideVectors> {
         Self::available().then_some(WideVectors {
             _this_thread: core::marker::PhantomData,

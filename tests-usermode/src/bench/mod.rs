@@ -9,6 +9,7 @@ pub mod crypto;
 pub mod engine;
 pub mod load;
 pub mod lock;
+pub mod pool;
 pub mod report;
 pub mod target;
 
@@ -35,6 +36,7 @@ vcbench: DiskSpd-style benchmark of vcdirect's hosts and engine
 usage:
   vcbench crypto [--json PATH]
   vcbench lock
+  vcbench pool
   vcbench [-b SIZE] [-o N] [-t N] [-r] [-w PCT] [-d SECS] [-W SECS] [-Sh] [-L]
           [--host file:PATH|model:nvme[,lat_us=80,gbps=3.5,channels=32,max-transfer=128K]|memory:SIZE]
           [--file PATH] [--size BYTES] [--mode raw,raw-qd8,legacy,direct] [--pairs N]
@@ -427,6 +429,10 @@ pub fn main_with(args: &[String], engine: EngineFactory) -> i32 {
     }
     if args.first().map(String::as_str) == Some("lock") {
         lock::run();
+        return 0;
+    }
+    if args.first().map(String::as_str) == Some("pool") {
+        pool::run();
         return 0;
     }
     if args.first().map(String::as_str) == Some("crypto") {
