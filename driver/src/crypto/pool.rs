@@ -2,7 +2,8 @@
 //!
 //! VeraCrypt's model (docs/design.md §4): one global pool of (CPU count - free CPU count) threads;
 //! the caller splits its data units into at most that many pieces and blocks until all pieces
-//! are done; a single data unit runs inline. The split policy lives here; the threads belong to
+//! are done; a single data unit runs inline. vcdirect splits only into pieces of at least
+//! [`MIN_PIECE`] bytes (the hand-off costs about as much as encrypting 128 KiB). The split policy lives here; the threads belong to
 //! the platform ([`Platform::run_pieces`]), because only it can lend a borrowed buffer to
 //! long-lived threads (scoped work in user mode, the kernel glue's own wait in `wdm`).
 
@@ -16,11 +17,11 @@ pub const MAX_PIECES: usize = 16;
 /// Fewest bytes a piece carries: a buffer is split only as far as each piece has this much
 /// work, since handing a piece to a pool thread and waiting for it costs 5-15 us, about as much
 /// as encrypting 128 KiB on the wide path. Measured with `vcbench pool` (user-mode pool, 2-core
-/// VM, docs/measurements.md "The encryption pool's split"): two pieces beat one thread from
-/// 512 KiB buffers on both paths, only sometimes at 256 KiB on the XMM path, never below.
-/// Smaller buffers (the legacy queue's 256 KiB fragments among them) run on the caller's
-/// thread. (VeraCrypt splits any buffer of two units or more; with AES-NI and VAES one core
-/// now does 7-12 GB/s.)
+/// VM, three runs, docs/measurements.md "Current results"): two pieces beat one thread on
+/// every run from 512 KiB buffers, on two runs of three at 256 KiB, and (but once) never
+/// below. Smaller buffers (the legacy queue's 256 KiB fragments among them) run on the
+/// caller's thread. (VeraCrypt splits any buffer of two units or more; with AES-NI and VAES one
+/// core now does 7-12 GB/s.)
 pub const MIN_PIECE: usize = 256 << 10;
 
 /// The encryption pool's policy: how many pieces a buffer is split into.
