@@ -38,6 +38,9 @@ pub enum Fault {
     /// W5: the volume key's cipher is built by value on the mounting thread's stack and then
     /// moved into its block, leaving a copy of the round keys on that stack.
     W5KeyScheduleByValue = 1 << 11,
+    /// R3: erase forgets the cipher instead of dropping it, so its round keys are never
+    /// zeroized (the erased flag is set all the same).
+    R3EraseLeaksCipher = 1 << 12,
 }
 
 #[cfg(feature = "fault-switches")]

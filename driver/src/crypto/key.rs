@@ -97,7 +97,11 @@ impl<P: Platform> VolumeKey<P> {
         }
         let last = self.cipher.with(|c| c.take());
         // After the drain this is the only reference: dropping it zeroizes the round keys.
-        drop(last);
+        if crate::faults::is_on(crate::faults::Fault::R3EraseLeaksCipher) {
+            core::mem::forget(last);
+        } else {
+            drop(last);
+        }
         self.erased.store(true, Ordering::Release);
     }
 
