@@ -18,8 +18,8 @@
 
 use core::arch::x86_64::{
     __m128i, __m256i, _mm256_castsi256_si128, _mm256_loadu_si256, _mm256_set1_epi64x,
-    _mm256_set_m128i, _mm256_storeu_si256, _mm256_xor_si256, _mm256_zeroupper, _mm_add_epi32,
-    _mm_and_si128, _mm_set_epi32, _mm_set_epi64x, _mm_shuffle_epi32, _mm_srai_epi32, _mm_xor_si128,
+    _mm256_set_m128i, _mm256_storeu_si256, _mm256_xor_si256, _mm256_zeroupper, _mm_set_epi32,
+    _mm_set_epi64x,
 };
 
 use crate::{RoundKey, Unit, XtsKeys, DATA_UNIT};
@@ -390,7 +390,8 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
 fn first_group(t: __m128i) -> [__m256i; REGS] {
     let mut tweaks = [t; GROUP];
     for i in 1..GROUP {
-        tweaks[i] = mul_alpha(tweaks[i - 1]);
+        // The XMM path's doubling, inlined here and so VEX-encoded like the rest.
+        tweaks[i] = crate::x86::mul_alpha(tweaks[i - 1]);
     }
     core::array::from_fn(|i| _mm256_set_m128i(tweaks[2 * i + 1], tweaks[2 * i]))
 }
@@ -406,18 +407,6 @@ fn lane(initial: &[__m256i; REGS], u: usize) -> __m128i {
     } else {
         _mm256_extracti128_si256::<1>(v)
     }
-}
-
-/// Multiplication by alpha (see `x86.rs`), VEX-encoded here.
-#[target_feature(enable = "avx2")]
-#[inline]
-fn mul_alpha(t: __m128i) -> __m128i {
-    let tops = _mm_srai_epi32::<31>(t);
-    let carries = _mm_and_si128(
-        _mm_shuffle_epi32::<0x93>(tops),
-        _mm_set_epi32(1, 1, 1, 0x87),
-    );
-    _mm_xor_si128(_mm_add_epi32(t, t), carries)
 }
 
 #[target_feature(enable = "avx")]

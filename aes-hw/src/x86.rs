@@ -230,7 +230,7 @@ const _: () = assert!(ROUNDS == 15 && WIDTH == 8);
 /// top lane's into the reduction 0x87.
 #[target_feature(enable = "sse2")]
 #[inline]
-fn mul_alpha(t: __m128i) -> __m128i {
+pub(crate) fn mul_alpha(t: __m128i) -> __m128i {
     let tops = _mm_srai_epi32::<31>(t);
     let carries = _mm_and_si128(
         _mm_shuffle_epi32::<0x93>(tops),
