@@ -624,7 +624,15 @@ pub fn add_hidden(
     let Some(area) = lay.hidden else {
         return Err(VolumeError::BadLayout("no hidden volume laid out".into()));
     };
-    debug_assert!(area.0 >= HEADER_GROUP + facts.used_end());
+    // VeraCrypt's maximum always ends after the last used cluster; checked all the same.
+    if area.0 < HEADER_GROUP + facts.used_end() {
+        return Err(VolumeError::BadLayout(format!(
+            "--size {want} would overlap the outer {} file system's used clusters (used space \
+             ends at byte {} of the outer data area)",
+            facts.name(),
+            facts.used_end()
+        )));
+    }
     // As `create` writes a hidden volume: its own master key, two headers with fresh salts;
     // the hidden header's PRF is its own (--hidden-prf) or the one the outer header opened with.
     let hidden = VolumeSpec {

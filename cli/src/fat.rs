@@ -365,7 +365,7 @@ fn clear_entries_after_clusters<D: Read + Write + Seek>(
 }
 
 /// Reads the FAT file system of a data area of `size` bytes with `sector`-byte sectors: the
-/// boot sector ([`geometry`]), then the FAT from the end of its data clusters' entries back to
+/// boot sector (type label and geometry), then the FAT from the end of its data clusters' entries back to
 /// its last non-zero 4-byte word, as VeraCrypt's scan does (VeraCrypt starts at the end of
 /// the FAT; the entries after the data clusters' describe nothing, and VeraCrypt's own
 /// formatter, like vcctl's, leaves them zero).

@@ -546,8 +546,8 @@ pub fn open_exclusive(path: &Path) -> Result<File, VolumeError> {
 
 /// How a [`DataArea`] encrypts: the engine's AES-256-XTS, or any VeraCrypt algorithm.
 enum AreaCipher {
-    Aes(vcdirect::crypto::XtsCipher),
-    Other(Algorithm, Zeroizing<[u8; crate::header::KEY_AREA_SIZE]>),
+    Aes(Box<vcdirect::crypto::XtsCipher>),
+    Other(Algorithm, Zeroizing<Vec<u8>>),
 }
 
 /// A volume's data area seen decrypted, as a file system sees it once the volume is mounted:
@@ -574,9 +574,9 @@ impl<'a, F: Read + std::io::Write + Seek> DataArea<'a, F> {
         let cipher = if algorithm == AES {
             let mut k = Zeroizing::new([0u8; 64]);
             k.copy_from_slice(&master_key[..64]);
-            AreaCipher::Aes(vcdirect::crypto::XtsCipher::new(&k))
+            AreaCipher::Aes(Box::new(vcdirect::crypto::XtsCipher::new(&k)))
         } else {
-            AreaCipher::Other(algorithm, Zeroizing::new(*master_key))
+            AreaCipher::Other(algorithm, Zeroizing::new(master_key.to_vec()))
         };
         DataArea {
             host,

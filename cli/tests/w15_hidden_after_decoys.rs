@@ -541,3 +541,65 @@ fn w15_create_places_the_hidden_volume_after_the_new_fat_and_refuses_it_without_
     with_fs(&f, b"outer", Kind::Normal, |fs| put_files(fs, &files));
     with_fs(&f, b"outer", Kind::Normal, |fs| assert_files(fs, &files));
 }
+
+#[test]
+fn add_hidden_takes_the_hidden_volumes_own_pim_and_no_keyfiles_as_create_does() {
+    let kf = TempPath::new("outer-kf");
+    std::fs::write(&kf.0, b"the outer volume's keyfile").unwrap();
+    let kfp = kf.0.to_str().unwrap();
+    let f = TempPath::new("kf");
+    create_outer(&f, 1 << 20, &["--keyfile", kfp]);
+    let inspect = |pw: &str, extra: &[&str]| {
+        let mut args = vec![
+            "volume",
+            "inspect",
+            f.0.to_str().unwrap(),
+            "--password-stdin",
+        ];
+        args.extend_from_slice(&["--prf", "sha256", "--hidden"]);
+        args.extend_from_slice(extra);
+        vcctl(&args, pw)
+    };
+    // Without the outer's keyfile the outer volume does not open: nothing written.
+    let before = sha(&std::fs::read(&f.0).unwrap());
+    let err = fails(add_hidden(&f, "max", &["--yes"], "outer\nhidden\n"));
+    assert!(err.contains("wrong password"), "{err}");
+    assert_eq!(sha(&std::fs::read(&f.0).unwrap()), before);
+    // The contradiction is refused before anything is read.
+    let err = fails(add_hidden(
+        &f,
+        "max",
+        &[
+            "--yes",
+            "--keyfile",
+            kfp,
+            "--hidden-no-keyfiles",
+            "--hidden-keyfile",
+            kfp,
+        ],
+        "outer\nhidden\n",
+    ));
+    assert!(err.contains("cannot be used with"), "{err}");
+    ok(add_hidden(
+        &f,
+        "max",
+        &[
+            "--yes",
+            "--keyfile",
+            kfp,
+            "--hidden-no-keyfiles",
+            "--hidden-pim",
+            "2",
+        ],
+        "outer\nhidden\n",
+    ));
+    // The hidden header has no keyfile and PIM 2; the outer's keyfile does not open it.
+    assert_eq!(
+        json(&ok(inspect("hidden\n", &["--pim", "2"])))["kind"],
+        "hidden"
+    );
+    let err = fails(inspect("hidden\n", &["--pim", "2", "--keyfile", kfp]));
+    assert!(err.contains("wrong password"), "{err}");
+    let err = fails(inspect("hidden\n", &["--pim", "1"]));
+    assert!(err.contains("wrong password"), "{err}");
+}
