@@ -191,7 +191,8 @@ enum VolumeCommand {
         /// The outer volume file (not mounted, not open elsewhere).
         outer: PathBuf,
         /// The hidden volume's size in bytes (as create's --hidden-size), or max: the largest
-        /// that fits after the outer file system's last used cluster (printed either way).
+        /// that fits after the outer file system's last used cluster (the maximum is printed, in
+        /// the JSON or in the refusal).
         #[arg(long, value_name = "N|max")]
         size: HiddenSizeArg,
         /// Required: any hidden volume already in that space is destroyed (nothing can tell
