@@ -449,6 +449,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn file_systems_other_than_fat_are_named_and_nothing_is_guessed() {
+        let refused = |image: Vec<u8>| {
+            let size = image.len() as u64;
+            match read_facts(&mut std::io::Cursor::new(image), size, 512) {
+                Err(e) => e.to_string(),
+                Ok(f) => panic!("read as {}", f.name()),
+            }
+        };
+        let with = |at: usize, bytes: &[u8]| {
+            let mut image = vec![0x5Au8; 1 << 17];
+            image[at..at + bytes.len()].copy_from_slice(bytes);
+            image
+        };
+        for (image, name) in [
+            (with(3, b"NTFS    "), "holds NTFS"),
+            (with(3, b"EXFAT   "), "holds exFAT"),
+            (with(0, b"XFSB"), "holds XFS"),
+            (with(1080, &[0x53, 0xEF]), "holds ext2/ext3/ext4"),
+            (with(65536 + 64, b"_BHRfS_M"), "holds Btrfs"),
+            (vec![0u8; 1 << 17], "its first sector is zeros"),
+            (vec![0x5Au8; 1 << 17], "no file system vcctl recognises"),
+            // A FAT label at the wrong place is not taken for one.
+            (with(60, b"FAT16"), "no file system vcctl recognises"),
+        ] {
+            let err = refused(image);
+            assert!(err.contains(name), "{name}: {err}");
+            assert!(
+                err.contains("add-hidden reads only FAT12, FAT16 and FAT32"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
     fn cluster_sizes_follow_veracrypts_table() {
         const MIB: u64 = 1 << 20;
         assert_eq!(veracrypt_cluster_size(300 << 10, 512), 512);

@@ -519,8 +519,8 @@ pub fn read_data_to<W: std::io::Write>(
 /// Opens the volume file at `path` for reading and writing, exclusively: on Windows with no
 /// sharing (so a volume vcdirect has mounted, or that another program has open, is refused),
 /// and everywhere with an exclusive advisory lock (`flock` on Unix, `LockFileEx` on Windows),
-/// which every vcctl command that writes a volume takes; programs that take no lock are not
-/// seen on Unix. A file in use is a one-line error.
+/// held until the file is closed: another program that locks the file is seen, programs that
+/// take no lock are not (on Unix). A file in use is a one-line error. Used by `add-hidden`.
 pub fn open_exclusive(path: &Path) -> Result<File, VolumeError> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true).write(true);
