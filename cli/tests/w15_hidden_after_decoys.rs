@@ -230,6 +230,8 @@ struct Bpb {
     cluster: u64,
     data_start: u64,
     fat_type: u8,
+    fat_start: u64,
+    fat_size: u64,
 }
 
 fn bpb(boot: &[u8]) -> Bpb {
@@ -257,7 +259,20 @@ fn bpb(boot: &[u8]) -> Bpb {
         cluster: u64::from(boot[13]) * 512,
         data_start,
         fat_type,
+        fat_start: u16_at(14) * 512,
+        fat_size: fat_sectors * 512,
     }
+}
+
+/// The offset in the FAT of the 4-byte word holding the last byte of entry `last` (an
+/// end-of-chain mark: its last byte is not zero).
+fn last_word(b: &Bpb, last: u64) -> u64 {
+    let last_byte = match b.fat_type {
+        12 => last * 3 / 2 + 1,
+        16 => last * 2 + 1,
+        _ => last * 4 + 3,
+    };
+    last_byte / 4 * 4
 }
 
 /// VeraCrypt's maximum for an outer data area of `size` bytes whose last used cluster is
@@ -268,12 +283,7 @@ fn bpb(boot: &[u8]) -> Bpb {
 /// after the FAT and root directory, less one cluster, less that cluster number of clusters;
 /// then the reserve (size / 200, at most 10 MiB), then down to a multiple of 512.
 fn veracrypt_max(b: &Bpb, size: u64, last: u64) -> u64 {
-    let last_byte = match b.fat_type {
-        12 => last * 3 / 2 + 1,
-        16 => last * 2 + 1,
-        _ => last * 4 + 3,
-    };
-    let word = last_byte / 4 * 4;
+    let word = last_word(b, last);
     let cluster_number = match b.fat_type {
         12 => word * 8 / 12,
         16 => word / 2,
@@ -302,8 +312,8 @@ fn w15_max_hidden_size_follows_veracrypts_rule_for_fat12_fat16_and_fat32() {
             .map(|(i, len)| (format!("F{i}.DAT"), contents(i as u64, *len)))
             .collect();
         with_fs(&f, b"outer", Kind::Normal, |fs| put_files(fs, &decoys));
-        let boot = &data_area(&f, b"outer", Kind::Normal)[..512];
-        let b = bpb(boot);
+        let area = data_area(&f, b"outer", Kind::Normal);
+        let b = bpb(&area[..512]);
         assert_eq!(
             b.fat_type, fat,
             "{size}: VeraCrypt's cluster size gives FAT{fat}"
@@ -314,6 +324,12 @@ fn w15_max_hidden_size_follows_veracrypts_rule_for_fat12_fat16_and_fat32() {
         let clusters: u64 = files.iter().map(|l| (*l as u64).div_ceil(b.cluster)).sum();
         let last = first + clusters - 1;
         let want = veracrypt_max(&b, data, last);
+        // VeraCrypt scans the whole FAT back from its end: the FAT vcctl formatted has zeros
+        // after the last cluster's entry (as VeraCrypt's formatter leaves them), so that scan
+        // stops at the word of the last used cluster's entry too.
+        let table = &area[b.fat_start as usize..(b.fat_start + b.fat_size) as usize];
+        let scanned = table.chunks_exact(4).rposition(|w| w != [0; 4]).unwrap() as u64 * 4;
+        assert_eq!(scanned, last_word(&b, last), "{size}: FAT{fat}");
 
         let before = sha(&std::fs::read(&f.0).unwrap());
         // One byte-sector over the maximum is refused, nothing written.
