@@ -17,9 +17,10 @@ use std::sync::atomic::AtomicBool;
 use zeroize::Zeroizing;
 
 use crate::cipher::{Algorithm, AES};
+use crate::fat;
 use crate::header::{self, Header, HEADER_SIZE, KEY_AREA_SIZE, SALT_SIZE};
 use crate::kdf::{self, Prf};
-use crate::volume::{HEADER_GROUP, HEADER_SLOT};
+use crate::volume::{DataArea, HEADER_GROUP, HEADER_SLOT};
 use crate::VolumeError;
 
 /// How the data area is filled.
@@ -30,6 +31,15 @@ pub enum Fill {
     /// Encrypted zeros: the data area decrypts to zeros (handy for tests). Refused with a
     /// hidden volume, which would stand out.
     Zero,
+}
+
+/// The file system written into the outer (or only) volume at creation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filesystem {
+    /// FAT12/16/32 (by size, as VeraCrypt chooses), written through the volume's encryption.
+    Fat,
+    /// None: the data area is only the fill.
+    None,
 }
 
 /// One volume to create in a container: its password (keyfiles already applied).
@@ -54,6 +64,8 @@ pub struct CreateSpec {
     pub fill: Fill,
     /// Encryption algorithm (AES-256-XTS unless a test asks for another).
     pub algorithm: Algorithm,
+    /// The outer volume's file system.
+    pub filesystem: Filesystem,
 }
 
 /// Smallest data area we create.
@@ -251,6 +263,7 @@ pub fn create_with_progress(
             dir.display()
         )));
     }
+    let volume_id = check_filesystem(spec, &lay)?;
     let alg = spec.algorithm;
     let mut outer_key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
     random(&mut outer_key[..])?;
@@ -276,12 +289,13 @@ pub fn create_with_progress(
 
     let temp = temporary_name(path, &dir);
     let file = std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .create_new(true)
         .open(&temp)
         .map_err(|e| VolumeError::Open(temp.display().to_string(), e))?;
-    let written =
-        write_container(file, spec, &lay, &outer_key, &headers, progress).and_then(|()| {
+    let written = write_container(file, spec, &lay, &outer_key, &headers, volume_id, progress)
+        .and_then(|()| {
             rename_no_replace(&temp, path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AlreadyExists => exists(path),
                 _ => VolumeError::Open(path.display().to_string(), e),
@@ -324,73 +338,319 @@ pub fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
 /// The four sealed headers: outer primary/backup, hidden primary/backup (if any).
 type Headers = [Option<[u8; HEADER_SIZE]>; 4];
 
-/// Writes the container into `file`: the data-area fill, then the backup header group, then
-/// the primary header group, each synced before the next, so an interrupted write never
-/// leaves a primary header in front of an incomplete volume.
-fn write_container(
-    file: File,
-    spec: &CreateSpec,
-    lay: &Layout,
-    outer_key: &Zeroizing<[u8; KEY_AREA_SIZE]>,
-    headers: &Headers,
+/// Before anything is written: `--hidden-size` needs a file system to be placed after
+/// (refused with `--filesystem none`), and with FAT it may reach back no further than
+/// VeraCrypt's largest hidden volume for the new file system ([`fat::max_hidden_size`], which
+/// always ends after the last used cluster). The FAT is formatted first into memory (only its
+/// non-zero sectors are kept) to learn its facts. Returns the FAT's volume id (random, as
+/// VeraCrypt's) for the real format.
+fn check_filesystem(spec: &CreateSpec, lay: &Layout) -> Result<u32, VolumeError> {
+    let mut id = [0u8; 4];
+    random(&mut id)?;
+    let volume_id = u32::from_le_bytes(id);
+    match spec.filesystem {
+        Filesystem::None => {
+            if spec.hidden.is_some() {
+                return Err(VolumeError::BadLayout(
+                    "--hidden-size needs --filesystem fat: the hidden volume is placed after the \
+                     outer file system's last used cluster, and the outer volume must be \
+                     formatted before it is used (a later format would overwrite the hidden \
+                     volume)"
+                        .into(),
+                ));
+            }
+        }
+        Filesystem::Fat => {
+            let data = lay.outer.1;
+            let mut image = SparseImage::new(data);
+            fat::format(&mut image, data, volume_id)?;
+            if let Some(h) = spec.hidden.as_ref().map(|h| h.0) {
+                let facts = fat::read_facts(&mut image, data, 512)?;
+                let max = fat::max_hidden_size(&facts, data);
+                if h > max {
+                    return Err(too_large("--hidden-size", h, max, &facts));
+                }
+            }
+        }
+    }
+    Ok(volume_id)
+}
+
+/// The one-line refusal of a hidden size over VeraCrypt's maximum for the outer FAT.
+fn too_large(option: &str, h: u64, max: u64, facts: &fat::FatFacts) -> VolumeError {
+    VolumeError::BadLayout(format!(
+        "{option} {h} is over the largest hidden volume that fits after the outer {} file \
+         system's last used cluster (cluster {}, used space ends at byte {} of the outer data \
+         area): at most {max} bytes, VeraCrypt's rule",
+        facts.name(),
+        facts.last_used_cluster,
+        facts.used_end()
+    ))
+}
+
+/// A data area in memory that keeps only the sectors written non-zero (what formatting a FAT
+/// writes is small; the zeros of its tables are not kept). Reads of other sectors give zeros.
+struct SparseImage {
+    size: u64,
+    pos: u64,
+    sectors: std::collections::BTreeMap<u64, Box<[u8; 512]>>,
+}
+
+impl SparseImage {
+    fn new(size: u64) -> SparseImage {
+        SparseImage {
+            size,
+            pos: 0,
+            sectors: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+impl std::io::Read for SparseImage {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos >= self.size || out.is_empty() {
+            return Ok(0);
+        }
+        let in_sector = (self.pos % 512) as usize;
+        let n = out
+            .len()
+            .min(512 - in_sector)
+            .min((self.size - self.pos) as usize);
+        match self.sectors.get(&(self.pos / 512)) {
+            Some(s) => out[..n].copy_from_slice(&s[in_sector..in_sector + n]),
+            None => out[..n].fill(0),
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Write for SparseImage {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.pos >= self.size {
+            return Err(std::io::Error::from(std::io::ErrorKind::WriteZero));
+        }
+        let in_sector = (self.pos % 512) as usize;
+        let n = data
+            .len()
+            .min(512 - in_sector)
+            .min((self.size - self.pos) as usize);
+        let index = self.pos / 512;
+        let part = &data[..n];
+        match self.sectors.get_mut(&index) {
+            Some(s) => s[in_sector..in_sector + n].copy_from_slice(part),
+            None if part.iter().all(|b| *b == 0) => {}
+            None => {
+                let mut s = Box::new([0u8; 512]);
+                s[in_sector..in_sector + n].copy_from_slice(part);
+                self.sectors.insert(index, s);
+            }
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Seek for SparseImage {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => self.size.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = target.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        Ok(self.pos)
+    }
+}
+
+/// Fills the data area `area` (host start, length) of a container: random bytes from the OS,
+/// or zeros encrypted under `key` with `alg`; tells `progress` the bytes done and the total
+/// after each 1 MiB chunk. Used for the outer data area at create and for a hidden volume's
+/// data area at add-hidden.
+fn fill_area<W: Write + Seek>(
+    w: &mut W,
+    area: (u64, u64),
+    fill: Fill,
+    alg: Algorithm,
+    key: &[u8; KEY_AREA_SIZE],
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(), VolumeError> {
-    let alg = spec.algorithm;
-    let [outer_primary, outer_backup, hidden_primary, hidden_backup] = *headers;
-    let mut w = BufWriter::new(file);
-    let write = |w: &mut BufWriter<File>, b: &[u8]| w.write_all(b).map_err(VolumeError::Read);
-    let sync = |w: &mut BufWriter<File>| {
-        w.flush().map_err(VolumeError::Read)?;
-        w.get_ref().sync_data().map_err(VolumeError::Read)
-    };
-    let seek = |w: &mut BufWriter<File>, at: u64| {
-        w.seek(SeekFrom::Start(at))
-            .map(|_| ())
-            .map_err(VolumeError::Read)
-    };
-
-    // Data area, in chunks. Random fill covers the hidden volume's area too, so from the
-    // outer volume (decrypted with its key) free space and hidden volume both look random.
     const CHUNK: u64 = 1 << 20;
-    let mut at = lay.outer.0;
-    let end = lay.outer.0 + lay.outer.1;
-    seek(&mut w, at)?;
-    let mut buf = vec![0u8; CHUNK as usize];
+    let (start, len) = area;
+    let end = start + len;
+    w.seek(SeekFrom::Start(start)).map_err(VolumeError::Read)?;
+    let mut buf = vec![0u8; CHUNK.min(len) as usize];
+    let mut at = start;
     while at < end {
         let n = (end - at).min(CHUNK) as usize;
         let chunk = &mut buf[..n];
-        match spec.fill {
+        match fill {
             Fill::Random => random(chunk)?,
             Fill::Zero => {
                 // Only without a hidden volume (refused in `create`).
                 chunk.fill(0);
                 if alg == AES {
                     let mut k = Zeroizing::new([0u8; 64]);
-                    k.copy_from_slice(&outer_key[..64]);
+                    k.copy_from_slice(&key[..64]);
                     vcdirect::crypto::XtsCipher::new(&k).encrypt(chunk, at / 512);
                 } else {
-                    alg.encrypt(&outer_key[..], chunk, at / 512);
+                    alg.encrypt(&key[..], chunk, at / 512);
                 }
             }
         }
-        write(&mut w, chunk)?;
+        w.write_all(chunk).map_err(VolumeError::Read)?;
         at += n as u64;
-        progress(at - lay.outer.0, lay.outer.1);
+        progress(at - start, len);
     }
-    sync(&mut w)?;
-    // The backup header group at the end, then the primary group at the start.
-    seek(&mut w, end)?;
-    write(&mut w, &slot(outer_backup)?)?;
-    write(&mut w, &slot(hidden_backup)?)?;
-    sync(&mut w)?;
-    seek(&mut w, 0)?;
-    write(&mut w, &slot(outer_primary)?)?;
-    write(&mut w, &slot(hidden_primary)?)?;
-    sync(&mut w)?;
-    let file = w
+    Ok(())
+}
+
+/// Writes `bytes` at `at` of `file` and syncs them to the medium.
+fn write_synced(file: &mut File, at: u64, bytes: &[u8]) -> Result<(), VolumeError> {
+    file.seek(SeekFrom::Start(at))
+        .and_then(|_| file.write_all(bytes))
+        .and_then(|()| file.sync_data())
+        .map_err(VolumeError::Read)
+}
+
+/// Writes the container into `file`: the data-area fill and the outer file system, then the
+/// backup header group, then the primary header group, each synced before the next, so an
+/// interrupted write never leaves a primary header in front of an incomplete volume.
+fn write_container(
+    file: File,
+    spec: &CreateSpec,
+    lay: &Layout,
+    outer_key: &Zeroizing<[u8; KEY_AREA_SIZE]>,
+    headers: &Headers,
+    volume_id: u32,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(), VolumeError> {
+    let alg = spec.algorithm;
+    let [outer_primary, outer_backup, hidden_primary, hidden_backup] = *headers;
+    // Data area, in chunks. Random fill covers the hidden volume's area too, so from the
+    // outer volume (decrypted with its key) free space and hidden volume both look random.
+    let mut w = BufWriter::new(file);
+    fill_area(&mut w, lay.outer, spec.fill, alg, outer_key, progress)?;
+    let mut file = w
         .into_inner()
         .map_err(|e| VolumeError::Read(e.into_error()))?;
+    file.sync_data().map_err(VolumeError::Read)?;
+    if spec.filesystem == Filesystem::Fat {
+        // Through the outer volume's own encryption, as a mounted volume would be formatted.
+        let mut area = DataArea::new(&mut file, alg, outer_key, lay.outer.0, lay.outer.1);
+        fat::format(&mut area, lay.outer.1, volume_id)?;
+        file.sync_data().map_err(VolumeError::Read)?;
+    }
+    // The backup header group at the end, then the primary group at the start.
+    let end = lay.outer.0 + lay.outer.1;
+    let mut group = slot(outer_backup)?;
+    group.extend_from_slice(&slot(hidden_backup)?);
+    write_synced(&mut file, end, &group)?;
+    let mut group = slot(outer_primary)?;
+    group.extend_from_slice(&slot(hidden_primary)?);
+    write_synced(&mut file, 0, &group)?;
     file.sync_all().map_err(VolumeError::Read)
+}
+
+/// What `add-hidden` found in the outer volume, before it writes anything.
+pub struct Room {
+    /// The outer volume's FAT.
+    pub facts: fat::FatFacts,
+    /// The outer data area: host start and length.
+    pub outer: (u64, u64),
+    /// VeraCrypt's largest hidden volume for it ([`fat::max_hidden_size`]).
+    pub max: u64,
+}
+
+/// Adds a hidden volume to the container at `path`, as VeraCrypt's hidden-volume wizard does
+/// once the decoy files are in the outer volume: opens the file for writing, exclusively
+/// ([`crate::volume::open_exclusive`]), opens the outer volume with `outer`, reads its FAT and
+/// computes the largest hidden volume after its used clusters ([`fat::max_hidden_size`]);
+/// `size` (`None`: that maximum) over it is refused. `found` is told the outer volume and
+/// what was found before anything is written. Then, as [`create`] writes a hidden volume: the
+/// hidden volume's footprint is the last `size` bytes of the outer data area ([`layout`]),
+/// its data area is filled with random bytes, then its backup header (the hidden slot of the
+/// backup group) and its primary header (at 65536) are written, each synced. Any hidden
+/// volume already in that space is destroyed (it cannot be detected). Returns the layout
+/// and what was found (`used_end` and `max` for the user).
+pub fn add_hidden(
+    path: &Path,
+    outer: &crate::volume::Credentials,
+    size: Option<u64>,
+    hidden: &crate::volume::Credentials,
+    found: &mut dyn FnMut(&crate::volume::Opened, &Room),
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(Layout, Room), VolumeError> {
+    // The hidden keyfiles are read before anything else (a missing one stops here).
+    let hidden_password = hidden.effective_password()?;
+    let mut file = crate::volume::open_exclusive(path)?;
+    let container = file.metadata().map_err(VolumeError::Read)?.len();
+    let opened = crate::volume::open_file(&mut file, outer, crate::volume::Kind::Normal)?;
+    let h = &opened.header;
+    let data = container.saturating_sub(2 * HEADER_GROUP);
+    if (h.data_offset, h.data_size) != (HEADER_GROUP, data) {
+        return Err(VolumeError::BadLayout(format!(
+            "the outer volume's data area ({} bytes at {}) is not the whole space between the \
+             header groups of this {container}-byte file ({data} bytes at {HEADER_GROUP}); \
+             add-hidden places hidden volumes only in such containers",
+            h.data_size, h.data_offset
+        )));
+    }
+    let sector = u64::from(h.sector_size);
+    let facts = fat::read_facts(&mut DataArea::of(&mut file, &opened), data, sector)?;
+    let room = Room {
+        facts,
+        outer: (HEADER_GROUP, data),
+        max: fat::max_hidden_size(&facts, data),
+    };
+    found(&opened, &room);
+    let want = size.unwrap_or(room.max);
+    if want > room.max {
+        return Err(too_large("--size", want, room.max, &facts));
+    }
+    let lay = layout(container, Some(want)).map_err(|e| match size {
+        None => VolumeError::BadLayout(format!(
+            "no room for a hidden volume: the largest that fits after the outer {} file \
+             system's used clusters is {} bytes ({e})",
+            facts.name(),
+            room.max
+        )),
+        Some(_) => VolumeError::BadLayout(e.to_string().replace("--hidden-size", "--size")),
+    })?;
+    let Some(area) = lay.hidden else {
+        return Err(VolumeError::BadLayout("no hidden volume laid out".into()));
+    };
+    // VeraCrypt's maximum always ends after the last used cluster; checked all the same.
+    if area.0 < HEADER_GROUP + facts.used_end() {
+        return Err(VolumeError::BadLayout(format!(
+            "--size {want} would overlap the outer {} file system's used clusters (used space \
+             ends at byte {} of the outer data area)",
+            facts.name(),
+            facts.used_end()
+        )));
+    }
+    // As `create` writes a hidden volume: its own master key, two headers with fresh salts;
+    // the hidden header's PRF is its own (--hidden-prf) or the one the outer header opened with.
+    let hidden = VolumeSpec {
+        password: hidden_password,
+        prf: hidden.prf.unwrap_or(opened.prf),
+        pim: hidden.pim,
+    };
+    let mut key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
+    random(&mut key[..])?;
+    let primary = sealed_header(&hidden, AES, &key, area, area.1)?;
+    let backup = sealed_header(&hidden, AES, &key, area, area.1)?;
+    fill_area(&mut file, area, Fill::Random, AES, &key, progress)?;
+    drop(key);
+    file.sync_data().map_err(VolumeError::Read)?;
+    write_synced(&mut file, container - HEADER_SLOT, &slot(Some(backup))?)?;
+    write_synced(&mut file, HEADER_SLOT, &slot(Some(primary))?)?;
+    file.sync_all().map_err(VolumeError::Read)?;
+    Ok((lay, room))
 }
 
 #[cfg(test)]

@@ -581,6 +581,7 @@ mod tests {
                 hidden: Some((65536, spec(b"h"))),
                 fill: Fill::Random,
                 algorithm: crate::cipher::AES,
+                filesystem: crate::create::Filesystem::Fat,
             },
         )
         .unwrap();

@@ -8,6 +8,7 @@ pub mod backup;
 pub mod cipher;
 pub mod create;
 pub mod driver;
+pub mod fat;
 pub mod header;
 pub mod kdf;
 pub mod keyfile;
@@ -65,6 +66,8 @@ pub enum VolumeError {
     BadLayout(String),
     /// The OS random generator failed.
     Random(String),
+    /// The volume file is mounted or open (locked) elsewhere.
+    InUse(String),
 }
 
 impl VolumeError {
@@ -106,6 +109,10 @@ impl fmt::Display for VolumeError {
             ),
             VolumeError::BadLayout(s) => write!(f, "{s}"),
             VolumeError::Random(s) => write!(f, "OS random generator failed: {s}"),
+            VolumeError::InUse(p) => write!(
+                f,
+                "{p} is in use: mounted by vcdirect or open in another program that locks it; dismount or close it first"
+            ),
         }
     }
 }

@@ -175,9 +175,64 @@ enum VolumeCommand {
         /// No progress on stderr while the data area is filled.
         #[arg(long)]
         quiet: bool,
+        /// The outer volume's file system, written through its encryption (fat: FAT12, FAT16
+        /// or FAT32 by size, as VeraCrypt chooses; none: leave the fill). --hidden-size needs
+        /// fat.
+        #[arg(long, value_enum, default_value_t = FilesystemArg::Fat)]
+        filesystem: FilesystemArg,
         #[command(flatten)]
         hidden_open: HiddenArgs,
     },
+    /// Add a hidden volume after the used clusters of an outer volume's FAT (VeraCrypt's
+    /// order: create the outer volume, copy the decoy files in, then add the hidden volume;
+    /// from then on mount the outer volume only with --protect-hidden). Passwords: outer on
+    /// the first stdin line, hidden on the second.
+    AddHidden {
+        /// The outer volume file (not mounted, not open elsewhere).
+        outer: PathBuf,
+        /// The hidden volume's size in bytes (as create's --hidden-size), or max: the largest
+        /// that fits after the outer file system's last used cluster (the maximum is printed, in
+        /// the JSON or in the refusal).
+        #[arg(long, value_name = "N|max")]
+        size: HiddenSizeArg,
+        /// Required: any hidden volume already in that space is destroyed (nothing can tell
+        /// whether there is one).
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        open: OpenArgs,
+        /// No progress on stderr while the hidden data area is filled.
+        #[arg(long)]
+        quiet: bool,
+        #[command(flatten)]
+        hidden_open: HiddenArgs,
+    },
+}
+
+/// `--size N|max` of add-hidden.
+#[derive(Clone, Copy)]
+enum HiddenSizeArg {
+    Max,
+    Bytes(u64),
+}
+
+impl std::str::FromStr for HiddenSizeArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "max" => Ok(HiddenSizeArg::Max),
+            _ => s
+                .parse()
+                .map(HiddenSizeArg::Bytes)
+                .map_err(|_| format!("{s:?} is neither a size in bytes nor max")),
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FilesystemArg {
+    Fat,
+    None,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -492,6 +547,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             password_stdin,
             fill,
             quiet,
+            filesystem,
             hidden_open,
         }) => {
             debug_assert!(password_stdin);
@@ -535,6 +591,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         FillArg::Zero => Fill::Zero,
                     },
                     algorithm: vcctl::cipher::AES,
+                    filesystem: match filesystem {
+                        FilesystemArg::Fat => create::Filesystem::Fat,
+                        FilesystemArg::None => create::Filesystem::None,
+                    },
                 },
                 &mut |done, total| shown.update(done, total),
             )?;
@@ -547,6 +607,61 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 json["hidden_data_size"] = s.into();
             }
             println!("{json}");
+            return Ok(());
+        }
+        Command::Volume(VolumeCommand::AddHidden {
+            outer,
+            size,
+            yes,
+            open,
+            quiet,
+            hidden_open,
+        }) => {
+            if !yes {
+                return Err(Failure(
+                    "add-hidden needs --yes: any hidden volume already in that space is destroyed"
+                        .into(),
+                ));
+            }
+            if open.hidden {
+                return Err(Failure(
+                    "add-hidden opens the outer volume; --hidden does not apply".into(),
+                ));
+            }
+            hidden_open.check()?;
+            let mut pw = first_password(&open, 2)?;
+            let outer_creds = credentials(&open, pw.remove(0));
+            let hidden_creds = hidden_open.credentials(&outer_creds, pw.remove(0));
+            let name = outer.display().to_string();
+            let mut shown = Progress::new(quiet);
+            let (layout, room) = create::add_hidden(
+                &outer,
+                &outer_creds,
+                match size {
+                    HiddenSizeArg::Max => None,
+                    HiddenSizeArg::Bytes(n) => Some(n),
+                },
+                &hidden_creds,
+                &mut |opened, _| {
+                    for w in opened.warnings(&name) {
+                        eprintln!("vcctl: {w}");
+                    }
+                },
+                &mut |done, total| shown.update(done, total),
+            )?;
+            let (o, s) = layout.hidden.unwrap_or((0, 0));
+            println!(
+                "{}",
+                serde_json::json!({
+                    "outer_filesystem": room.facts.name(),
+                    "last_used_cluster": room.facts.last_used_cluster,
+                    "used_end": room.facts.used_end(),
+                    "max_hidden_size": room.max,
+                    "hidden_size": layout.outer.0 + layout.outer.1 - o,
+                    "hidden_data_offset": o,
+                    "hidden_data_size": s,
+                })
+            );
             return Ok(());
         }
         Command::Mount {

@@ -516,6 +516,192 @@ pub fn read_data_to<W: std::io::Write>(
     Ok(())
 }
 
+/// Opens the volume file at `path` for reading and writing, exclusively: on Windows with no
+/// sharing (so a volume vcdirect has mounted, or that another program has open, is refused),
+/// and everywhere with an exclusive advisory lock (`flock` on Unix, `LockFileEx` on Windows),
+/// held until the file is closed: another program that locks the file is seen, programs that
+/// take no lock are not (on Unix). A file in use is a one-line error. Used by `add-hidden`.
+pub fn open_exclusive(path: &Path) -> Result<File, VolumeError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true);
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        options.share_mode(0);
+    }
+    let in_use = || VolumeError::InUse(path.display().to_string());
+    let file = match options.open(path) {
+        Ok(f) => f,
+        // ERROR_SHARING_VIOLATION: mounted by vcdirect, or open in another program.
+        #[cfg(windows)]
+        Err(e) if e.raw_os_error() == Some(32) => return Err(in_use()),
+        Err(e) => return Err(VolumeError::io(path, e)),
+    };
+    match fs4::FileExt::try_lock(&file) {
+        Ok(()) => Ok(file),
+        Err(fs4::TryLockError::WouldBlock) => Err(in_use()),
+        Err(fs4::TryLockError::Error(e)) => Err(VolumeError::io(path, e)),
+    }
+}
+
+/// How a [`DataArea`] encrypts: the engine's AES-256-XTS, or any VeraCrypt algorithm.
+enum AreaCipher {
+    Aes(Box<vcdirect::crypto::XtsCipher>),
+    Other(Algorithm, Zeroizing<Vec<u8>>),
+}
+
+/// A volume's data area seen decrypted, as a file system sees it once the volume is mounted:
+/// `Read`, `Write` and `Seek` over `size` bytes, encrypting under the volume's master key with
+/// the absolute XTS data-unit numbers (host offset / 512). Partial sectors are read, changed
+/// and written back whole. What a FAT crate formats, reads and writes through (`fat`).
+pub struct DataArea<'a, F: Read + std::io::Write + Seek> {
+    host: &'a mut F,
+    cipher: AreaCipher,
+    start: u64,
+    size: u64,
+    pos: u64,
+}
+
+impl<'a, F: Read + std::io::Write + Seek> DataArea<'a, F> {
+    /// The data area of `size` bytes at host byte `start`, under `algorithm` and `master_key`.
+    pub fn new(
+        host: &'a mut F,
+        algorithm: Algorithm,
+        master_key: &[u8; crate::header::KEY_AREA_SIZE],
+        start: u64,
+        size: u64,
+    ) -> Self {
+        let cipher = if algorithm == AES {
+            let mut k = Zeroizing::new([0u8; 64]);
+            k.copy_from_slice(&master_key[..64]);
+            AreaCipher::Aes(Box::new(vcdirect::crypto::XtsCipher::new(&k)))
+        } else {
+            AreaCipher::Other(algorithm, Zeroizing::new(master_key.to_vec()))
+        };
+        DataArea {
+            host,
+            cipher,
+            start,
+            size,
+            pos: 0,
+        }
+    }
+
+    /// The data area of an opened volume.
+    pub fn of(host: &'a mut F, opened: &Opened) -> Self {
+        let h = &opened.header;
+        DataArea::new(
+            host,
+            opened.algorithm,
+            &h.master_key,
+            h.data_offset,
+            h.data_size,
+        )
+    }
+
+    /// Bytes in the data area.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Reads and decrypts whole sectors at data-area offset `at` (sector aligned) into `buf`.
+    fn read_sectors(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let host = self.start + at;
+        self.host.seek(SeekFrom::Start(host))?;
+        self.host.read_exact(buf)?;
+        match &self.cipher {
+            AreaCipher::Aes(c) => c.decrypt(buf, host / 512),
+            AreaCipher::Other(alg, key) => alg.decrypt(&key[..], buf, host / 512),
+        }
+        Ok(())
+    }
+
+    /// Encrypts `buf` (whole sectors) and writes it at data-area offset `at` (sector aligned).
+    fn write_sectors(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let host = self.start + at;
+        match &self.cipher {
+            AreaCipher::Aes(c) => c.encrypt(buf, host / 512),
+            AreaCipher::Other(alg, key) => alg.encrypt(&key[..], buf, host / 512),
+        }
+        self.host.seek(SeekFrom::Start(host))?;
+        self.host.write_all(buf)
+    }
+
+    /// The sector-aligned span around `len` bytes at the current position (bounded by the
+    /// data area and by 1 MiB per call).
+    fn span(&self, len: usize) -> (u64, u64, usize) {
+        const MOST: u64 = 1 << 20;
+        let end = self.size.min(self.pos + (len as u64).min(MOST));
+        let first = self.pos / 512 * 512;
+        let last = end.div_ceil(512) * 512;
+        (first, last, (end - self.pos) as usize)
+    }
+}
+
+impl<F: Read + std::io::Write + Seek> Read for DataArea<'_, F> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos >= self.size || out.is_empty() {
+            return Ok(0);
+        }
+        let (first, last, n) = self.span(out.len());
+        let mut buf = Zeroizing::new(vec![0u8; (last - first) as usize]);
+        self.read_sectors(first, &mut buf)?;
+        let skip = (self.pos - first) as usize;
+        out[..n].copy_from_slice(&buf[skip..skip + n]);
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl<F: Read + std::io::Write + Seek> std::io::Write for DataArea<'_, F> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        if self.pos >= self.size {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WriteZero,
+                "write past the end of the data area",
+            ));
+        }
+        let (first, last, n) = self.span(data.len());
+        let mut buf = Zeroizing::new(vec![0u8; (last - first) as usize]);
+        let skip = (self.pos - first) as usize;
+        // Whole sectors only: keep the bytes of a partly written first or last sector.
+        if skip != 0 || n != buf.len() {
+            self.read_sectors(first, &mut buf)?;
+        }
+        buf[skip..skip + n].copy_from_slice(&data[..n]);
+        self.write_sectors(first, &mut buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.host.flush()
+    }
+}
+
+impl<F: Read + std::io::Write + Seek> Seek for DataArea<'_, F> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => self.size.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        match target {
+            Some(n) => {
+                self.pos = n;
+                Ok(n)
+            }
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "seek before the start of the data area",
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -535,6 +721,7 @@ mod tests {
             hidden: None,
             fill: Fill::Random,
             algorithm: AES,
+            filesystem: crate::create::Filesystem::None,
         };
         create(&path, &spec).unwrap();
         let creds = Credentials {

@@ -32,7 +32,16 @@ fn every_prf_round_trips_with_pim_and_zero_fill() {
         let made = create(
             &f,
             &[
-                "--size", &size, "--prf", prf, "--pim", "1", "--fill", "zero",
+                "--size",
+                &size,
+                "--prf",
+                prf,
+                "--pim",
+                "1",
+                "--fill",
+                "zero",
+                "--filesystem",
+                "none",
             ],
             "pw\n",
         );
@@ -50,7 +59,8 @@ fn every_prf_round_trips_with_pim_and_zero_fill() {
         assert_eq!(j["data_offset"], 131_072);
         assert_eq!(j["data_size"], SIZE - 262_144);
         assert_eq!(j["sector_size"], 512);
-        // The whole data area decrypts to the zeros that were encrypted at creation.
+        // The whole data area decrypts to the zeros that were encrypted at creation (no file
+        // system was asked for).
         let len = (SIZE - 262_144).to_string();
         let data = ok(vcctl(
             &open_args(

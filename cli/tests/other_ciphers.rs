@@ -26,6 +26,7 @@ fn cascade_and_single_ciphers_are_named_and_refused_for_reading() {
             hidden: None,
             fill: Fill::Zero,
             algorithm: alg,
+            filesystem: vcctl::create::Filesystem::None,
         };
         create(&f.0, &spec).unwrap();
         let path = f.0.to_str().unwrap();
@@ -77,6 +78,7 @@ fn non_aes_volume_with_destroyed_primary_header_is_named_from_its_backup() {
         hidden: None,
         fill: Fill::Random,
         algorithm: ALGORITHMS[2],
+        filesystem: vcctl::create::Filesystem::None,
     };
     create(&f.0, &spec).unwrap();
     let mut bytes = std::fs::read(&f.0).unwrap();

@@ -282,9 +282,13 @@ fn w15_free_space_and_hidden_area_look_alike_through_the_outer_key() {
         ],
         "o\n",
     ));
-    // What the outer password shows: free space, then the hidden volume. Both must look like
-    // uniform random bytes (chi-square with 255 degrees of freedom; 400 is far beyond p=1e-6).
+    // What the outer password shows: the outer FAT (boot sector, tables, root directory, up
+    // to the end of its used space), free space, then the hidden volume. Free space and hidden
+    // volume must look like uniform random bytes (chi-square with 255 degrees of freedom; 400
+    // is far beyond p=1e-6).
+    let facts = vcctl::fat::read_facts(&mut std::io::Cursor::new(&outer[..]), size, 512).unwrap();
     let (free, hidden) = outer.split_at(hs as usize);
+    let free = &free[facts.used_end() as usize..];
     for (name, part) in [
         ("free space", free),
         ("hidden area", &hidden[..free.len().min(hidden.len())]),
