@@ -91,6 +91,8 @@ SHIM_DIR="$WINE_DIR/bcrypt-shim/target/x86_64-pc-windows-gnu/release"
 # WINE_E2E_VCCTL_EXE / WINE_E2E_VCCTL_LINUX: prebuilt vcctl binaries instead of building them.
 VCCTL_EXE="${WINE_E2E_VCCTL_EXE:-$ROOT/target/x86_64-pc-windows-gnu/release/vcctl.exe}"
 VCCTL_LINUX="${WINE_E2E_VCCTL_LINUX:-$ROOT/target/release/vcctl}"
+# W5: prints a volume's master key (cli/examples/master_key.rs), for the memory check.
+MASTER_KEY="$ROOT/target/release/examples/master_key"
 
 mkdir -p "$OUT"
 build_start=$(date +%s)
@@ -131,10 +133,11 @@ if [ "${WINE_E2E_BUILD:-1}" != 0 ]; then
     if [ -z "${WINE_E2E_VCCTL_LINUX:-}" ]; then
         b vcctl-linux cargo build --release -p vcctl --manifest-path "$ROOT/Cargo.toml"
     fi
+    b master-key cargo build --release -p vcctl --example master_key --manifest-path "$ROOT/Cargo.toml"
 fi
 build_seconds=$(($(date +%s) - build_start))
 for f in "$TESTDISK_DIR/vctestdisk.dll" "$CLIENT_DIR/vc-e2e.exe" "$CLIENT_DIR/std-hello.exe" \
-    "$SHIM_DIR/bcryptprimitives.dll" "$VCCTL_EXE" "$VCCTL_LINUX"; do
+    "$SHIM_DIR/bcryptprimitives.dll" "$VCCTL_EXE" "$VCCTL_LINUX" "$MASTER_KEY"; do
     [ -f "$f" ] || { echo "FAIL missing $f (run without WINE_E2E_BUILD=0)"; echo "0 passed, 1 failed"; exit 1; }
 done
 
@@ -602,6 +605,62 @@ host_type_wine_refused() {
         vcctl host-type-wine-after-dismount dismount "$VOL"
     fi
 }
+# W5 (Wine build): the volume's key bytes in the memory of the driver's process. The checker
+# (scripts/w5-wine-key-bytes.py, as root) reads every readable mapping of the winedevice.exe
+# that hosts vcdirect.sys and finds each of the 30 AES-256 round keys of the master key's
+# halves (round keys 0 and 1 are the halves themselves), computed from the key vcctl's
+# master_key example reads from the volume. Mounted, after I/O on both paths: every hit in the
+# cipher's one block (the driver logs where it is at each mount) or in memory Wine or Linux
+# own (signal frames, a thread's TEB and signal stack), listed; none on a thread stack, in an
+# image, in any other heap or pool block. After erase-keys and after the dismount: none the
+# driver owns. Memory that cannot be read fails the check.
+W5_KEY=""
+# How the checker names a hit on a thread's stack (what the fault switch must produce).
+W5_FAIL_STACK="stack: "
+w5_key() { # prints the master key of volume.img (hex), or nothing
+    "$MASTER_KEY" "$C/vctest/volume.img" sha512 1 <"$C/vctest/password.txt" 2>"$OUT/w5-master-key.log"
+}
+w5_scan() { # check name, phase [block address, length]: 0 if the checker passed; its line in W5_LINE
+    local name="$1" pid rc
+    shift
+    pid=$(loaded_pid)
+    if [ -z "$pid" ] || [ ${#W5_KEY} -ne 128 ]; then
+        W5_LINE="no winedevice.exe maps vcdirect.sys (${pid:-none}) or no master key (see $OUT/w5-master-key.log)"
+        return 1
+    fi
+    python3 "$ROOT/scripts/w5-wine-key-bytes.py" "$pid" "$W5_KEY" "$@" >"$OUT/$name.log" 2>&1
+    rc=$?
+    W5_LINE="$(grep -aE '^(PASS|FAIL) ' "$OUT/$name.log" | tail -n1 | cut -d' ' -f2-)"
+    [ -n "$W5_LINE" ] || W5_LINE="the checker exited $rc without a result ($OUT/$name.log)"
+    return $rc
+}
+w5_block() { # the key block the driver logged for volume $VOL: "address length", or nothing
+    grep -aoE "W5 key block of volume $VOL at [0-9A-Fa-fx]+, [0-9]+ bytes" "$1" | tail -n1 \
+        | sed -E 's/.* at (0x)?([0-9A-Fa-f]+), ([0-9]+) bytes/0x\2 \3/'
+}
+w5_wine_key_bytes() {
+    W5_KEY=$(w5_key)
+    gates 1 1
+    mount_volume w5-wine-key-bytes "" || return
+    # The key in use: writes and reads through the direct path's workers, the encryption
+    # pool (256 KiB requests) and the dispatching thread (16 KiB reads).
+    client w5-wine-key-bytes-fill fill --device "$VOLUME_PATH" --model "$VM" --seed 41
+    client w5-wine-key-bytes-verify verify --device "$VOLUME_PATH" --model "$VM" --chunk 16384
+    local block
+    block=$(w5_block "$BOTH_LOG")
+    if [ -n "$block" ] && w5_scan w5-wine-key-bytes-mounted mounted $block; then
+        result PASS w5-wine-key-bytes-mounted "$W5_LINE"
+    else
+        result FAIL w5-wine-key-bytes-mounted "${block:-no key block line for volume $VOL in $BOTH_LOG}: $W5_LINE"
+    fi
+    vcctl w5-wine-key-bytes-erase erase-keys
+    grep -aq '"volumes_erased": *1' "$LAST_LOG" || result FAIL w5-wine-key-bytes-erase "see $LAST_LOG"
+    w5_scan w5-wine-key-bytes-after-erase erased && result PASS w5-wine-key-bytes-after-erase "$W5_LINE" \
+        || result FAIL w5-wine-key-bytes-after-erase "$W5_LINE"
+    vcctl w5-wine-key-bytes-dismount dismount "$VOL"
+    w5_scan w5-wine-key-bytes-after-dismount dismounted && result PASS w5-wine-key-bytes-after-dismount "$W5_LINE" \
+        || result FAIL w5-wine-key-bytes-after-dismount "$W5_LINE"
+}
 if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     # A std File on the test disk: a positional read works under Wine (a seek does not).
     client std-read-through-disk std-read --device "$DISK_PATH" --offset 0
@@ -651,6 +710,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         vcctl "$t-dismount2" dismount "$VOL"
     done
 
+    w5_wine_key_bytes
     w6_wine_allocation_failure
     w6_wine_reservation_handoff
     w11_wine_write_protected_host
@@ -894,7 +954,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         result FAIL hidden-volume-create "see $OUT/hidden-create.log"
     fi
 else
-    result FAIL mount-scenarios "none ran (r10-wine, r13, w1, w3, r6, r8, read-only, r2-r3, cancel-queued, hidden-volume-protection): $NEEDS"
+    result FAIL mount-scenarios "none ran (r10-wine, r13, w5-wine-key-bytes, w1, w3, r6, r8, read-only, r2-r3, cancel-queued, hidden-volume-protection): $NEEDS"
 fi
 
 # W9 (Wine build, driver/src/wdm/irql.rs): every scenario above ran with the virtual IRQL and
@@ -940,6 +1000,9 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     reg_add vcdirect VcdirectWineFaultWaitInReadDispatch REG_DWORD 1
     reg_add vcdirect VcdirectWineFaultIrpLifecycle REG_DWORD 1
     reg_add vcdirect VcdirectWineFaultVerifyAtApc REG_DWORD 1
+    # W5's switch rides along: VcdirectWineFaultKeyCopyOnStack=1 makes every mount leave a copy
+    # of the cipher (both round-key schedules) in its own frame, never wiped.
+    reg_add vcdirect VcdirectWineFaultKeyCopyOnStack REG_DWORD 1
     reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\volume.img'
     MOUNT_ARGS="${MOUNT_ARGS/hidden.img/volume.img}"
     printf '%s\n' "$PASSWORD" > "$C/vctest/password.txt"
@@ -951,12 +1014,23 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     if mount_volume w9-switch-mount ""; then
         client w9-switch-read expect-status --device "$VOLUME_PATH" --op read --offset 0 --length 4096 --expect ok --name read-with-the-switch-on
         client w9-switch-verify-at-apc-refused expect-status --device "$VOLUME_PATH" --op ioctl --code 0x70014 --in-len 16 --expect 22 --name verify-at-virtual-apc-level-refused-with-status-invalid-device-state
+        # The W5 memory check bites: it must fail on the copy, named as on a thread's stack.
+        W5_KEY=${W5_KEY:-$(w5_key)}
+        block=$(w5_block "$sw_log")
+        if ! grep -aq 'vcdirect: W5 fault switch on: VcdirectWineFaultKeyCopyOnStack' "$sw_log"; then
+            result FAIL w5-wine-key-bytes-switch-caught "no 'W5 fault switch on' line in $sw_log"
+        elif [ -n "$block" ] && ! w5_scan w5-wine-key-bytes-switch mounted $block \
+            && grep -qF "the driver's: $W5_FAIL_STACK" <<<"$W5_LINE"; then
+            result PASS w5-wine-key-bytes-switch-caught "the check failed: $W5_LINE"
+        else
+            result FAIL w5-wine-key-bytes-switch-caught "${block:-no key block line in $sw_log}: $W5_LINE"
+        fi
         vcctl w9-switch-dismount dismount "$VOL"
     fi
     w w9-switch-stop 60 wine sc stop vcdirect
     await_log "$sw_log" "vcdirect: unloaded" 10 || true
     w w9-switch-stop-disk 60 wine sc stop vctestdisk
-    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch VcdirectWineFaultIrpLifecycle VcdirectWineFaultVerifyAtApc; do
+    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch VcdirectWineFaultIrpLifecycle VcdirectWineFaultVerifyAtApc VcdirectWineFaultKeyCopyOnStack; do
         w reg-delete 60 wine reg delete 'HKLM\System\CurrentControlSet\Services\vcdirect' /v "$v" /f
     done
     # Each wrong call, named with its site: the wait inside the spin lock in
@@ -1000,6 +1074,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     fi
 else
     result FAIL w9-switch-caught "not run: $NEEDS"
+    result FAIL w5-wine-key-bytes-switch-caught "not run: $NEEDS"
 fi
 cleanup
 log "build ${build_seconds}s, scenarios $(($(date +%s) - run_start))s"
