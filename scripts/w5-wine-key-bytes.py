@@ -4,6 +4,7 @@
 Usage (as root, or as the process's owner with ptrace rights):
   w5-wine-key-bytes.py PID MASTER_KEY_HEX mounted BLOCK_ADDR BLOCK_LEN
   w5-wine-key-bytes.py PID MASTER_KEY_HEX erased|dismounted
+  w5-wine-key-bytes.py --self-test
 
 Reads every readable mapping of winedevice.exe PID through /proc/PID/maps and /proc/PID/mem and
 finds every occurrence of the 15 AES-256 round keys of each half of the 64-byte XTS master key
@@ -123,7 +124,51 @@ def in_signal_frame(maps_by_addr, addr):
     return False
 
 
-def main(argv):
+def self_test():
+    """The checker checks itself: FIPS-197's AES-256 example (Appendix A.3), then a child
+    process that holds the 30 round keys in one buffer: found there, and failed without it."""
+    import ctypes
+    import subprocess
+
+    rks = round_keys(bytes(range(32)), sbox())
+    if rks[0] != bytes(range(16)) or rks[14].hex() != "24fc79ccbf0979e9371ac23c6d68de36":
+        print("FAIL self-test: the key expansion differs from FIPS-197 Appendix A.3")
+        return 1
+    key = bytes((i * 73 + 0x5C) % 256 ^ 0xA7 for i in range(64))
+    s = sbox()
+    all_rks = "".join(rk.hex() for half in (key[:32], key[32:]) for rk in round_keys(half, s))
+    # The child fills its buffer from hex text, byte by byte: no other copy of the raw bytes.
+    child_code = (
+        "import ctypes,sys\n"
+        "h=sys.stdin.readline().strip()\n"
+        "b=(ctypes.c_ubyte*(len(h)//2))()\n"
+        "for i in range(len(h)//2): b[i]=int(h[2*i:2*i+2],16)\n"
+        "print(hex(ctypes.addressof(b)),len(h)//2,flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", child_code], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        child.stdin.write(all_rks + "\n")
+        child.stdin.flush()
+        at, length = child.stdout.readline().split()
+        args = [sys.argv[0], str(child.pid), key.hex()]
+        found = main(args + ["mounted", at, length], quiet=True)
+        missed = main(args + ["dismounted"], quiet=True)
+    finally:
+        child.stdin.write("\n")
+        child.stdin.flush()
+        child.wait()
+    if found != 0 or missed != 1:
+        print(f"FAIL self-test: the child's buffer gave {found} (want 0) mounted, {missed} (want 1) without it")
+        return 1
+    print("PASS self-test: FIPS-197 A.3 round keys; a child's 30 round keys found in its buffer, and failed as 'other' without it")
+    return 0
+
+
+def main(argv, quiet=False):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
     if len(argv) not in (4, 6) or argv[3] not in ("mounted", "erased", "dismounted"):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
@@ -176,17 +221,19 @@ def main(argv):
                     kind, detail = "other", f"anonymous {lo:#x}-{hi:#x} {perms} (heap or pool)"
                 counts[kind] = counts.get(kind, 0) + 1
                 line = f"{kind}: {what} at {addr:#x} ({detail})"
-                print(f"  hit {line}")
+                if not quiet:
+                    print(f"  hit {line}")
                 (listed if kind in ("key block", "linux", "wine") else bad).append(line)
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no hit"
     head = f"pid {pid}, {phase}: {scanned} bytes of {len(maps)} mappings, {len(threads)} thread stacks; {summary}"
+    say = (lambda line: None) if quiet else print
     if bad:
-        print(f"FAIL {head}; the driver's: {bad[0]}" + (f" and {len(bad) - 1} more" if len(bad) > 1 else ""))
+        say(f"FAIL {head}; the driver's: {bad[0]}" + (f" and {len(bad) - 1} more" if len(bad) > 1 else ""))
         return 1
     if block and len(in_block) != len(patterns):
-        print(f"FAIL {head}; the key block holds {len(in_block)} of the {len(patterns)} round keys: not the driver's memory")
+        say(f"FAIL {head}; the key block holds {len(in_block)} of the {len(patterns)} round keys: not the driver's memory")
         return 1
-    print(f"PASS {head}")
+    say(f"PASS {head}")
     return 0
 
 

@@ -639,12 +639,18 @@ w5_block() { # the key block the driver logged for volume $VOL: "address length"
         | sed -E 's/.* at (0x)?([0-9A-Fa-f]+), ([0-9]+) bytes/0x\2 \3/'
 }
 w5_wine_key_bytes() {
+    # The checker first checks itself (FIPS-197's example; a child process's buffer).
+    if python3 "$ROOT/scripts/w5-wine-key-bytes.py" --self-test >"$OUT/w5-wine-key-bytes-checker.log" 2>&1; then
+        result PASS w5-wine-key-bytes-checker "$(tail -n1 "$OUT/w5-wine-key-bytes-checker.log" | cut -d' ' -f2-)"
+    else
+        result FAIL w5-wine-key-bytes-checker "$(tail -n1 "$OUT/w5-wine-key-bytes-checker.log")"
+    fi
     W5_KEY=$(w5_key)
     gates 1 1
     mount_volume w5-wine-key-bytes "" || return
     # The key in use: writes and reads through the direct path's workers, the encryption
     # pool (256 KiB requests) and the dispatching thread (16 KiB reads).
-    client w5-wine-key-bytes-fill fill --device "$VOLUME_PATH" --model "$VM" --seed 41
+    client w5-wine-key-bytes-fill fill --device "$VOLUME_PATH" --model "$VM" --seed 41 --chunk 256K
     client w5-wine-key-bytes-verify verify --device "$VOLUME_PATH" --model "$VM" --chunk 16384
     local block
     block=$(w5_block "$BOTH_LOG")
