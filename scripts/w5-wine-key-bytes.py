@@ -182,11 +182,16 @@ def main(argv, quiet=False):
     for half, name in ((key[:32], "data"), (key[32:], "tweak")):
         for i, rk in enumerate(round_keys(half, s)):
             patterns[rk] = f"{name} round key {i}"
-    try:
-        maps = read_mappings(pid)
-    except OSError as e:
-        print(f"FAIL the memory of pid {pid} cannot be read: {e}")
-        return 1
+    # A mapping the process unmaps between reading maps and mem fails the read: read all again
+    # (twice at most); memory that still cannot be read fails the check.
+    for attempt in range(3):
+        try:
+            maps = read_mappings(pid)
+            break
+        except OSError as e:
+            if attempt == 2:
+                print(f"FAIL the memory of pid {pid} cannot be read: {e}")
+                return 1
     scanned = sum(hi - lo for lo, hi, *_ in maps)
 
     def read_at(addr, n):
