@@ -1,6 +1,8 @@
 //! Test-only switches that reintroduce the bugs docs/review.md found, so the reliability harness
 //! can prove it catches each one. Without the cargo feature `fault-switches` every switch is a
-//! constant `false` and compiles away.
+//! constant `false` and compiles away, but for one: the Wine build (feature `wine-host`) can turn
+//! on `W5KeyCopyOnMountStack` from a registry value (`wine_host` below), so the Wine end to end
+//! shows its memory check bites. Product images have neither feature, and no switch at all.
 
 /// A bug from the review that can be switched back on in test builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -63,7 +63,9 @@ impl<P: Platform> VolumeKey<P> {
 
     /// Where the round keys live while the key is not erased: the address and length of the
     /// cipher in its block (the Wine build logs it, so the W5 memory check can tell that one
-    /// block from any other copy); `None` once erased.
+    /// block from any other copy); `None` once erased. Only the Wine build (feature `wine-host`)
+    /// has it: no product image can say where its key lies.
+    #[cfg(feature = "wine-host")]
     pub fn block(&self) -> Option<(usize, usize)> {
         self.cipher.with(|c| {
             c.as_ref()

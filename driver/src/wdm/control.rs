@@ -1300,8 +1300,10 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         MOUNTS_HOLDING.fetch_sub(1, Ordering::AcqRel);
         allow_unload(state, true);
     });
-    // W5 fault switch (Wine build only; a constant `false` elsewhere): the mount's last call
-    // leaves a copy of the cipher on this thread's stack.
+    // W5 fault switch (Wine build only, compiled out of product images: check-sys.sh refuses a
+    // product map naming `fault_key_copy_on_stack`): the mount's last call leaves a copy of the
+    // cipher on this thread's stack.
+    #[cfg(feature = "wine-host")]
     if crate::faults::is_on(crate::faults::Fault::W5KeyCopyOnMountStack) {
         fault_key_copy_on_stack(&request.key);
     }
@@ -1318,7 +1320,8 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
 /// The deliberate bug of `Fault::W5KeyCopyOnMountStack`: the cipher built by value in this
 /// frame and never wiped. Called last in a mount, so nothing of the mount runs deeper
 /// afterwards and the copy stays until the thread's next request (the Wine memory check,
-/// w5-wine-key-bytes-switch-caught, must find it).
+/// w5-wine-key-bytes-switch-caught, must find it). Wine build only.
+#[cfg(feature = "wine-host")]
 #[inline(never)]
 fn fault_key_copy_on_stack(key: &[u8; 64]) {
     let by_value = crate::crypto::XtsCipher::new(key);
