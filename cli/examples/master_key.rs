@@ -1,7 +1,8 @@
 //! Test helper, never shipped: prints the AES-256-XTS master key (64 bytes, hex) of a
 //! volume, so the Wine end to end's W5 memory check (scripts/w5-wine-key-bytes.py) knows which
 //! bytes to look for in the driver's process. The password is the first line of standard
-//! input, as `vcctl --password-stdin` reads it.
+//! input, as `vcctl --password-stdin` reads it. Built only with vcctl's feature `wine-e2e`
+//! (`cargo build -p vcctl --features wine-e2e --example master_key`).
 //!
 //! Usage: master_key VOLUME PRF PIM < password
 
