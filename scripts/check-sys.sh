@@ -110,6 +110,19 @@ for flavour in "${flavours[@]}"; do
     leaked="$(strings -n 6 "$sys" | grep -cF -e "$ROOT" -e "${CARGO_HOME:-$HOME/.cargo}" || true)"
     [ "$leaked" -eq 0 ]; check "no build-machine path in the image" $? "$leaked strings name $ROOT or the cargo home"
 
+    # W5: the Wine build's key-block log line and fault switches (VcdirectWineFault*, the
+    # copy of the cipher fault_key_copy_on_stack leaves) are in no product image; the wine-host
+    # image has them, which shows the search finds them.
+    wine_strings="$(strings -n 6 "$sys" | grep -cE 'W5 key block|VcdirectWineFault' || true)"
+    wine_map="$(grep -c 'fault_key_copy_on_stack' "$map" || true)"
+    if [ "$flavour" = "x64-wine" ]; then
+        [ "$wine_strings" -gt 0 ] && [ "$wine_map" -gt 0 ]
+        check "the Wine-only W5 code is found in the wine-host image" $? "$wine_strings strings, $wine_map map lines: the product check would see nothing"
+    else
+        [ "$wine_strings" -eq 0 ] && [ "$wine_map" -eq 0 ]
+        check "no Wine-only W5 code (W5 key block, VcdirectWineFault*, fault_key_copy_on_stack)" $? "$wine_strings strings, $wine_map map lines"
+    fi
+
     # W13: sections, DllCharacteristics, import allowlist, instruction set, stack budget.
     python3 "$ROOT/scripts/check-sys-image.py" "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt"
     image_failures=$?

@@ -14,5 +14,7 @@ echo "lint: clippy debug"
 cargo clippy -q --workspace --all-targets
 echo "lint: clippy release"
 cargo clippy -q --workspace --all-targets --release
+# The Wine end to end's master_key example needs vcctl's feature wine-e2e.
+cargo clippy -q -p vcctl --features wine-e2e --examples
 echo "lint: rustdoc"
 RUSTDOCFLAGS="-D warnings" cargo doc -q --workspace --no-deps

@@ -91,6 +91,8 @@ SHIM_DIR="$WINE_DIR/bcrypt-shim/target/x86_64-pc-windows-gnu/release"
 # WINE_E2E_VCCTL_EXE / WINE_E2E_VCCTL_LINUX: prebuilt vcctl binaries instead of building them.
 VCCTL_EXE="${WINE_E2E_VCCTL_EXE:-$ROOT/target/x86_64-pc-windows-gnu/release/vcctl.exe}"
 VCCTL_LINUX="${WINE_E2E_VCCTL_LINUX:-$ROOT/target/release/vcctl}"
+# W5: prints a volume's master key (cli/examples/master_key.rs), for the memory check.
+MASTER_KEY="$ROOT/target/release/examples/master_key"
 
 mkdir -p "$OUT"
 build_start=$(date +%s)
@@ -131,10 +133,11 @@ if [ "${WINE_E2E_BUILD:-1}" != 0 ]; then
     if [ -z "${WINE_E2E_VCCTL_LINUX:-}" ]; then
         b vcctl-linux cargo build --release -p vcctl --manifest-path "$ROOT/Cargo.toml"
     fi
+    b master-key cargo build --release -p vcctl --features wine-e2e --example master_key --manifest-path "$ROOT/Cargo.toml"
 fi
 build_seconds=$(($(date +%s) - build_start))
 for f in "$TESTDISK_DIR/vctestdisk.dll" "$CLIENT_DIR/vc-e2e.exe" "$CLIENT_DIR/std-hello.exe" \
-    "$SHIM_DIR/bcryptprimitives.dll" "$VCCTL_EXE" "$VCCTL_LINUX"; do
+    "$SHIM_DIR/bcryptprimitives.dll" "$VCCTL_EXE" "$VCCTL_LINUX" "$MASTER_KEY"; do
     [ -f "$f" ] || { echo "FAIL missing $f (run without WINE_E2E_BUILD=0)"; echo "0 passed, 1 failed"; exit 1; }
 done
 
@@ -602,6 +605,95 @@ host_type_wine_refused() {
         vcctl host-type-wine-after-dismount dismount "$VOL"
     fi
 }
+# W5 (Wine build): the volume's key bytes in the memory of the driver's process. The checker
+# (scripts/w5-wine-key-bytes.py, as root) reads every readable mapping of the winedevice.exe
+# that hosts vcdirect.sys and finds each of the 30 AES-256 round keys of the master key's
+# halves (round keys 0 and 1 are the halves themselves), the 13 InvMixColumns round keys of the
+# data key's decryption schedule and every 8-byte window of the master key, computed from the
+# key vcctl's master_key example reads from the volume (handed to the checker on stdin). Right
+# after the mount, before any I/O (the mount's own frames are still on the dispatch thread's
+# stack), and again after I/O on both paths: every hit in the cipher's one block (the driver
+# logs where it is at each mount) or in memory Wine or Linux own (a validated Linux signal
+# frame on a thread's signal stack, a Wine 8 TEB block), listed; none on a Windows thread stack,
+# in an image, in any other heap or pool block. After erase-keys and after the dismount: none
+# the driver owns; these two pass only if the mounted scan with the same key found all 30 round
+# keys in the block (else a wrong key would pass them). Memory that cannot be read fails the
+# check. Not read: the wineserver process (it keeps a copy of each IOCTL's input) and vcctl.
+W5_KEY=""
+# How the checker names a hit on a thread's stack (what the fault switch must produce).
+W5_FAIL_STACK="stack: "
+w5_key() { # prints the master key of volume.img (hex), or nothing
+    "$MASTER_KEY" "$C/vctest/volume.img" sha512 1 <"$C/vctest/password.txt" 2>"$OUT/w5-master-key.log"
+}
+w5_scan() { # check name, phase [block address, length]: 0 if the checker passed; its line in W5_LINE
+    local name="$1" pid rc
+    shift
+    pid=$(loaded_pid)
+    if [ -z "$pid" ] || [ ${#W5_KEY} -ne 128 ]; then
+        W5_LINE="no winedevice.exe maps vcdirect.sys (${pid:-none}) or no master key (see $OUT/w5-master-key.log)"
+        return 1
+    fi
+    python3 "$ROOT/scripts/w5-wine-key-bytes.py" "$pid" "$@" <<<"$W5_KEY" >"$OUT/$name.log" 2>&1
+    rc=$?
+    W5_LINE="$(grep -aE '^(PASS|FAIL) ' "$OUT/$name.log" | tail -n1 | cut -d' ' -f2-)"
+    [ -n "$W5_LINE" ] || W5_LINE="the checker exited $rc without a result ($OUT/$name.log)"
+    return $rc
+}
+w5_all_in_block() { # true if W5_LINE (a mounted scan) found all 30 round keys in the key block
+    grep -qF "in key block: 30 of 30 round keys" <<<"$W5_LINE"
+}
+w5_block() { # the key block the driver logged for volume $VOL: "address length", or nothing
+    grep -aoE "W5 key block of volume $VOL at [0-9A-Fa-fx]+, [0-9]+ bytes" "$1" | tail -n1 \
+        | sed -E 's/.* at (0x)?([0-9A-Fa-f]+), ([0-9]+) bytes/0x\2 \3/'
+}
+w5_mounted() { # check name, block: the mounted scan's result; 0 if all round keys were in the block
+    local name="$1" block="$2"
+    if [ -n "$block" ] && w5_scan "$name" mounted $block; then
+        result PASS "$name" "$W5_LINE"
+    else
+        result FAIL "$name" "${block:-no key block line for volume $VOL in $BOTH_LOG}: $W5_LINE"
+    fi
+    w5_all_in_block
+}
+w5_wine_key_bytes() {
+    # The checker first checks itself (FIPS-197's example; made-up Wine processes, one per
+    # class of hit; a child process's buffer).
+    if python3 "$ROOT/scripts/w5-wine-key-bytes.py" --self-test >"$OUT/w5-wine-key-bytes-checker.log" 2>&1; then
+        result PASS w5-wine-key-bytes-checker "$(tail -n1 "$OUT/w5-wine-key-bytes-checker.log" | cut -d' ' -f2-)"
+    else
+        result FAIL w5-wine-key-bytes-checker "$(tail -n1 "$OUT/w5-wine-key-bytes-checker.log")"
+    fi
+    W5_KEY=$(w5_key)
+    gates 1 1
+    mount_volume w5-wine-key-bytes "" || return
+    local block key_ok=0
+    await_log "$BOTH_LOG" "W5 key block of volume $VOL at" 10 || true
+    block=$(w5_block "$BOTH_LOG")
+    # Before any I/O: the mount's frames are still on the dispatch thread's stack.
+    w5_mounted w5-wine-key-bytes-mounted "$block" && key_ok=1
+    # The key in use: writes and reads through the direct path's workers, the encryption
+    # pool (256 KiB requests) and the dispatching thread (16 KiB reads).
+    client w5-wine-key-bytes-fill fill --device "$VOLUME_PATH" --model "$VM" --seed 41 --chunk 256K
+    client w5-wine-key-bytes-verify verify --device "$VOLUME_PATH" --model "$VM" --chunk 16384
+    w5_mounted w5-wine-key-bytes-after-io "$block" || key_ok=0
+    vcctl w5-wine-key-bytes-erase erase-keys
+    grep -aq '"volumes_erased": *1' "$LAST_LOG" || result FAIL w5-wine-key-bytes-erase "see $LAST_LOG"
+    local phase name
+    for phase in erased dismounted; do
+        name=w5-wine-key-bytes-after-erase
+        if [ $phase = dismounted ]; then
+            vcctl w5-wine-key-bytes-dismount dismount "$VOL"
+            name=w5-wine-key-bytes-after-dismount
+        fi
+        if [ $key_ok != 1 ]; then
+            result FAIL "$name" "not trusted: the mounted scans did not find all 30 round keys in the key block with this key"
+        elif w5_scan "$name" $phase; then
+            result PASS "$name" "$W5_LINE"
+        else
+            result FAIL "$name" "$W5_LINE"
+        fi
+    done
+}
 if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     # A std File on the test disk: a positional read works under Wine (a seek does not).
     client std-read-through-disk std-read --device "$DISK_PATH" --offset 0
@@ -651,6 +743,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         vcctl "$t-dismount2" dismount "$VOL"
     done
 
+    w5_wine_key_bytes
     w6_wine_allocation_failure
     w6_wine_reservation_handoff
     w11_wine_write_protected_host
@@ -894,7 +987,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
         result FAIL hidden-volume-create "see $OUT/hidden-create.log"
     fi
 else
-    result FAIL mount-scenarios "none ran (r10-wine, r13, w1, w3, r6, r8, read-only, r2-r3, cancel-queued, hidden-volume-protection): $NEEDS"
+    result FAIL mount-scenarios "none ran (r10-wine, r13, w5-wine-key-bytes, w1, w3, r6, r8, read-only, r2-r3, cancel-queued, hidden-volume-protection): $NEEDS"
 fi
 
 # W9 (Wine build, driver/src/wdm/irql.rs): every scenario above ran with the virtual IRQL and
@@ -940,6 +1033,9 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     reg_add vcdirect VcdirectWineFaultWaitInReadDispatch REG_DWORD 1
     reg_add vcdirect VcdirectWineFaultIrpLifecycle REG_DWORD 1
     reg_add vcdirect VcdirectWineFaultVerifyAtApc REG_DWORD 1
+    # W5's switch rides along: VcdirectWineFaultKeyCopyOnStack=1 makes every mount leave a copy
+    # of the cipher (both round-key schedules) in its own frame, never wiped.
+    reg_add vcdirect VcdirectWineFaultKeyCopyOnStack REG_DWORD 1
     reg_add vctestdisk BackingFile REG_SZ '\??\C:\vctest\volume.img'
     MOUNT_ARGS="${MOUNT_ARGS/hidden.img/volume.img}"
     printf '%s\n' "$PASSWORD" > "$C/vctest/password.txt"
@@ -949,14 +1045,38 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     w w9-switch-start-vcdirect 60 wine sc start vcdirect
     await_log "$sw_log" "vcdirect: loaded (wine-host build" 30 || true
     if mount_volume w9-switch-mount ""; then
+        # The W5 memory check bites, right after the mount and again after erase-keys: each
+        # scan must fail on the copy, named as on a thread's stack.
+        W5_KEY=${W5_KEY:-$(w5_key)}
+        await_log "$sw_log" "W5 key block of volume $VOL at" 10 || true
+        block=$(w5_block "$sw_log")
+        w5_switch_mounted=0
+        if ! grep -aq 'vcdirect: W5 fault switch on: VcdirectWineFaultKeyCopyOnStack' "$sw_log"; then
+            result FAIL w5-wine-key-bytes-switch-caught "no 'W5 fault switch on' line in $sw_log"
+        elif [ -n "$block" ] && ! w5_scan w5-wine-key-bytes-switch mounted $block \
+            && grep -qF "the driver's: $W5_FAIL_STACK" <<<"$W5_LINE" && w5_all_in_block; then
+            result PASS w5-wine-key-bytes-switch-caught "the check failed: $W5_LINE"
+            w5_switch_mounted=1
+        else
+            result FAIL w5-wine-key-bytes-switch-caught "${block:-no key block line in $sw_log}: $W5_LINE"
+        fi
         client w9-switch-read expect-status --device "$VOLUME_PATH" --op read --offset 0 --length 4096 --expect ok --name read-with-the-switch-on
         client w9-switch-verify-at-apc-refused expect-status --device "$VOLUME_PATH" --op ioctl --code 0x70014 --in-len 16 --expect 22 --name verify-at-virtual-apc-level-refused-with-status-invalid-device-state
+        vcctl w5-switch-erase erase-keys
+        if [ $w5_switch_mounted != 1 ]; then
+            result FAIL w5-wine-key-bytes-switch-after-erase-caught "not trusted: the mounted scan with this key did not pass as caught"
+        elif ! w5_scan w5-wine-key-bytes-switch-after-erase erased \
+            && grep -qF "the driver's: $W5_FAIL_STACK" <<<"$W5_LINE"; then
+            result PASS w5-wine-key-bytes-switch-after-erase-caught "the check failed: $W5_LINE"
+        else
+            result FAIL w5-wine-key-bytes-switch-after-erase-caught "$W5_LINE"
+        fi
         vcctl w9-switch-dismount dismount "$VOL"
     fi
     w w9-switch-stop 60 wine sc stop vcdirect
     await_log "$sw_log" "vcdirect: unloaded" 10 || true
     w w9-switch-stop-disk 60 wine sc stop vctestdisk
-    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch VcdirectWineFaultIrpLifecycle VcdirectWineFaultVerifyAtApc; do
+    for v in VcdirectWineFaultWaitInsideSpinLock VcdirectWineFaultWaitInReadDispatch VcdirectWineFaultIrpLifecycle VcdirectWineFaultVerifyAtApc VcdirectWineFaultKeyCopyOnStack; do
         w reg-delete 60 wine reg delete 'HKLM\System\CurrentControlSet\Services\vcdirect' /v "$v" /f
     done
     # Each wrong call, named with its site: the wait inside the spin lock in
@@ -1000,6 +1120,8 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     fi
 else
     result FAIL w9-switch-caught "not run: $NEEDS"
+    result FAIL w5-wine-key-bytes-switch-caught "not run: $NEEDS"
+    result FAIL w5-wine-key-bytes-switch-after-erase-caught "not run: $NEEDS"
 fi
 cleanup
 log "build ${build_seconds}s, scenarios $(($(date +%s) - run_start))s"

@@ -1,6 +1,8 @@
 //! Test-only switches that reintroduce the bugs docs/review.md found, so the reliability harness
 //! can prove it catches each one. Without the cargo feature `fault-switches` every switch is a
-//! constant `false` and compiles away.
+//! constant `false` and compiles away, but for one: the Wine build (feature `wine-host`) can turn
+//! on `W5KeyCopyOnMountStack` from a registry value (`wine_host` below), so the Wine end to end
+//! shows its memory check bites. Product images have neither feature, and no switch at all.
 
 /// A bug from the review that can be switched back on in test builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +43,10 @@ pub enum Fault {
     /// R3: erase forgets the cipher instead of dropping it, so its round keys are never
     /// zeroized (the erased flag is set all the same).
     R3EraseLeaksCipher = 1 << 12,
+    /// W5, kernel glue: the mount keeps a by-value copy of the volume's cipher (both round-key
+    /// schedules) in its own frame and never wipes it, as the old code's by-value request and
+    /// cipher left them on the mounting thread's stack (the Wine memory check must find it).
+    W5KeyCopyOnMountStack = 1 << 18,
 }
 
 #[cfg(feature = "fault-switches")]
@@ -69,10 +75,42 @@ pub fn is_on(fault: Fault) -> bool {
     {
         switches::is_on(fault as u32)
     }
-    #[cfg(not(feature = "fault-switches"))]
+    #[cfg(all(not(feature = "fault-switches"), feature = "wine-host"))]
+    {
+        wine_host::is_on(fault)
+    }
+    #[cfg(all(not(feature = "fault-switches"), not(feature = "wine-host")))]
     {
         let _ = fault;
         false
+    }
+}
+
+/// The engine's switches the kernel glue's Wine build may turn on (from a registry value read
+/// in DriverEntry), so the Wine end to end can show its own checks bite; every other one stays
+/// a constant `false` there, and product images have none.
+#[cfg(feature = "wine-host")]
+pub mod wine_host {
+    use super::Fault;
+    use core::sync::atomic::{AtomicU32, Ordering};
+
+    /// The switches the Wine build may turn on: W5's copy of the cipher left on the mounting
+    /// thread's stack (`VcdirectWineFaultKeyCopyOnStack`, the w5-wine-key-bytes checks).
+    pub const SWITCHABLE: u32 = Fault::W5KeyCopyOnMountStack as u32;
+
+    static ON: AtomicU32 = AtomicU32::new(0);
+
+    /// Turns `fault` on if the Wine build may switch it; false if it may not.
+    pub fn turn_on(fault: Fault) -> bool {
+        let bit = fault as u32 & SWITCHABLE;
+        ON.fetch_or(bit, Ordering::Relaxed);
+        bit != 0
+    }
+
+    /// True when `fault` is switchable and on (a constant `false` for the others).
+    #[inline(always)]
+    pub fn is_on(fault: Fault) -> bool {
+        fault as u32 & SWITCHABLE != 0 && ON.load(Ordering::Relaxed) & fault as u32 != 0
     }
 }
 

@@ -61,6 +61,18 @@ impl<P: Platform> VolumeKey<P> {
         })
     }
 
+    /// Where the round keys live while the key is not erased: the address and length of the
+    /// cipher in its block (the Wine build logs it, so the W5 memory check can tell that one
+    /// block from any other copy); `None` once erased. Only the Wine build (feature `wine-host`)
+    /// has it: no product image can say where its key lies.
+    #[cfg(feature = "wine-host")]
+    pub fn block(&self) -> Option<(usize, usize)> {
+        self.cipher.with(|c| {
+            c.as_ref()
+                .map(|a| (Arc::as_ptr(a) as usize, core::mem::size_of::<XtsCipher>()))
+        })
+    }
+
     /// True once erasure has begun: no new segment or fragment may be issued (R2).
     pub fn is_blocked(&self) -> bool {
         self.blocked.load(Ordering::Acquire)

@@ -132,6 +132,10 @@ fn state() -> Option<&'static DriverState> {
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
+/// The Wine build's registry switch for `Fault::W5KeyCopyOnMountStack`.
+#[cfg(feature = "wine-host")]
+const W5_BY_VALUE_NAME: &str = "VcdirectWineFaultKeyCopyOnStack";
+
 /// DbgPrints one line (no `%` interpretation: the text goes through `%.*s`).
 fn log(line: &str) {
     // SAFETY: NUL-terminated format; `%.*s` gets an int length and a pointer to that many
@@ -302,6 +306,17 @@ pub unsafe fn driver_entry(
             if on {
                 fault.turn_on();
             }
+        }
+        // W5: the switch that leaves a copy of the cipher on the mounting thread's stack
+        // (w5-wine-key-bytes-switch-caught).
+        let w5 = read_values(&registry_path, &[W5_BY_VALUE_NAME]).ok();
+        let on = w5
+            .as_ref()
+            .and_then(|v| v.query(W5_BY_VALUE_NAME))
+            .and_then(|raw| crate::registry::read_dword(raw).ok())
+            .is_some_and(|v| v != 0);
+        if on && crate::faults::wine_host::turn_on(crate::faults::Fault::W5KeyCopyOnMountStack) {
+            log("vcdirect: W5 fault switch on: VcdirectWineFaultKeyCopyOnStack");
         }
     }
     let Some(control) = NonNull::new(device) else {
@@ -1265,12 +1280,33 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         restore_unload(state);
         return Err(status);
     }
+    // W5, Wine build: where this volume's round keys live, for the memory check
+    // (w5-wine-key-bytes-*): the one block every copy of them must be in.
+    #[cfg(feature = "wine-host")]
+    if let Some((at, len)) = volume.key().block() {
+        // SAFETY: NUL-terminated format; `%u` gets a u32, `%p` a pointer-sized value.
+        unsafe {
+            DbgPrint(
+                c"vcdirect: W5 key block of volume %u at %p, %u bytes\n".as_ptr(),
+                id,
+                at as *const u8,
+                len as u32,
+            )
+        };
+    }
     state.volumes.with(|v| {
         v.push(entry);
         // The hold ends as the volume is in the table: it keeps DriverUnload cleared itself.
         MOUNTS_HOLDING.fetch_sub(1, Ordering::AcqRel);
         allow_unload(state, true);
     });
+    // W5 fault switch (Wine build only, compiled out of product images: check-sys.sh refuses a
+    // product map naming `fault_key_copy_on_stack`): the mount's last call leaves a copy of the
+    // cipher on this thread's stack.
+    #[cfg(feature = "wine-host")]
+    if crate::faults::is_on(crate::faults::Fault::W5KeyCopyOnMountStack) {
+        fault_key_copy_on_stack(&request.key);
+    }
     // W6: a fixed-size reply: nothing can fail once the volume is in the table.
     Ok(Answer::Small(
         MountReply {
@@ -1279,6 +1315,17 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         }
         .build(),
     ))
+}
+
+/// The deliberate bug of `Fault::W5KeyCopyOnMountStack`: the cipher built by value in this
+/// frame and never wiped. Called last in a mount, so nothing of the mount runs deeper
+/// afterwards and the copy stays until the thread's next request (the Wine memory check,
+/// w5-wine-key-bytes-switch-caught, must find it). Wine build only.
+#[cfg(feature = "wine-host")]
+#[inline(never)]
+fn fault_key_copy_on_stack(key: &[u8; 64]) {
+    let by_value = crate::crypto::XtsCipher::new(key);
+    core::mem::forget(core::hint::black_box(by_value));
 }
 
 /// Reserves the volume table's room for one more entry (W6: fallible, and asks the Wine
