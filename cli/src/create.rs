@@ -373,6 +373,10 @@ fn write_container(
                 }
             }
         }
+        if crate::faults::is_on(crate::faults::Fault::FillWritesZeros) {
+            // Test builds only: the bug the raw-bytes check must catch.
+            chunk.fill(0);
+        }
         write(&mut w, chunk)?;
         at += n as u64;
         progress(at - lay.outer.0, lay.outer.1);

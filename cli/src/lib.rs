@@ -8,6 +8,7 @@ pub mod backup;
 pub mod cipher;
 pub mod create;
 pub mod driver;
+pub mod faults;
 pub mod header;
 pub mod kdf;
 pub mod keyfile;
