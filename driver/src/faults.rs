@@ -41,6 +41,9 @@ pub enum Fault {
     /// R3: erase forgets the cipher instead of dropping it, so its round keys are never
     /// zeroized (the erased flag is set all the same).
     R3EraseLeaksCipher = 1 << 12,
+    /// R3: the cipher's block is released without the wipe that precedes its release (only
+    /// the schedule's own zeroizing drop, after the platform's watch looked, clears it).
+    R3ReleaseUnwiped = 1 << 13,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -203,6 +203,13 @@ pub trait Platform: Clone + Send + Sync + 'static {
         Ok(Arc::new(value))
     }
 
+    /// The watch shown every block that holds a volume's cipher when it is allocated and
+    /// right before it is released (`crypto::KeyBlockWatch`): test platforms record the round
+    /// keys left in it; the kernel has none (the default).
+    fn key_block_watch(&self) -> Option<Arc<dyn crate::crypto::KeyBlockWatch>> {
+        None
+    }
+
     /// Number of CPUs, for sizing the encryption pool.
     fn cpu_count(&self) -> usize;
 
