@@ -6,8 +6,8 @@
 //! released. A user that could not acquire gets [`CryptoError::KeyErased`], so no crypto ever
 //! runs on erased keys and no data decrypted with them reaches a caller.
 //!
-//! The evidence (test platforms): a platform may watch its key blocks
-//! ([`Platform::key_block_watch`]); the watch is shown each block when it is allocated and
+//! The evidence (test builds, feature `fault-switches`): a platform may watch its key blocks
+//! (`Platform::key_block_watch`); the watch is shown each block when it is allocated and
 //! again right before it is released, after its wipe, to read how many round keys are still
 //! in it. Tests and the simulator check with it that by the time erase returns the block was
 //! released wiped, or is still allocated but wiped in place, without reading freed memory.
@@ -22,7 +22,7 @@ use crate::Status;
 /// A mounted volume's XTS key with its erase protocol.
 pub struct VolumeKey<P: Platform> {
     cipher: P::Lock<Option<Arc<KeyBlock>>>,
-    /// Where the cipher's block was allocated: its name in a platform's [`KeyBlockWatch`].
+    /// Where the cipher's block was allocated: its name in a platform's key-block watch.
     block: usize,
     rundown: Rundown<P>,
     /// Set by the first step of erase; checked before every segment and fragment (R2).
@@ -50,17 +50,10 @@ impl<P: Platform> VolumeKey<P> {
     /// the round keys are expanded in place, so no copy of them is left on this thread's
     /// stack (in the kernel, possibly the pageable stack of the mounting user's thread).
     pub fn new(platform: &P, master: &[u8; 64]) -> Result<Self, Status> {
-        let watch = platform.key_block_watch();
         let cipher = if crate::faults::is_on(crate::faults::Fault::W5KeyScheduleByValue) {
-            platform.try_arc(KeyBlock {
-                cipher: XtsCipher::new(master),
-                watch,
-            })?
+            platform.try_arc(KeyBlock::new(platform, XtsCipher::new(master)))?
         } else {
-            let mut block = platform.try_arc(KeyBlock {
-                cipher: XtsCipher::empty(),
-                watch,
-            })?;
+            let mut block = platform.try_arc(KeyBlock::new(platform, XtsCipher::empty()))?;
             // A block just allocated has one owner; were it shared, mounting fails cleanly.
             Arc::get_mut(&mut block)
                 .ok_or(Status::InsufficientResources)?
@@ -68,6 +61,7 @@ impl<P: Platform> VolumeKey<P> {
                 .set_key(master)?;
             block
         };
+        #[cfg(feature = "fault-switches")]
         if let Some(watch) = &cipher.watch {
             watch.allocated(&cipher);
         }
@@ -82,8 +76,8 @@ impl<P: Platform> VolumeKey<P> {
         })
     }
 
-    /// Where the cipher's block was allocated (its name in the platform's [`KeyBlockWatch`];
-    /// it stays the key's after erase).
+    /// Where the cipher's block was allocated (its name in the platform's key-block watch; it
+    /// stays the key's after erase).
     pub fn block_address(&self) -> usize {
         self.block
     }
@@ -94,7 +88,7 @@ impl<P: Platform> VolumeKey<P> {
     }
 
     /// True once erasure has finished and the round keys were zeroized (a flag: the round
-    /// keys themselves are shown to a platform's [`KeyBlockWatch`]).
+    /// keys themselves are shown to a platform's key-block watch in test builds).
     pub fn is_erased(&self) -> bool {
         self.erased.load(Ordering::Acquire)
     }
@@ -167,13 +161,26 @@ impl<P: Platform> Drop for KeyGuard<'_, P> {
 }
 
 /// The block that holds a volume's cipher. Dropping the last reference wipes the round keys in
-/// place, shows the block to the platform's watch (if any), then releases it.
+/// place, shows the block to the platform's watch (test builds, if the platform has one), then
+/// releases it.
 pub struct KeyBlock {
     cipher: XtsCipher,
+    /// Test builds only: no watch (and no call through a vtable) in a driver image.
+    #[cfg(feature = "fault-switches")]
     watch: Option<Arc<dyn KeyBlockWatch>>,
 }
 
 impl KeyBlock {
+    fn new<P: Platform>(platform: &P, cipher: XtsCipher) -> Self {
+        #[cfg(not(feature = "fault-switches"))]
+        let _ = platform;
+        KeyBlock {
+            cipher,
+            #[cfg(feature = "fault-switches")]
+            watch: platform.key_block_watch(),
+        }
+    }
+
     /// The cipher in this block.
     pub fn cipher(&self) -> &XtsCipher {
         &self.cipher
@@ -193,6 +200,7 @@ impl Drop for KeyBlock {
         if !crate::faults::is_on(crate::faults::Fault::R3ReleaseUnwiped) {
             self.cipher.clear();
         }
+        #[cfg(feature = "fault-switches")]
         if let Some(watch) = self.watch.take() {
             watch.releasing(self);
         }
@@ -201,8 +209,9 @@ impl Drop for KeyBlock {
 
 /// What a platform is shown of the blocks that hold its volumes' ciphers
 /// ([`Platform::key_block_watch`]): test platforms record it, to show that erase leaves no round
-/// key in memory (docs/review.md R3) without reading freed memory. The kernel's platform has no
-/// watch.
+/// key in memory (docs/review.md R3) without reading freed memory. Test builds only (feature
+/// `fault-switches`): a driver image has no watch.
+#[cfg(feature = "fault-switches")]
 pub trait KeyBlockWatch: Send + Sync {
     /// `block` was allocated and keyed.
     fn allocated(&self, block: &Arc<KeyBlock>);
