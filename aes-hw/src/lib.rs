@@ -203,6 +203,20 @@ impl XtsKeys {
         }
     }
 
+    /// Round keys in this schedule.
+    pub const ROUND_KEYS: usize = 3 * ROUNDS;
+
+    /// How many of the [`XtsKeys::ROUND_KEYS`] round keys are not all zero, read where they
+    /// live (none after [`XtsKeys::clear`]). The first two of the data key's and of the tweak
+    /// key's encryption schedule are the two XTS key halves themselves.
+    pub fn round_keys_set(&self) -> usize {
+        [&self.data_enc, &self.data_dec, &self.tweak_enc]
+            .iter()
+            .flat_map(|schedule| schedule.iter())
+            .filter(|key| key.0 != [0; 16])
+            .count()
+    }
+
     /// Encrypts `buf` in place; its first data unit has the absolute number `first_unit`
     /// (VeraCrypt's tweak: the number as a little-endian u64, zero-padded to 16 bytes).
     ///

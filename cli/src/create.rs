@@ -502,6 +502,10 @@ fn fill_area<W: Write + Seek>(
                 }
             }
         }
+        if crate::faults::is_on(crate::faults::Fault::FillWritesZeros) {
+            // Test builds only: the bug the raw-bytes check must catch.
+            chunk.fill(0);
+        }
         w.write_all(chunk).map_err(VolumeError::Read)?;
         at += n as u64;
         progress(at - start, len);

@@ -9,6 +9,7 @@ pub mod cipher;
 pub mod create;
 pub mod driver;
 pub mod fat;
+pub mod faults;
 pub mod header;
 pub mod kdf;
 pub mod keyfile;

@@ -54,6 +54,9 @@ enum Command {
         /// Wine test build of the driver only: the test disk driver's name.
         #[arg(long, hide = true)]
         wine_host_driver_name: Option<String>,
+        /// No notice on stderr of which PRF a slow open is trying.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Dismount a volume (Windows): the filesystem on it is locked and dismounted first;
     /// refused while files are open on it unless --force.
@@ -109,6 +112,9 @@ enum VolumeCommand {
         file: PathBuf,
         #[command(flatten)]
         open: OpenArgs,
+        /// No notice on stderr of which PRF a slow open is trying.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Print decrypted bytes of the data area.
     Read {
@@ -122,6 +128,9 @@ enum VolumeCommand {
         length: u64,
         #[command(flatten)]
         open: OpenArgs,
+        /// No notice on stderr of which PRF a slow open is trying.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Back up the volume's headers to FILE (two slots: normal, then hidden or random).
     BackupHeader {
@@ -136,6 +145,9 @@ enum VolumeCommand {
         with_hidden: bool,
         #[command(flatten)]
         hidden_open: HiddenArgs,
+        /// No notice on stderr of which PRF a slow open is trying.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Restore a header from the embedded backup, or from a backup FILE (--from).
     RestoreHeader {
@@ -146,6 +158,9 @@ enum VolumeCommand {
         from: Option<PathBuf>,
         #[command(flatten)]
         open: OpenArgs,
+        /// No notice on stderr of which PRF a slow open is trying.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Create a VeraCrypt volume file (AES-256-XTS).
     Create {
@@ -406,6 +421,18 @@ fn progress_line(done: u64, total: u64, elapsed: std::time::Duration) -> String 
     )
 }
 
+/// How long an open that tries several PRFs runs before it names the ones it tries.
+const PRF_NOTICE_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// The PRF notice of a command that opens a volume (VeraCrypt shows its progress too): on
+/// stderr once an open has run for [`PRF_NOTICE_AFTER`], none with `--quiet`.
+fn prf_notice(quiet: bool) -> Option<volume::PrfNotice> {
+    (!quiet).then(|| volume::PrfNotice {
+        after: vcctl::faults::prf_notice_after().unwrap_or(PRF_NOTICE_AFTER),
+        say: std::sync::Arc::new(|line: &str| eprintln!("vcctl: {line}")),
+    })
+}
+
 /// A one-line failure.
 struct Failure(String);
 
@@ -449,10 +476,12 @@ fn kind(open: &OpenArgs) -> Kind {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     let reply = match cli.command {
-        Command::Volume(VolumeCommand::Inspect { file, open }) => {
+        Command::Volume(VolumeCommand::Inspect { file, open, quiet }) => {
             let mut pw = first_password(&open, 1)?;
             let creds = credentials(&open, pw.remove(0));
-            let v = volume::open(&file, &creds, kind(&open))?;
+            let v = volume::with_prf_notice(prf_notice(quiet), || {
+                volume::open(&file, &creds, kind(&open))
+            })?;
             let warnings = v.warnings(&file.display().to_string());
             for w in &warnings {
                 eprintln!("vcctl: {w}");
@@ -480,12 +509,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             offset,
             length,
             open,
+            quiet,
         }) => {
             let mut pw = first_password(&open, 1)?;
             let creds = credentials(&open, pw.remove(0));
             let mut f = std::fs::File::open(&file)
                 .map_err(|e| Failure(format!("cannot open {}: {e}", file.display())))?;
-            let v = volume::open_file(&mut f, &creds, kind(&open))?;
+            let v = volume::with_prf_notice(prf_notice(quiet), || {
+                volume::open_file(&mut f, &creds, kind(&open))
+            })?;
             for w in v.warnings(&file.display().to_string()) {
                 eprintln!("vcctl: {w}");
             }
@@ -501,6 +533,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             open,
             with_hidden,
             hidden_open,
+            quiet,
         }) => {
             if open.hidden {
                 return Err(Failure(
@@ -516,21 +549,30 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut pw = first_password(&open, if with_hidden { 2 } else { 1 })?;
             let creds = credentials(&open, pw.remove(0));
             let hidden = with_hidden.then(|| hidden_open.credentials(&creds, pw.remove(0)));
-            backup::backup(&volume, &out, &creds, hidden.as_ref())?;
+            volume::with_prf_notice(prf_notice(quiet), || {
+                backup::backup(&volume, &out, &creds, hidden.as_ref())
+            })?;
             println!(
                 "{}",
                 serde_json::json!({ "backup": out.display().to_string(), "hidden": with_hidden })
             );
             return Ok(());
         }
-        Command::Volume(VolumeCommand::RestoreHeader { volume, from, open }) => {
+        Command::Volume(VolumeCommand::RestoreHeader {
+            volume,
+            from,
+            open,
+            quiet,
+        }) => {
             let mut pw = first_password(&open, 1)?;
             let creds = credentials(&open, pw.remove(0));
             let source = match &from {
                 Some(p) => backup::Source::File(p),
                 None => backup::Source::Embedded,
             };
-            let written = backup::restore(&volume, source, &creds, kind(&open))?;
+            let written = volume::with_prf_notice(prf_notice(quiet), || {
+                backup::restore(&volume, source, &creds, kind(&open))
+            })?;
             println!(
                 "{}",
                 serde_json::json!({ "restored": kind(&open).name(), "written_at": written })
@@ -673,6 +715,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             protect_hidden,
             hidden_open,
             wine_host_driver_name,
+            quiet,
         } => {
             hidden_open.check()?;
             if !protect_hidden && hidden_open.given() {
@@ -698,7 +741,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 shared,
                 wine_host_driver_name,
             };
-            driver::mount(&req)?
+            volume::with_prf_notice(prf_notice(quiet), || driver::mount(&req))?
         }
         Command::Dismount { volume, all, force } => match volume {
             Some(volume) if !all => driver::dismount(&volume, force)?,

@@ -2,13 +2,17 @@
 //!
 //! Owns: where headers live (primary at 0, hidden at 65536, backups at size-131072 and
 //! size-65536), the parallel trial of PRFs (one thread per PRF, the others cancelled once one
-//! succeeds), cipher identification, and the data-area read with absolute XTS data-unit numbers.
+//! succeeds), the notice of which PRF a slow open is trying ([`with_prf_notice`]), cipher
+//! identification, and the data-area read with absolute XTS data-unit numbers.
 //! Never: writes to a volume (see `create`).
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use zeroize::Zeroizing;
 
@@ -148,6 +152,52 @@ impl Opened {
     }
 }
 
+/// Which PRF a slow open is trying, as VeraCrypt shows its progress: an open that tries several
+/// PRFs and has run for `after` names, through `say`, each PRF being derived then and each one
+/// it starts from then on (one line each).
+#[derive(Clone)]
+pub struct PrfNotice {
+    /// How long an open runs before it names the PRFs it tries (vcctl: 1.5 s).
+    pub after: Duration,
+    /// Takes each line (vcctl: stderr).
+    pub say: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+thread_local! {
+    static PRF_NOTICE: RefCell<Option<PrfNotice>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `notice` for the opens it makes on this thread (none outside it).
+pub fn with_prf_notice<T>(notice: Option<PrfNotice>, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<PrfNotice>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            PRF_NOTICE.with(|n| *n.borrow_mut() = before);
+        }
+    }
+    let _restore = Restore(PRF_NOTICE.with(|n| n.replace(notice)));
+    f()
+}
+
+/// The notice of one open: since when, and which header and pass it is at.
+struct Announce {
+    notice: PrfNotice,
+    start: Instant,
+    what: String,
+}
+
+impl Announce {
+    fn say(&self, prf: Prf) {
+        (self.notice.say)(&format!(
+            "trying PRF {} on {} ({:.1} s so far)",
+            prf.name(),
+            self.what,
+            self.start.elapsed().as_secs_f64()
+        ));
+    }
+}
+
 /// Why a header candidate did not open.
 enum Trial {
     Opened(Box<Opened>),
@@ -248,6 +298,23 @@ pub fn open_candidates<R: Read + Seek>(
     creds: &Credentials,
     kind: Kind,
 ) -> Result<Opened, VolumeError> {
+    let start = Instant::now();
+    let notice = PRF_NOTICE.with(|n| n.borrow().clone());
+    let notice = notice.filter(|_| creds.prfs().len() > 1);
+    let announce = |copy: HeaderCopy, pass: &str| {
+        notice.clone().map(|notice| Announce {
+            notice,
+            start,
+            what: format!(
+                "the {}{} header, {pass}",
+                match kind {
+                    Kind::Normal => "",
+                    Kind::Hidden => "hidden volume's ",
+                },
+                copy.name()
+            ),
+        })
+    };
     let password = creds.effective_password()?;
     let prfs = creds.prfs();
     let mut damaged = None;
@@ -263,7 +330,13 @@ pub fn open_candidates<R: Read + Seek>(
     let mut unfit = None;
     let mut first_keys = Vec::with_capacity(headers.len());
     for (copy, raw) in &headers {
-        let (trial, keys) = try_header_aes(raw, &password, &prfs, creds.pim);
+        let (trial, keys) = try_header_aes(
+            raw,
+            &password,
+            &prfs,
+            creds.pim,
+            announce(*copy, "AES").as_ref(),
+        );
         match trial {
             Trial::Opened(o) => match finish(*o, kind, *copy, size) {
                 Ok(opened) => return Ok(opened),
@@ -276,7 +349,8 @@ pub fn open_candidates<R: Read + Seek>(
         first_keys.push(keys);
     }
     for ((copy, raw), keys) in headers.iter().zip(&first_keys) {
-        match try_header_others(raw, &password, &prfs, creds.pim, keys) {
+        let announce = announce(*copy, "the other ciphers");
+        match try_header_others(raw, &password, &prfs, creds.pim, keys, announce.as_ref()) {
             Trial::Opened(o) => match finish(*o, kind, *copy, size) {
                 Ok(opened) => return Ok(opened),
                 Err(e) => unfit = unfit.or(Some(e)),
@@ -319,21 +393,60 @@ fn finish(mut o: Opened, kind: Kind, copy: HeaderCopy, size: u64) -> Result<Open
 type FirstKeys = Vec<Option<Zeroizing<[u8; 64]>>>;
 
 /// Runs `job` for every PRF index. Like VeraCrypt, PRFs run in parallel on a pool of one thread
-/// per CPU, taken in VeraCrypt's order; a job that opens the header cancels the others.
+/// per CPU, taken in VeraCrypt's order; a job that opens the header cancels the others. With
+/// `announce`, once the open has run for its notice's time, each PRF in progress then and each
+/// one started later is named (once).
 fn parallel<T: Send>(
     prfs: &[Prf],
+    announce: Option<&Announce>,
     job: impl Fn(usize, &AtomicBool) -> T + Sync,
     opened: impl Fn(&T) -> bool + Sync,
 ) -> Vec<(usize, T)> {
+    /// PRFs in progress, whether the notice time has passed, whether every job is done.
+    struct Progress {
+        running: Vec<usize>,
+        past: bool,
+        finished: bool,
+    }
+    let progress = Mutex::new(Progress {
+        running: Vec::new(),
+        past: false,
+        finished: false,
+    });
+    let changed = Condvar::new();
+    let lock = || progress.lock().unwrap_or_else(|e| e.into_inner());
     let cancel = AtomicBool::new(false);
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(prfs.len());
     std::thread::scope(|s| {
+        if let Some(a) = announce {
+            let (lock, changed) = (&lock, &changed);
+            s.spawn(move || {
+                let deadline = a.start + a.notice.after;
+                let mut p = lock();
+                loop {
+                    if p.finished {
+                        return;
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    p = changed
+                        .wait_timeout(p, deadline - now)
+                        .map_or_else(|e| e.into_inner().0, |r| r.0);
+                }
+                p.past = true;
+                for &i in &p.running {
+                    a.say(prfs[i]);
+                }
+            });
+        }
         let handles: Vec<_> = (0..workers)
             .map(|_| {
-                let (cancel, next, job, opened) = (&cancel, &next, &job, &opened);
+                let (cancel, next, job, opened, lock) = (&cancel, &next, &job, &opened, &lock);
                 s.spawn(move || {
                     let mut mine = Vec::new();
                     loop {
@@ -341,7 +454,17 @@ fn parallel<T: Send>(
                         if i >= prfs.len() || cancel.load(Ordering::Relaxed) {
                             break;
                         }
+                        if let Some(a) = announce {
+                            let mut p = lock();
+                            p.running.push(i);
+                            if p.past {
+                                a.say(prfs[i]);
+                            }
+                        }
                         let r = job(i, cancel);
+                        if announce.is_some() {
+                            lock().running.retain(|&j| j != i);
+                        }
                         let done = opened(&r);
                         mine.push((i, r));
                         if done {
@@ -353,10 +476,13 @@ fn parallel<T: Send>(
                 })
             })
             .collect();
-        handles
+        let results = handles
             .into_iter()
             .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
+            .collect();
+        lock().finished = true;
+        changed.notify_all();
+        results
     })
 }
 
@@ -378,10 +504,12 @@ fn try_header_aes(
     password: &[u8],
     prfs: &[Prf],
     pim: u32,
+    announce: Option<&Announce>,
 ) -> (Trial, FirstKeys) {
     let iterations = kdf::iterations(pim);
     let results = parallel(
         prfs,
+        announce,
         |i, cancel| {
             let mut key = Zeroizing::new([0u8; 64]);
             let salt = &raw[..SALT_SIZE];
@@ -409,10 +537,12 @@ fn try_header_others(
     prfs: &[Prf],
     pim: u32,
     first: &FirstKeys,
+    announce: Option<&Announce>,
 ) -> Trial {
     let iterations = kdf::iterations(pim);
     let results = parallel(
         prfs,
+        announce,
         |i, cancel| {
             let Some(start) = &first[i] else {
                 return Trial::NoMatch;
@@ -706,6 +836,101 @@ impl<F: Read + std::io::Write + Seek> Seek for DataArea<'_, F> {
 mod tests {
     use super::*;
     use crate::create::{create, CreateSpec, Fill, VolumeSpec};
+
+    /// Opens `path` with password `pw`, PRF `prf` (None: all), PIM 1, and a notice after
+    /// `after`; returns whether it opened and the notice's lines.
+    fn open_noticed(
+        path: &Path,
+        pw: &[u8],
+        prf: Option<Prf>,
+        after: Duration,
+    ) -> (bool, Vec<String>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        let notice = PrfNotice {
+            after,
+            say: Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string())),
+        };
+        let creds = Credentials {
+            password: Zeroizing::new(pw.to_vec()),
+            prf,
+            pim: 1,
+            keyfiles: Vec::new(),
+        };
+        let opened = with_prf_notice(Some(notice), || open(path, &creds, Kind::Normal)).is_ok();
+        let lines = lines.lock().unwrap().clone();
+        (opened, lines)
+    }
+
+    #[test]
+    fn a_slow_open_names_each_prf_it_tries_after_the_notice_time() {
+        let path = std::env::temp_dir().join(format!("vcctl-notice-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let spec = CreateSpec {
+            size: 512 << 10,
+            outer: VolumeSpec {
+                password: Zeroizing::new(b"p".to_vec()),
+                prf: Prf::Sha256,
+                pim: 1,
+            },
+            hidden: None,
+            fill: Fill::Random,
+            algorithm: AES,
+        };
+        create(&path, &spec).unwrap();
+        // The clock's seam: a notice time of 0 makes every open "slow".
+        let now = Duration::ZERO;
+        // The right password: SHA-512 and SHA-256 start together (VeraCrypt's order, one
+        // thread per CPU, at least two here); SHA-256 opens, and no PRF is named twice.
+        let (opened, lines) = open_noticed(&path, b"p", None, now);
+        assert!(opened);
+        let named = |prf: &str, lines: &[String]| {
+            lines
+                .iter()
+                .filter(|l| {
+                    l.starts_with(&format!("trying PRF {prf} on the primary header, AES ("))
+                })
+                .count()
+        };
+        assert_eq!(named("sha256", &lines), 1, "{lines:?}");
+        assert!(lines.iter().all(|l| l.ends_with(" s so far)")), "{lines:?}");
+        // A wrong password: every PRF on both header copies, AES first, then the others.
+        let (opened, lines) = open_noticed(&path, b"wrong", None, now);
+        assert!(!opened);
+        assert_eq!(lines.len(), 4 * Prf::ALL.len(), "{lines:?}");
+        for prf in Prf::ALL {
+            for what in [
+                "the primary header, AES",
+                "the backup header, AES",
+                "the primary header, the other ciphers",
+                "the backup header, the other ciphers",
+            ] {
+                let want = format!("trying PRF {} on {what} (", prf.name());
+                assert_eq!(
+                    lines.iter().filter(|l| l.starts_with(&want)).count(),
+                    1,
+                    "{want} in {lines:?}"
+                );
+            }
+        }
+        // Opens quicker than the notice time, and opens that try one PRF, say nothing.
+        let hour = Duration::from_secs(3600);
+        assert_eq!(open_noticed(&path, b"wrong", None, hour), (false, vec![]));
+        assert_eq!(
+            open_noticed(&path, b"wrong", Some(Prf::Sha256), now),
+            (false, vec![])
+        );
+        // Nothing outside `with_prf_notice`.
+        let creds = Credentials {
+            password: Zeroizing::new(b"p".to_vec()),
+            prf: None,
+            pim: 1,
+            keyfiles: Vec::new(),
+        };
+        assert!(PRF_NOTICE.with(|n| n.borrow().is_none()));
+        assert!(open(&path, &creds, Kind::Normal).is_ok());
+        let _ = std::fs::remove_file(&path);
+    }
 
     #[test]
     fn streamed_reads_across_piece_boundaries_match_whole_reads() {

@@ -43,6 +43,9 @@ pub enum Fault {
     /// R3: erase forgets the cipher instead of dropping it, so its round keys are never
     /// zeroized (the erased flag is set all the same).
     R3EraseLeaksCipher = 1 << 12,
+    /// R3: the cipher's block is released without the wipe that precedes its release (only
+    /// the schedule's own zeroizing drop, after the platform's watch looked, clears it).
+    R3ReleaseUnwiped = 1 << 13,
     /// W5, kernel glue: the mount keeps a by-value copy of the volume's cipher (both round-key
     /// schedules) in its own frame and never wipes it, as the old code's by-value request and
     /// cipher left them on the mounting thread's stack (the Wine memory check must find it).

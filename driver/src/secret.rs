@@ -42,5 +42,6 @@ assert_not_printable!(
     crate::abi::MasterKey,
     crate::abi::MountRequest,
     crate::crypto::XtsCipher,
+    crate::crypto::KeyBlock,
     vcdirect_aes_hw::XtsKeys,
 );

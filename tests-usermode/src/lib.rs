@@ -7,6 +7,7 @@ mod condvar_sync;
 pub mod fs_above;
 pub mod host;
 pub mod irql;
+pub mod key_blocks;
 pub mod loom_platform;
 pub mod mount;
 pub mod request;

@@ -12,10 +12,12 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use vcdirect::crypto::KeyBlockWatch;
 use vcdirect::platform::irql::Call;
 use vcdirect::platform::{HostDevice, Piece, Platform, ThreadRole, WorkItems};
 use vcdirect::Status;
 
+use crate::key_blocks::KeyBlockRecorder;
 use crate::request::TestRequest;
 
 crate::condvar_sync::condvar_primitives!(
@@ -161,6 +163,9 @@ pub struct StdPlatform<H> {
     detached: bool,
     /// Large buffers may run on the VAES path where the CPU has it (see `without_wide_vectors`).
     wide: bool,
+    /// Every key block of this platform's volumes, as the engine's key-block watch shows them
+    /// (docs/review.md R3: `crate::key_blocks`).
+    key_blocks: Arc<KeyBlockRecorder>,
     _host: PhantomData<fn() -> H>,
 }
 
@@ -174,6 +179,7 @@ impl<H> Clone for StdPlatform<H> {
             eager_work_items: self.eager_work_items,
             detached: self.detached,
             wide: self.wide,
+            key_blocks: Arc::clone(&self.key_blocks),
             _host: PhantomData,
         }
     }
@@ -197,6 +203,7 @@ impl<H> StdPlatform<H> {
             eager_work_items: false,
             detached: true,
             wide: true,
+            key_blocks: KeyBlockRecorder::new(),
             _host: PhantomData,
         }
     }
@@ -243,6 +250,11 @@ impl<H> StdPlatform<H> {
         *lock(&self.engine.fail_at) = Some((at, status));
     }
 
+    /// The key blocks of this platform's volumes, recorded by the engine's key-block watch.
+    pub fn key_blocks(&self) -> &KeyBlockRecorder {
+        &self.key_blocks
+    }
+
     /// Engine threads (started by `Platform::spawn`) whose body has not returned yet.
     pub fn engine_threads_alive(&self) -> usize {
         self.engine.alive.load(Ordering::Acquire)
@@ -269,6 +281,10 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
     type Request = TestRequest;
     type Host = H;
     type WorkItems<T: Send + 'static> = StdWorkItems<T>;
+
+    fn key_block_watch(&self) -> Option<Arc<dyn KeyBlockWatch>> {
+        Some(Arc::clone(&self.key_blocks) as Arc<dyn KeyBlockWatch>)
+    }
 
     #[track_caller]
     fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<StdThread, Status> {

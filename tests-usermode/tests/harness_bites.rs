@@ -1,6 +1,7 @@
 //! The reliability harness bites: each test-only fault switch that reintroduces one of the
-//! review's bugs (R1, R2, R3, R12, R13, W9: a wait inside a spin lock, and a failed host flush
-//! reported as success) makes `vcsim`
+//! review's bugs (R1, R2, R3, R12, R13, W9: a wait inside a spin lock, a failed host flush
+//! reported as success, and round keys left in memory by erase: the cipher leaked, or its
+//! block released unwiped) makes `vcsim`
 //! report a violation of the invariant that bug breaks (the violation names it) within a few hundred seeds. One test, run serially,
 //! because the switches are process-wide. Release builds only (the simulator is slow
 //! unoptimised); CI runs it in its `sim` stage. A debug build of `vcsim` itself runs a few
@@ -33,6 +34,17 @@ fn every_fault_switch_is_caught_within_300_seeds() {
         ("w9", &["W9 violation: wait at DISPATCH_LEVEL"][..]),
         // A failed host flush reported to the upper flush as success.
         ("flush", &["flush error lost"][..]),
+        // Erase forgets the cipher (the erased flag set all the same): the platform's record
+        // finds the block still allocated with its round keys.
+        (
+            "r3-leak",
+            &["R3: erase returned with the cipher's block still allocated"][..],
+        ),
+        // The cipher's block released without its wipe: the record of its last look says so.
+        (
+            "r3-unwiped",
+            &["R3: the cipher's block was released with"][..],
+        ),
     ] {
         set_fault(fault).unwrap();
         let caught = (0..300u64).find_map(|seed| {

@@ -1,9 +1,16 @@
 //! The volume key: used under rundown protection, erased only after every user left.
 //!
 //! Erase (docs/review.md R3): set the block flag, so no new user can start; wait until every
-//! in-flight encrypt/decrypt has released its reference; then drop the last reference, which
-//! zeroizes the AES round keys. A user that could not acquire gets [`CryptoError::KeyErased`],
-//! so no crypto ever runs on erased keys and no data decrypted with them reaches a caller.
+//! in-flight encrypt/decrypt has released its reference; then drop the last reference to the
+//! cipher's block ([`KeyBlock`]), which wipes the round keys in place before the block is
+//! released. A user that could not acquire gets [`CryptoError::KeyErased`], so no crypto ever
+//! runs on erased keys and no data decrypted with them reaches a caller.
+//!
+//! The evidence (test builds, feature `fault-switches`): a platform may watch its key blocks
+//! (`Platform::key_block_watch`); the watch is shown each block when it is allocated and
+//! again right before it is released, after its wipe, to read how many round keys are still
+//! in it. Tests and the simulator check with it that by the time erase returns the block was
+//! released wiped, or is still allocated but wiped in place, without reading freed memory.
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,7 +21,9 @@ use crate::Status;
 
 /// A mounted volume's XTS key with its erase protocol.
 pub struct VolumeKey<P: Platform> {
-    cipher: P::Lock<Option<Arc<XtsCipher>>>,
+    cipher: P::Lock<Option<Arc<KeyBlock>>>,
+    /// Where the cipher's block was allocated: its name in a platform's key-block watch.
+    block: usize,
     rundown: Rundown<P>,
     /// Set by the first step of erase; checked before every segment and fragment (R2).
     blocked: AtomicBool,
@@ -29,7 +38,7 @@ pub struct VolumeKey<P: Platform> {
 /// An acquired reference to the key. While one exists, erasure waits.
 pub struct KeyGuard<'a, P: Platform> {
     key: &'a VolumeKey<P>,
-    cipher: Arc<XtsCipher>,
+    cipher: Arc<KeyBlock>,
     _ref: RundownGuard<'a, P>,
 }
 
@@ -42,16 +51,22 @@ impl<P: Platform> VolumeKey<P> {
     /// stack (in the kernel, possibly the pageable stack of the mounting user's thread).
     pub fn new(platform: &P, master: &[u8; 64]) -> Result<Self, Status> {
         let cipher = if crate::faults::is_on(crate::faults::Fault::W5KeyScheduleByValue) {
-            platform.try_arc(XtsCipher::new(master))?
+            platform.try_arc(KeyBlock::new(platform, XtsCipher::new(master)))?
         } else {
-            let mut cipher = platform.try_arc(XtsCipher::empty())?;
+            let mut block = platform.try_arc(KeyBlock::new(platform, XtsCipher::empty()))?;
             // A block just allocated has one owner; were it shared, mounting fails cleanly.
-            Arc::get_mut(&mut cipher)
+            Arc::get_mut(&mut block)
                 .ok_or(Status::InsufficientResources)?
+                .cipher
                 .set_key(master)?;
-            cipher
+            block
         };
+        #[cfg(feature = "fault-switches")]
+        if let Some(watch) = &cipher.watch {
+            watch.allocated(&cipher);
+        }
         Ok(VolumeKey {
+            block: cipher.address(),
             cipher: P::Lock::new(Some(cipher)),
             rundown: Rundown::new()?,
             blocked: AtomicBool::new(false),
@@ -69,8 +84,14 @@ impl<P: Platform> VolumeKey<P> {
     pub fn block(&self) -> Option<(usize, usize)> {
         self.cipher.with(|c| {
             c.as_ref()
-                .map(|a| (Arc::as_ptr(a) as usize, core::mem::size_of::<XtsCipher>()))
+                .map(|a| (core::ptr::from_ref(a.cipher()) as usize, core::mem::size_of::<XtsCipher>()))
         })
+    }
+
+    /// Where the cipher's block was allocated (its name in the platform's key-block watch; it
+    /// stays the key's after erase).
+    pub fn block_address(&self) -> usize {
+        self.block
     }
 
     /// True once erasure has begun: no new segment or fragment may be issued (R2).
@@ -78,7 +99,8 @@ impl<P: Platform> VolumeKey<P> {
         self.blocked.load(Ordering::Acquire)
     }
 
-    /// True once erasure has finished and the round keys were zeroized.
+    /// True once erasure has finished and the round keys were zeroized (a flag: the round
+    /// keys themselves are shown to a platform's key-block watch in test builds).
     pub fn is_erased(&self) -> bool {
         self.erased.load(Ordering::Acquire)
     }
@@ -108,7 +130,8 @@ impl<P: Platform> VolumeKey<P> {
             self.rundown.close_and_wait();
         }
         let last = self.cipher.with(|c| c.take());
-        // After the drain this is the only reference: dropping it zeroizes the round keys.
+        // After the drain this is the only reference: dropping it wipes the round keys in
+        // place, then releases the block.
         if crate::faults::is_on(crate::faults::Fault::R3EraseLeaksCipher) {
             core::mem::forget(last);
         } else {
@@ -131,13 +154,13 @@ impl<P: Platform> VolumeKey<P> {
 impl<P: Platform> KeyGuard<'_, P> {
     /// The cipher, valid while the guard lives.
     pub fn cipher(&self) -> &XtsCipher {
-        &self.cipher
+        &self.cipher.cipher
     }
 
-    /// A shared handle to the cipher for the encryption pool's pieces; they finish before the
-    /// guard's owner releases it.
-    pub fn shared(&self) -> &Arc<XtsCipher> {
-        &self.cipher
+    /// The cipher for the encryption pool's pieces; they finish before the guard's owner
+    /// releases it.
+    pub fn shared(&self) -> &XtsCipher {
+        &self.cipher.cipher
     }
 }
 
@@ -147,4 +170,63 @@ impl<P: Platform> Drop for KeyGuard<'_, P> {
             self.key.late_users.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// The block that holds a volume's cipher. Dropping the last reference wipes the round keys in
+/// place, shows the block to the platform's watch (test builds, if the platform has one), then
+/// releases it.
+pub struct KeyBlock {
+    cipher: XtsCipher,
+    /// Test builds only: no watch (and no call through a vtable) in a driver image.
+    #[cfg(feature = "fault-switches")]
+    watch: Option<Arc<dyn KeyBlockWatch>>,
+}
+
+impl KeyBlock {
+    fn new<P: Platform>(platform: &P, cipher: XtsCipher) -> Self {
+        #[cfg(not(feature = "fault-switches"))]
+        let _ = platform;
+        KeyBlock {
+            cipher,
+            #[cfg(feature = "fault-switches")]
+            watch: platform.key_block_watch(),
+        }
+    }
+
+    /// The cipher in this block.
+    pub fn cipher(&self) -> &XtsCipher {
+        &self.cipher
+    }
+
+    /// Where this block lives (the [`VolumeKey::block_address`] of its key).
+    pub fn address(&self) -> usize {
+        core::ptr::from_ref(self) as usize
+    }
+}
+
+impl Drop for KeyBlock {
+    fn drop(&mut self) {
+        // The block is released right after this: wipe it where it lives first. (The schedule's
+        // own zeroizing drop runs after the watch has looked, a second wipe the watch does not
+        // count on.)
+        if !crate::faults::is_on(crate::faults::Fault::R3ReleaseUnwiped) {
+            self.cipher.clear();
+        }
+        #[cfg(feature = "fault-switches")]
+        if let Some(watch) = self.watch.take() {
+            watch.releasing(self);
+        }
+    }
+}
+
+/// What a platform is shown of the blocks that hold its volumes' ciphers
+/// ([`Platform::key_block_watch`]): test platforms record it, to show that erase leaves no round
+/// key in memory (docs/review.md R3) without reading freed memory. Test builds only (feature
+/// `fault-switches`): a driver image has no watch.
+#[cfg(feature = "fault-switches")]
+pub trait KeyBlockWatch: Send + Sync {
+    /// `block` was allocated and keyed.
+    fn allocated(&self, block: &Arc<KeyBlock>);
+    /// `block` is about to be released, after its wipe: the last look at its bytes.
+    fn releasing(&self, block: &KeyBlock);
 }

@@ -19,7 +19,9 @@ mod pool;
 mod threads;
 mod xts;
 
-pub use key::{KeyGuard, VolumeKey};
+#[cfg(feature = "fault-switches")]
+pub use key::KeyBlockWatch;
+pub use key::{KeyBlock, KeyGuard, VolumeKey};
 pub use pool::{Cipher, CryptoPool, MIN_PIECE};
 pub use threads::{encryption_threads, thread_group, MAX_THREADS_GROUPS, MAX_THREADS_ONE_GROUP};
 pub use vcdirect_aes_hw::WideVectors;

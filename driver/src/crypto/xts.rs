@@ -135,6 +135,25 @@ impl XtsCipher {
     pub fn hardware(&self) -> Option<&XtsKeys> {
         self.portable.is_empty().then_some(&self.hw)
     }
+
+    /// Wipes the keys in place: the hardware schedule zeroized where it lives, the portable
+    /// path's block dropped (`aes` zeroizes its keys when dropped). The cipher holds no key
+    /// afterwards.
+    pub fn clear(&mut self) {
+        self.hw.clear();
+        self.portable = Vec::new();
+    }
+
+    /// Round keys (of [`XtsKeys::ROUND_KEYS`]) this cipher still holds: those of the hardware
+    /// schedule that are not zero, read in place, and all of them while the portable path's
+    /// block is allocated (its layout is `aes`'s own). 0 after [`XtsCipher::clear`].
+    pub fn round_keys_left(&self) -> usize {
+        if self.portable.is_empty() {
+            self.hw.round_keys_set()
+        } else {
+            XtsKeys::ROUND_KEYS
+        }
+    }
 }
 
 impl Portable {

@@ -203,6 +203,15 @@ pub trait Platform: Clone + Send + Sync + 'static {
         Ok(Arc::new(value))
     }
 
+    /// The watch shown every block that holds a volume's cipher when it is allocated and
+    /// right before it is released (`crypto::KeyBlockWatch`): test platforms record the round
+    /// keys left in it. Test builds only (feature `fault-switches`; default: none), so a driver
+    /// image makes no call through it.
+    #[cfg(feature = "fault-switches")]
+    fn key_block_watch(&self) -> Option<Arc<dyn crate::crypto::KeyBlockWatch>> {
+        None
+    }
+
     /// Number of CPUs, for sizing the encryption pool.
     fn cpu_count(&self) -> usize;
 

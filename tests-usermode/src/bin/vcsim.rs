@@ -13,7 +13,7 @@ use std::time::Instant;
 use vcdirect_usermode::sim::{run_fs_seed, run_seed, SimConfig};
 
 fn usage() -> ! {
-    eprintln!("usage: vcsim [--seeds A..B] [--ops N] [--config gates-off|read-only|write-only|both-on | --all-configs] [--fault r1|r2|r3|r12|r12-overtake|r13|w9|flush] [--filesystem-above]");
+    eprintln!("usage: vcsim [--seeds A..B] [--ops N] [--config gates-off|read-only|write-only|both-on | --all-configs] [--fault r1|r2|r3|r12|r12-overtake|r13|w9|flush|r3-leak|r3-unwiped] [--filesystem-above]");
     std::process::exit(2);
 }
 

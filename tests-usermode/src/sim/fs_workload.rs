@@ -56,7 +56,7 @@ fn simulate(seed: u64) -> SeedReport {
     let host = SimHost::new(content, limits, HostKind::RawDevice, 8);
     let (read, write) = (rng.gen_bool(0.5), rng.gen_bool(0.5));
     let params = mount_params(DATA_OFFSET, DATA_SECTORS * SECTOR, Gates { read, write });
-    let volume = Volume::mount(SimPlatform, host, &key, params).expect("mount");
+    let volume = Volume::mount(SimPlatform::default(), host, &key, params).expect("mount");
     let device = ModelDevice::new(Arc::clone(&volume));
     let fs = FsAbove::new(Arc::clone(&device), FS_SECTORS);
     let case = rng.gen_range(0..3);

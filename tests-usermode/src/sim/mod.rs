@@ -27,7 +27,8 @@ pub use workload::{run_seed, FaultMix, SeedReport, SimConfig};
 /// Switches on the test-only fault that reintroduces one of the review's bugs (`r1`, `r2`,
 /// `r3`, `r12`, `r12-overtake`: a read issued by the dispatching thread overtakes the direct
 /// FIFO, `r13`, `w9`: a wait inside a spin lock, `flush`: a failed host flush reported as
-/// success); needs the engine's `fault-switches` feature.
+/// success, `r3-leak`: erase forgets the cipher, `r3-unwiped`: the cipher's block released
+/// without its wipe); needs the engine's `fault-switches` feature.
 pub fn set_fault(name: &str) -> Result<(), String> {
     use vcdirect::faults::{set_faults, Fault};
     let f = match name {
@@ -39,6 +40,8 @@ pub fn set_fault(name: &str) -> Result<(), String> {
         "r13" => Fault::R13AbandonChildren,
         "w9" => Fault::W9WaitInsideLock,
         "flush" => Fault::FlushErrorIgnored,
+        "r3-leak" => Fault::R3EraseLeaksCipher,
+        "r3-unwiped" => Fault::R3ReleaseUnwiped,
         other => return Err(format!("unknown fault {other}")),
     };
     set_faults(&[f]);

@@ -5,13 +5,18 @@
 //! thread-locals): engine threads and work items start and must end at PASSIVE_LEVEL; a broken
 //! contract is recorded and fails the seed (`super::check::irql`).
 
+use std::sync::Arc;
+
 use shuttle::sync::{Condvar, Mutex, MutexGuard};
+
+use vcdirect::crypto::KeyBlockWatch;
 
 use vcdirect::platform::irql::Call;
 use vcdirect::platform::{Platform, ThreadRole, WorkItems};
 use vcdirect::Status;
 
 use super::host::SimHost;
+use crate::key_blocks::KeyBlockRecorder;
 use crate::request::TestRequest;
 
 crate::condvar_sync::condvar_primitives!(
@@ -47,8 +52,19 @@ impl<T: Send + 'static> WorkItems<T> for SimWorkItems<T> {
 
 /// The simulator's platform. Work items each get their own simulated system thread, so a
 /// blocked upper completion never holds up another (the bound is the completion stage's).
+/// Its clones share one record of the volume's key blocks (docs/review.md R3:
+/// `crate::key_blocks`), which the key check reads after the final dismount.
 #[derive(Clone, Default)]
-pub struct SimPlatform;
+pub struct SimPlatform {
+    key_blocks: Arc<KeyBlockRecorder>,
+}
+
+impl SimPlatform {
+    /// The key blocks of this platform's volumes, recorded by the engine's key-block watch.
+    pub fn key_blocks(&self) -> &KeyBlockRecorder {
+        &self.key_blocks
+    }
+}
 
 impl Platform for SimPlatform {
     type Lock<T: Send> = SimLock<T>;
@@ -58,6 +74,10 @@ impl Platform for SimPlatform {
     type Request = TestRequest;
     type Host = SimHost;
     type WorkItems<T: Send + 'static> = SimWorkItems<T>;
+
+    fn key_block_watch(&self) -> Option<Arc<dyn KeyBlockWatch>> {
+        Some(Arc::clone(&self.key_blocks) as Arc<dyn KeyBlockWatch>)
+    }
 
     #[track_caller]
     fn spawn(&self, role: ThreadRole, body: Box<dyn FnOnce() + Send>) -> Result<SimThread, Status> {

@@ -344,7 +344,8 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
         },
         ..mount_params(DATA_OFFSET, DATA_SECTORS * SECTOR, cfg.gates)
     };
-    let volume = Volume::mount(SimPlatform, host, &key, params).expect("mount");
+    let platform = SimPlatform::default();
+    let volume = Volume::mount(platform.clone(), host, &key, params).expect("mount");
     let weak = Arc::downgrade(&volume);
     volume.host().set_key_blocked_probe(Box::new(move || {
         weak.upgrade().is_some_and(|v| v.key().is_blocked())
@@ -394,6 +395,7 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     let chaos_yields = rng.gen_range(0..4000);
     if erase || dismount_early {
         let ctx = Arc::clone(&ctx);
+        let platform = platform.clone();
         threads.push(
             shuttle::thread::Builder::new()
                 .name("chaos".into())
@@ -403,6 +405,11 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
                     }
                     if erase {
                         ctx.volume.erase_keys();
+                        // By the time erase returns, no round key is left in memory.
+                        let address = ctx.volume.key().block_address();
+                        if let Err(v) = platform.key_blocks().check_erased(address) {
+                            ctx.r1_violations.lock().unwrap().push(v);
+                        }
                     }
                     if dismount_early {
                         ctx.volume.dismount();
@@ -422,7 +429,7 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
     check_cancel_handshakes(&volume, &mut violations);
     violations.extend(ctx.r1_violations.lock().unwrap().iter().cloned());
     violations.extend(host.violations());
-    check_keys(&volume, &mut violations);
+    check_keys(&volume, &platform, &mut violations);
     let counters = volume.counters.snapshot();
     check_bounds(&volume, &counters, &mut violations);
     let log = std::mem::take(&mut *ctx.log.lock().unwrap());

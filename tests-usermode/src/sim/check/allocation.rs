@@ -27,7 +27,7 @@ pub(crate) fn check_failed_mount(
         ..mount_params(DATA_OFFSET, DATA_SECTORS * SECTOR, cfg.gates)
     };
     vcdirect::faults::fail_allocation_at(n);
-    let result = Volume::mount(SimPlatform, host, key, params);
+    let result = Volume::mount(SimPlatform::default(), host, key, params);
     let made = vcdirect::faults::allocations_seen();
     vcdirect::faults::fail_allocation_at(0);
     match result {

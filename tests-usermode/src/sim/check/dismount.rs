@@ -34,8 +34,15 @@ pub(crate) fn check_cancel_handshakes(volume: &Volume<SimPlatform>, violations: 
     }
 }
 
-/// R3 and key erasure, after the final dismount.
-pub(crate) fn check_keys(volume: &Volume<SimPlatform>, violations: &mut Vec<String>) {
+/// R3 and key erasure, after the final dismount: no crypto user outlived erase, and no round
+/// key is left in memory. The latter is the platform's evidence, not the key's erased flag:
+/// the cipher's block was released after a wipe that left no round key in it, or is still
+/// allocated and wiped in place (`crate::key_blocks`, the same check the std tests make).
+pub(crate) fn check_keys(
+    volume: &Volume<SimPlatform>,
+    platform: &SimPlatform,
+    violations: &mut Vec<String>,
+) {
     if volume.key().late_users() != 0 {
         violations.push(format!(
             "R3: {} crypto users outlived key erasure",
@@ -44,6 +51,12 @@ pub(crate) fn check_keys(volume: &Volume<SimPlatform>, violations: &mut Vec<Stri
     }
     if !volume.key().is_erased() {
         violations.push("keys not erased after dismount".into());
+    }
+    if let Err(v) = platform
+        .key_blocks()
+        .check_erased(volume.key().block_address())
+    {
+        violations.push(v);
     }
 }
 
