@@ -676,21 +676,23 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let hidden_creds = hidden_open.credentials(&outer_creds, pw.remove(0));
             let name = outer.display().to_string();
             let mut shown = Progress::new(quiet);
-            let (layout, room) = create::add_hidden(
-                &outer,
-                &outer_creds,
-                match size {
-                    HiddenSizeArg::Max => None,
-                    HiddenSizeArg::Bytes(n) => Some(n),
-                },
-                &hidden_creds,
-                &mut |opened, _| {
-                    for w in opened.warnings(&name) {
-                        eprintln!("vcctl: {w}");
-                    }
-                },
-                &mut |done, total| shown.update(done, total),
-            )?;
+            let (layout, room) = volume::with_prf_notice(prf_notice(quiet), || {
+                create::add_hidden(
+                    &outer,
+                    &outer_creds,
+                    match size {
+                        HiddenSizeArg::Max => None,
+                        HiddenSizeArg::Bytes(n) => Some(n),
+                    },
+                    &hidden_creds,
+                    &mut |opened, _| {
+                        for w in opened.warnings(&name) {
+                            eprintln!("vcctl: {w}");
+                        }
+                    },
+                    &mut |done, total| shown.update(done, total),
+                )
+            })?;
             let (o, s) = layout.hidden.unwrap_or((0, 0));
             println!(
                 "{}",

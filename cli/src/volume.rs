@@ -876,6 +876,7 @@ mod tests {
             hidden: None,
             fill: Fill::Random,
             algorithm: AES,
+            filesystem: crate::create::Filesystem::None,
         };
         create(&path, &spec).unwrap();
         // The clock's seam: a notice time of 0 makes every open "slow".

@@ -83,8 +83,12 @@ impl<P: Platform> VolumeKey<P> {
     #[cfg(feature = "wine-host")]
     pub fn block(&self) -> Option<(usize, usize)> {
         self.cipher.with(|c| {
-            c.as_ref()
-                .map(|a| (core::ptr::from_ref(a.cipher()) as usize, core::mem::size_of::<XtsCipher>()))
+            c.as_ref().map(|a| {
+                (
+                    core::ptr::from_ref(a.cipher()) as usize,
+                    core::mem::size_of::<XtsCipher>(),
+                )
+            })
         })
     }
 
