@@ -41,6 +41,9 @@ pub enum Fault {
     /// R3: erase forgets the cipher instead of dropping it, so its round keys are never
     /// zeroized (the erased flag is set all the same).
     R3EraseLeaksCipher = 1 << 12,
+    /// W10: IOCTL_DISK_VERIFY is served the old way: its host range is read synchronously on
+    /// the sender's thread (into a buffer allocated per call), not queued to a path's thread.
+    VerifyOnCallerThread = 1 << 15,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -350,6 +350,16 @@ impl TestRequest {
         Self::new(RequestKind::Flush, 0, 0, None, done)
     }
 
+    /// An IOCTL_DISK_VERIFY of `length` bytes at `offset` (its VERIFY_INFORMATION, as the glue
+    /// reads it from the system buffer): no buffer.
+    pub fn verify(
+        offset: i64,
+        length: u32,
+        done: impl FnOnce(Completion) + Send + 'static,
+    ) -> Self {
+        Self::new(RequestKind::Verify, offset, length, None, done)
+    }
+
     /// The handle that cancels the request.
     pub fn cancel_handle(&self) -> CancelHandle {
         self.0.cancel.clone()

@@ -2,6 +2,7 @@
 
 use crate::barrier::Ticket;
 use crate::platform::{RequestNote, UpperRequest};
+use crate::Status;
 
 /// Which path serves a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,7 +16,7 @@ pub enum Path {
 /// A granted or waiting request, with everything needed after it finishes captured up front.
 pub(crate) struct IoJob<R: UpperRequest> {
     pub(crate) request: R,
-    /// The caller's buffer (none for a flush).
+    /// The caller's buffer (none for a flush or a VERIFY).
     pub(crate) buf: Option<R::Buf>,
     pub(crate) kind: JobKind,
     /// Byte offset within the volume.
@@ -31,6 +32,8 @@ pub(crate) enum JobKind {
     Read,
     Write,
     Flush,
+    /// IOCTL_DISK_VERIFY: a read of the range into an engine buffer, the bytes discarded.
+    Verify,
 }
 
 impl JobKind {
@@ -39,6 +42,7 @@ impl JobKind {
             JobKind::Read => 0,
             JobKind::Write => 1,
             JobKind::Flush => 2,
+            JobKind::Verify => 3,
         }
     }
 
@@ -46,8 +50,20 @@ impl JobKind {
         match code {
             0 => JobKind::Read,
             1 => JobKind::Write,
+            3 => JobKind::Verify,
             _ => JobKind::Flush,
         }
+    }
+}
+
+/// The status of one host read of a VERIFY, on either path: success only when every byte was
+/// read; a short read is STATUS_INVALID_PARAMETER, VeraCrypt's answer (a read or write that
+/// moves fewer bytes is STATUS_END_OF_FILE, W12); a failure is the host's status.
+pub(crate) fn verify_read_status(result: Result<usize, Status>, len: usize) -> Status {
+    match result {
+        Ok(n) if n == len => Status::Success,
+        Ok(_) => Status::InvalidParameter,
+        Err(status) => status,
     }
 }
 
@@ -80,7 +96,7 @@ impl<R: UpperRequest> IoJob<R> {
         let RequestNote([ticket, kind, path, _]) = request.note();
         let kind = JobKind::from_code(kind);
         let buf = match kind {
-            JobKind::Flush => None,
+            JobKind::Flush | JobKind::Verify => None,
             // The buffer dispatch took (and checked) before, handed out again.
             _ => request.take_buffer(),
         };

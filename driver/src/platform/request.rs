@@ -11,6 +11,12 @@ pub enum RequestKind {
     Write,
     /// IRP_MJ_FLUSH_BUFFERS.
     Flush,
+    /// IOCTL_DISK_VERIFY: [`offset`](UpperRequest::offset) and
+    /// [`length`](UpperRequest::length) are its VERIFY_INFORMATION's StartingOffset and Length,
+    /// and it carries no buffer. The engine reads the range from the host on a path's thread,
+    /// in turn with the volume's reads and writes, discards the bytes and reports the read's
+    /// status (information 0).
+    Verify,
     /// Any other major function (its IRP_MJ code).
     Other(u8),
 }

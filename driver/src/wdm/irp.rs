@@ -14,8 +14,8 @@ use wdk_sys::ntddk::{IofCompleteRequest, MmMapLockedPagesSpecifyCache};
 use wdk_sys::{
     _MEMORY_CACHING_TYPE::MmCached, _MM_PAGE_PRIORITY::HighPagePriority, _MODE::KernelMode,
     IO_DISK_INCREMENT, IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_BUFFERED_IO,
-    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, MDL, MDL_MAPPED_TO_SYSTEM_VA,
-    MDL_SOURCE_IS_NONPAGED_POOL,
+    IRP_MJ_DEVICE_CONTROL, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, MDL,
+    MDL_MAPPED_TO_SYSTEM_VA, MDL_SOURCE_IS_NONPAGED_POOL,
 };
 
 use super::nt;
@@ -588,6 +588,16 @@ impl Irp {
     /// Wine's I/O manager allocates max(input, output) for METHOD_BUFFERED (dispatch_ioctl)
     /// but never sets IRP_BUFFERED_IO.
     pub fn system_buffer(&mut self) -> Option<&mut [u8]> {
+        let (buffer, len) = self.system_buffer_parts()?;
+        // SAFETY: `system_buffer_parts`: `len` bytes of nonpaged memory at `buffer`, valid
+        // until completion; the IRP is owned until completion and the borrow of `self` (mut)
+        // bounds the slice, so nothing else touches those bytes meanwhile.
+        Some(unsafe { core::slice::from_raw_parts_mut(buffer.as_ptr(), len) })
+    }
+
+    /// Where the METHOD_BUFFERED system buffer is and its length (see
+    /// [`system_buffer`](Self::system_buffer) for when there is none).
+    fn system_buffer_parts(&self) -> Option<(NonNull<u8>, usize)> {
         let (code, input, output) = self.ioctl_parameters();
         if code & 3 != 0 {
             return None; // not METHOD_BUFFERED
@@ -597,15 +607,29 @@ impl Irp {
         }
         let len = input.max(output) as usize;
         // SAFETY: for a METHOD_BUFFERED device control the AssociatedIrp arm holds the
-        // SystemBuffer (a pointer, read by copy).
+        // SystemBuffer (a pointer, read by copy). IRP_BUFFERED_IO is set (checked above;
+        // wine-host: Wine's I/O manager, the only sender there, allocates the same way without
+        // the flag), so whoever built the IRP allocated max(input, output) bytes of nonpaged
+        // memory at SystemBuffer for it and frees it only after completion.
         let buffer = unsafe { self.raw().AssociatedIrp.SystemBuffer };
-        let buffer = NonNull::new(buffer.cast::<u8>())?;
-        // SAFETY: IRP_BUFFERED_IO is set (checked above; wine-host: Wine's I/O manager, the
-        // only sender there, allocates the same way without the flag), so whoever built the
-        // IRP allocated max(input, output) bytes of nonpaged memory at SystemBuffer for it and
-        // frees it only after completion; the IRP is owned until completion and the borrow of
-        // `self` bounds the slice, so nothing else touches those bytes meanwhile.
-        Some(unsafe { core::slice::from_raw_parts_mut(buffer.as_ptr(), len) })
+        Some((NonNull::new(buffer.cast::<u8>())?, len))
+    }
+
+    /// IOCTL_DISK_VERIFY's (StartingOffset, Length), read from its system buffer
+    /// (`disk_ioctl::verify_range`), or its status when the input is not a whole
+    /// VERIFY_INFORMATION (STATUS_BUFFER_TOO_SMALL). Nothing writes a VERIFY's system buffer
+    /// (it has no reply), so the engine may read the range from it again while it queues the
+    /// IRP. IRQL: any.
+    pub fn verify_range(&self) -> Result<(i64, u32), Status> {
+        let (_, input_len, _) = self.ioctl_parameters();
+        let Some((buffer, len)) = self.system_buffer_parts() else {
+            return crate::disk_ioctl::verify_range(&[], 0);
+        };
+        // SAFETY: `system_buffer_parts`: `len` bytes at `buffer`, valid until completion; only
+        // read here, while `self` is borrowed (no `system_buffer` borrow can be alive), and
+        // nobody writes a VERIFY's buffer.
+        let bytes = unsafe { core::slice::from_raw_parts(buffer.as_ptr(), len) };
+        crate::disk_ioctl::verify_range(bytes, input_len as usize)
     }
 
     fn raw(&self) -> &IRP {
@@ -682,6 +706,11 @@ impl UpperRequest for Irp {
             IRP_MJ_READ => RequestKind::Read,
             IRP_MJ_WRITE => RequestKind::Write,
             IRP_MJ_FLUSH_BUFFERS => RequestKind::Flush,
+            IRP_MJ_DEVICE_CONTROL
+                if self.ioctl_parameters().0 == crate::disk_ioctl::code::DISK_VERIFY =>
+            {
+                RequestKind::Verify
+            }
             _ => RequestKind::Other(self.major_function()),
         }
     }
@@ -695,6 +724,9 @@ impl UpperRequest for Irp {
                 // SAFETY: LARGE_INTEGER's QuadPart arm spans the whole union.
                 unsafe { read.ByteOffset.QuadPart }
             }
+            // The glue hands the engine only a VERIFY whose input is whole; were it not, a
+            // negative offset makes the engine refuse it (STATUS_INVALID_PARAMETER).
+            RequestKind::Verify => self.verify_range().map_or(-1, |(offset, _)| offset),
             _ => 0,
         }
     }
@@ -705,6 +737,7 @@ impl UpperRequest for Irp {
             RequestKind::Read | RequestKind::Write => unsafe {
                 self.stack().Parameters.Read.Length
             },
+            RequestKind::Verify => self.verify_range().map_or(0, |(_, length)| length),
             _ => 0,
         }
     }
