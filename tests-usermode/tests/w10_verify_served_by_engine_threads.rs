@@ -3,24 +3,19 @@
 //! waits its turn, reads nothing meanwhile, is then read on an engine thread as the mounting
 //! user (R11) into a buffer allocated at mount (nothing is allocated to serve it: the counting
 //! allocator of w6_no_allocation_per_request.rs), counts as a read in its path's counters,
-//! and completes through the completion stage on a system worker (R1). Its length is capped
-//! (`disk_ioctl::VERIFY_MAX`: over it, STATUS_INVALID_PARAMETER and nothing read), a failing
-//! host read's status is what it reports, a queued VERIFY can be cancelled (nothing read), and
-//! dismount waits for it (R13). The fault switch `VerifyOnCallerThread` (the old way: a
-//! synchronous host read on the sender's thread) makes the thread check fail.
-//!
-//! The allocation counter and the fault switches are global to this binary: its tests take
-//! one lock, so they run one at a time.
+//! and completes through the completion stage on a system worker (R1). The fault switch
+//! `VerifyOnCallerThread` (the old way: a synchronous host read on the sender's thread) makes
+//! the thread check fail. Its cap, errors, cancellation and the dismount drain:
+//! w10_verify_cap_errors_cancel_and_dismount.rs.
 // A global allocator is an unsafe trait; this test binary is its only user.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use vcdirect::disk_ioctl::VERIFY_MAX;
 use vcdirect::faults::{set_faults, Fault};
 use vcdirect::platform::irql::Irql;
 use vcdirect::platform::{Detached, HostDevice, HostKind, HostLimits, KeptRead, Origin};
@@ -75,13 +70,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-/// One test at a time (the allocation counter and the fault switches are global).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 const DATA_OFFSET: u64 = 128 * 1024;
 const SIZE: u64 = 8 << 20;
@@ -465,9 +453,10 @@ fn platform() -> Plat {
     Plat::new(0).with_inline_pieces().with_eager_work_items()
 }
 
+/// One test in this binary: while a round is counted no other test's thread (nor the test
+/// harness, which allocates as tests end and start) may allocate.
 #[test]
 fn w10_verify_waits_its_turn_on_an_engine_thread_and_allocates_nothing_on_both_paths() {
-    let _one = one_at_a_time();
     set_faults(&[]);
     let platform = platform();
     for gates in [Gates::OFF, DIRECT] {
@@ -479,209 +468,19 @@ fn w10_verify_waits_its_turn_on_an_engine_thread_and_allocates_nothing_on_both_p
         );
         check(&r);
     }
-}
-
-#[test]
-fn w10_verify_served_on_the_senders_thread_fails_the_thread_check() {
-    let _one = one_at_a_time();
-    let platform = platform();
+    // The check bites: with the fault switch `VerifyOnCallerThread` (the old way: a
+    // synchronous read on the sender's thread) the thread check fails with its own message.
     for gates in [Gates::OFF, DIRECT] {
         set_faults(&[Fault::VerifyOnCallerThread]);
         let r = scenario(&platform, gates);
         set_faults(&[]);
         let failed = std::panic::catch_unwind(|| check(&r)).expect_err("the check fails");
         let message = failed.downcast_ref::<String>().cloned().unwrap_or_default();
+        eprintln!("w10 verify, fault switch VerifyOnCallerThread: {message}");
         assert!(
             message.contains("time(s) on the sender's thread (not on an engine thread)"),
             "{}: {message}",
             r.path
         );
-    }
-}
-
-/// A VERIFY sent now (at DISPATCH_LEVEL: its dispatch only queues it); its completion.
-fn verify(vol: &Vol, offset: i64, length: u32) -> Completion {
-    let (tx, rx) = std::sync::mpsc::channel();
-    dispatch_at(
-        Irql::Dispatch,
-        vol,
-        TestRequest::verify(offset, length, move |c| {
-            let _ = tx.send(c);
-        }),
-    );
-    rx.recv_timeout(WAIT).expect("the VERIFY completed")
-}
-
-#[test]
-fn w10_verify_over_its_cap_is_refused_and_reads_nothing() {
-    let _one = one_at_a_time();
-    let platform = platform();
-    for gates in [Gates::OFF, DIRECT] {
-        let (vol, host) = mount_on(&platform, gates);
-        let path = path_name(gates);
-        host.watch(0..u64::MAX);
-        // The cap itself is served: 4 MiB, read whole.
-        let c = verify(&vol, 0, VERIFY_MAX);
-        assert_eq!((c.status, c.information), (Status::Success, 0), "{path}");
-        assert_eq!(host.watched().3, u64::from(VERIFY_MAX), "{path}");
-        let before = vol.counters.snapshot();
-        host.watch(0..u64::MAX);
-        for (offset, length) in [
-            (0, VERIFY_MAX + 512),
-            (0, u32::MAX - 511),
-            // Misaligned, past the end, negative: refused as a read is.
-            (100, 512),
-            (0, 100),
-            (SIZE as i64 - 512, 1024),
-            (-512, 512),
-            (i64::MAX - 511, 512),
-        ] {
-            let c = verify(&vol, offset, length);
-            assert_eq!(
-                (c.status, c.information),
-                (Status::InvalidParameter, 0),
-                "{path}: {offset}+{length}"
-            );
-        }
-        assert_eq!(
-            host.watched(),
-            (0, 0, 0, 0),
-            "{path}: a refused VERIFY read"
-        );
-        let after = vol.counters.snapshot();
-        assert_eq!(after.rejected - before.rejected, 7, "{path}");
-        assert_eq!(
-            after.direct_reads + after.legacy_reads,
-            before.direct_reads + before.legacy_reads
-        );
-        // Zero bytes: success, nothing read.
-        let c = verify(&vol, 4096, 0);
-        assert_eq!(c.status, Status::Success, "{path}");
-        assert_eq!(host.watched(), (0, 0, 0, 0), "{path}");
-        vol.dismount();
-    }
-}
-
-#[test]
-fn w10_verify_reports_the_failing_host_reads_status() {
-    let _one = one_at_a_time();
-    let platform = platform();
-    let data_error = Status::Host(0xC000_009C); // STATUS_DEVICE_DATA_ERROR
-    for gates in [Gates::OFF, DIRECT] {
-        let (vol, host) = mount_on(&platform, gates);
-        let path = path_name(gates);
-        // The third piece fails: the status is the host's, nothing after it is read.
-        let bad = DATA_OFFSET + VERIFY_AT + 2 * u64::from(PIECE);
-        host.mem.fail_range(bad..bad + 512, data_error);
-        let before = vol.counters.snapshot();
-        let c = verify(&vol, VERIFY_AT as i64, VERIFY_LEN);
-        assert_eq!((c.status, c.information), (data_error, 0), "{path}");
-        assert_eq!(vol.counters.snapshot().failed - before.failed, 1, "{path}");
-        host.mem.clear_faults();
-        // A short read is VeraCrypt's STATUS_INVALID_PARAMETER.
-        host.mem.short_range(bad..bad + 512);
-        let c = verify(&vol, VERIFY_AT as i64, VERIFY_LEN);
-        assert_eq!(c.status, Status::InvalidParameter, "{path}");
-        host.mem.clear_faults();
-        let c = verify(&vol, VERIFY_AT as i64, VERIFY_LEN);
-        assert_eq!(c.status, Status::Success, "{path}");
-        vol.dismount();
-    }
-}
-
-/// Holds the path with 8 reads; returns their completion count.
-fn hold_the_path(vol: &Vol, host: &VerifyHost, gates: Gates) -> Arc<AtomicUsize> {
-    let done = Arc::new(AtomicUsize::new(0));
-    host.hold();
-    for i in 0..BUSY {
-        let done = Arc::clone(&done);
-        dispatch_at(
-            Irql::Dispatch,
-            vol,
-            TestRequest::read(i as u64 * 4096, 4096, move |_| {
-                done.fetch_add(1, Ordering::SeqCst);
-            }),
-        );
-    }
-    let holders = if gates.write { BUSY } else { 1 };
-    wait_for("the busy reads hold the path", || {
-        host.blocked.load(Ordering::SeqCst) >= holders
-    });
-    done
-}
-
-#[test]
-fn w10_a_verify_waiting_its_turn_is_cancelled_and_reads_nothing() {
-    let _one = one_at_a_time();
-    let platform = platform();
-    for gates in [Gates::OFF, DIRECT] {
-        let (vol, host) = mount_on(&platform, gates);
-        let path = path_name(gates);
-        let busy = hold_the_path(&vol, &host, gates);
-        host.watch(DATA_OFFSET + VERIFY_AT..DATA_OFFSET + VERIFY_AT + u64::from(VERIFY_LEN));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let request = TestRequest::verify(VERIFY_AT as i64, VERIFY_LEN, move |c| {
-            let _ = tx.send(c);
-        });
-        let handle = request.cancel_handle();
-        dispatch_at(Irql::Dispatch, &vol, request);
-        let cancel_vol = Arc::clone(&vol);
-        assert!(
-            handle.cancel(|key| cancel_vol.cancel(key)),
-            "{path}: the queued VERIFY's cancel routine ran"
-        );
-        let c = rx
-            .recv_timeout(WAIT)
-            .expect("the cancelled VERIFY completed");
-        assert_eq!((c.status, c.information), (Status::Cancelled, 0), "{path}");
-        host.release();
-        wait_for("the busy reads completed", || {
-            busy.load(Ordering::SeqCst) == BUSY
-        });
-        assert_eq!(
-            host.watched(),
-            (0, 0, 0, 0),
-            "{path}: the cancelled VERIFY read"
-        );
-        vol.dismount();
-    }
-}
-
-#[test]
-fn r13_dismount_waits_for_a_queued_verify() {
-    let _one = one_at_a_time();
-    let platform = platform();
-    for gates in [Gates::OFF, DIRECT] {
-        let (vol, host) = mount_on(&platform, gates);
-        let path = path_name(gates);
-        let busy = hold_the_path(&vol, &host, gates);
-        let (tx, rx) = std::sync::mpsc::channel();
-        dispatch_at(
-            Irql::Dispatch,
-            &vol,
-            TestRequest::verify(VERIFY_AT as i64, VERIFY_LEN, move |c| {
-                let _ = tx.send(c);
-            }),
-        );
-        let dismounted = Arc::new(AtomicBool::new(false));
-        let dismount = {
-            let (vol, dismounted) = (Arc::clone(&vol), Arc::clone(&dismounted));
-            std::thread::spawn(move || {
-                vol.dismount();
-                dismounted.store(true, Ordering::SeqCst);
-            })
-        };
-        std::thread::sleep(Duration::from_millis(100));
-        assert!(
-            !dismounted.load(Ordering::SeqCst),
-            "{path}: dismount returned with the VERIFY queued"
-        );
-        host.release();
-        dismount.join().expect("dismount returned");
-        let c = rx
-            .try_recv()
-            .expect("the VERIFY completed before dismount returned");
-        assert_eq!(c.status, Status::Success, "{path}");
-        assert_eq!(busy.load(Ordering::SeqCst), BUSY);
     }
 }
