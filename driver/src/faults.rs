@@ -44,6 +44,10 @@ pub enum Fault {
     /// W10: IOCTL_DISK_VERIFY is served the old way: its host range is read synchronously on
     /// the sender's thread (into a buffer allocated per call), not queued to a path's thread.
     VerifyOnCallerThread = 1 << 15,
+    /// W10: any number of IOCTL_DISK_VERIFYs are admitted at once (a flood takes places in
+    /// the range ordering and the paths' FIFOs ahead of the volume's reads and writes, and
+    /// dismount serves them all), instead of one at a time.
+    VerifyUnlimited = 1 << 20,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -11,6 +11,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use vcdirect::disk_ioctl::VERIFY_MAX;
+use vcdirect::faults::{set_faults, Fault};
 use vcdirect::platform::irql::Irql;
 use vcdirect::platform::{Detached, HostDevice, HostKind, HostLimits, KeptRead, Origin};
 use vcdirect::registry::Gates;
@@ -55,6 +56,9 @@ struct VerifyHost {
     elsewhere: AtomicU64,
     not_mounting_user: AtomicU64,
     watched_bytes: AtomicU64,
+    /// The owner's read: `watched_bytes` when its first host read started (u64::MAX: none).
+    owner: Mutex<Range<u64>>,
+    before_owner: AtomicU64,
 }
 
 impl VerifyHost {
@@ -69,6 +73,8 @@ impl VerifyHost {
             elsewhere: AtomicU64::new(0),
             not_mounting_user: AtomicU64::new(0),
             watched_bytes: AtomicU64::new(0),
+            owner: Mutex::new(0..0),
+            before_owner: AtomicU64::new(u64::MAX),
         }
     }
     fn hold(&self) {
@@ -114,6 +120,16 @@ impl VerifyHost {
                 self.not_mounting_user.fetch_add(1, Ordering::SeqCst);
             }
             self.watched_bytes.fetch_add(len as u64, Ordering::SeqCst);
+        }
+        let owner = self.owner.lock().unwrap().clone();
+        if offset < owner.end && owner.start < offset + len as u64 {
+            let seen = self.watched_bytes.load(Ordering::SeqCst);
+            let _ = self.before_owner.compare_exchange(
+                u64::MAX,
+                seen,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
         }
         self.pass();
     }
@@ -396,5 +412,160 @@ fn r13_dismount_waits_for_a_queued_verify() {
             .expect("the VERIFY completed before dismount returned");
         assert_eq!(c.status, Status::Success, "{path}");
         assert_eq!(busy.load(Ordering::SeqCst), BUSY);
+    }
+}
+
+/// VERIFYs sent at once by any handle (the IOCTL is FILE_ANY_ACCESS).
+const FLOOD: usize = 200;
+/// The owner's read, away from the VERIFYs' range.
+const OWNER_AT: u64 = 6 << 20;
+
+/// What a flood of VERIFYs did to the owner's read and to dismount, on one path.
+struct Flood {
+    path: &'static str,
+    /// Bytes of the VERIFYs' range read from the host before the owner's read started.
+    before_owner: u64,
+    owner: Status,
+    /// The flood's completions: (success, STATUS_DEVICE_BUSY, other), while the volume ran.
+    flood: (usize, usize, usize),
+    /// Bytes of the VERIFYs' range dismount read after a second flood, and how long it took.
+    at_dismount: u64,
+    dismount_took: Duration,
+    /// The second flood's completions (as `flood`).
+    dismount_flood: (usize, usize, usize),
+}
+
+fn send_flood(vol: &Vol) -> std::sync::mpsc::Receiver<Completion> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    for _ in 0..FLOOD {
+        let tx = tx.clone();
+        dispatch_at(
+            Irql::Dispatch,
+            vol,
+            TestRequest::verify(VERIFY_AT as i64, VERIFY_LEN, move |c| {
+                let _ = tx.send(c);
+            }),
+        );
+    }
+    rx
+}
+
+fn tally(rx: &std::sync::mpsc::Receiver<Completion>) -> (usize, usize, usize) {
+    let mut counts = (0, 0, 0);
+    for _ in 0..FLOOD {
+        let c = rx.recv_timeout(WAIT).expect("every VERIFY of the flood completed");
+        match c.status {
+            Status::Success => counts.0 += 1,
+            Status::DeviceBusy => counts.1 += 1,
+            _ => counts.2 += 1,
+        }
+    }
+    counts
+}
+
+fn flood(platform: &Plat, gates: Gates) -> Flood {
+    let (vol, host) = mount_on(platform, gates);
+    let path = path_name(gates);
+    let busy = hold_the_path(&vol, &host, gates);
+    host.watch(DATA_OFFSET + VERIFY_AT..DATA_OFFSET + VERIFY_AT + u64::from(VERIFY_LEN));
+    *host.owner.lock().unwrap() = DATA_OFFSET + OWNER_AT..DATA_OFFSET + OWNER_AT + 4096;
+    let verifies = send_flood(&vol);
+    let (tx, rx) = std::sync::mpsc::channel();
+    dispatch_at(
+        Irql::Dispatch,
+        &vol,
+        TestRequest::read(OWNER_AT, 4096, move |c| {
+            let _ = tx.send(c);
+        }),
+    );
+    host.release();
+    let owner = rx.recv_timeout(WAIT).expect("the owner's read completed").status;
+    let flood = tally(&verifies);
+    wait_for("the busy reads completed", || {
+        busy.load(Ordering::SeqCst) == BUSY
+    });
+    let before_owner = host.before_owner.load(Ordering::SeqCst);
+    // A second flood, the first VERIFY held in its host read, then dismount.
+    host.hold();
+    let verifies = send_flood(&vol);
+    wait_for("a VERIFY reached the host", || {
+        host.blocked.load(Ordering::SeqCst) >= 1
+    });
+    let start = Instant::now();
+    let dismount = {
+        let vol = Arc::clone(&vol);
+        std::thread::spawn(move || vol.dismount())
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    host.release();
+    dismount.join().expect("dismount returned");
+    let dismount_took = start.elapsed();
+    let at_dismount = host.watched().3 - flood.0 as u64 * u64::from(VERIFY_LEN);
+    let dismount_flood = tally(&verifies);
+    Flood {
+        path,
+        before_owner,
+        owner,
+        flood,
+        at_dismount,
+        dismount_took,
+        dismount_flood,
+    }
+}
+
+fn check_flood(f: &Flood) {
+    let path = f.path;
+    assert_eq!(f.owner, Status::Success, "{path}: the owner's read");
+    assert!(
+        f.before_owner <= u64::from(VERIFY_LEN),
+        "{path}: {} bytes of VERIFYs were read before the owner's read (more than one VERIFY)",
+        f.before_owner
+    );
+    // One VERIFY at a time: the rest of the flood is refused at once, nothing of it read.
+    assert_eq!(f.flood, (1, FLOOD - 1, 0), "{path}: the flood's completions");
+    assert!(
+        f.at_dismount <= u64::from(VERIFY_LEN),
+        "{path}: dismount read {} bytes of VERIFYs (more than one VERIFY)",
+        f.at_dismount
+    );
+    assert_eq!(
+        f.dismount_flood,
+        (1, FLOOD - 1, 0),
+        "{path}: the second flood's completions"
+    );
+    assert!(
+        f.dismount_took < Duration::from_secs(10),
+        "{path}: dismount took {:?}",
+        f.dismount_took
+    );
+}
+
+/// W10, R13: a flood of VERIFYs from any handle delays the owner's read by one VERIFY at most
+/// and dismount serves one at most, on both paths; the fault switch `VerifyUnlimited`
+/// (every VERIFY admitted) makes the check fail with its own message.
+#[test]
+fn w10_a_verify_flood_delays_the_owner_by_one_verify_and_dismount_serves_one() {
+    let platform = platform();
+    for gates in [Gates::OFF, DIRECT] {
+        let f = flood(&platform, gates);
+        eprintln!(
+            "w10 verify flood {}: {} VERIFY bytes before the owner's read, completions {:?}; \
+             dismount read {} VERIFY bytes in {:?}, completions {:?}",
+            f.path, f.before_owner, f.flood, f.at_dismount, f.dismount_took, f.dismount_flood
+        );
+        check_flood(&f);
+    }
+    for gates in [Gates::OFF, DIRECT] {
+        set_faults(&[Fault::VerifyUnlimited]);
+        let f = flood(&platform, gates);
+        set_faults(&[]);
+        let failed = std::panic::catch_unwind(|| check_flood(&f)).expect_err("the check fails");
+        let message = failed.downcast_ref::<String>().cloned().unwrap_or_default();
+        eprintln!("w10 verify flood, fault switch VerifyUnlimited: {message}");
+        assert!(
+            message.contains("were read before the owner's read (more than one VERIFY)"),
+            "{}: {message}",
+            f.path
+        );
     }
 }

@@ -104,6 +104,10 @@ pub struct Volume<P: Platform> {
     admitted: Rundown<P>,
     threads: P::Lock<Vec<P::Thread>>,
     protection_tripped: AtomicBool,
+    /// An IOCTL_DISK_VERIFY is admitted and not yet finished: at most one per volume holds a
+    /// place in the range ordering and a path's FIFO; another sent meanwhile is refused at once
+    /// with STATUS_DEVICE_BUSY (docs/design.md, "IOCTL_DISK_VERIFY").
+    verify_busy: AtomicBool,
     /// Path counters (the same ones the paths' context counts in).
     pub counters: Arc<Counters>,
     dismounted: AtomicBool,
@@ -218,6 +222,7 @@ impl<P: Platform> Volume<P> {
                 direct,
                 completer,
                 admitted: Rundown::new()?,
+                verify_busy: AtomicBool::new(false),
                 threads: P::Lock::new(try_vec(MAX_THREADS)?),
                 protection_tripped: AtomicBool::new(false),
                 counters,
@@ -337,7 +342,18 @@ impl<P: Platform> Volume<P> {
                 return;
             }
         };
+        // One VERIFY at a time (FILE_ANY_ACCESS: any handle may flood them); cleared when it
+        // is finished (`finish`) or refused below. The fault switch lifts the limit.
+        if kind == JobKind::Verify
+            && self.verify_busy.swap(true, Ordering::AcqRel)
+            && !faults::is_on(Fault::VerifyUnlimited)
+        {
+            Counters::add(&self.counters.rejected, 1);
+            request.complete(Status::DeviceBusy, 0);
+            return;
+        }
         if !self.admitted.enter() {
+            self.verify_done(kind);
             Counters::add(&self.counters.rejected, 1);
             if let Some(buf) = buf {
                 request.put_buffer(buf);
@@ -355,6 +371,7 @@ impl<P: Platform> Volume<P> {
             if let Some(buf) = buf {
                 request.put_buffer(buf);
             }
+            self.verify_done(kind);
             request.complete(Status::Cancelled, 0);
             self.admitted.exit();
             return;
@@ -393,6 +410,13 @@ impl<P: Platform> Volume<P> {
             }
         } else if let Some(None) = granted {
             Counters::add(&self.counters.range_waits, 1);
+        }
+    }
+
+    /// A VERIFY admitted by `dispatch` is finished: the next one may enter.
+    fn verify_done(&self, kind: JobKind) {
+        if kind == JobKind::Verify {
+            self.verify_busy.store(false, Ordering::Release);
         }
     }
 
@@ -673,6 +697,8 @@ impl<P: Platform> Finisher<P> for Volume<P> {
             if kind == JobKind::Write {
                 self.context.writes.write_finished();
             }
+            // Before its completion is queued: whoever sees it complete may send the next.
+            self.verify_done(kind);
             if !status.is_success() {
                 Counters::add(&self.counters.failed, 1);
             }
