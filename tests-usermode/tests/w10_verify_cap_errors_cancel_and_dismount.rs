@@ -252,10 +252,23 @@ fn w10_verify_over_its_cap_is_refused_and_reads_nothing() {
         let (vol, host) = mount_on(&platform, gates);
         let path = path_name(gates);
         host.watch(0..u64::MAX);
-        // The cap itself is served: 4 MiB, read whole.
+        // The cap itself is served: 4 MiB, read whole (it counts as one read of the path that
+        // served it).
+        let before = vol.counters.snapshot();
         let c = verify(&vol, 0, VERIFY_MAX);
         assert_eq!((c.status, c.information), (Status::Success, 0), "{path}");
         assert_eq!(host.watched().3, u64::from(VERIFY_MAX), "{path}");
+        let after = vol.counters.snapshot();
+        assert_eq!(
+            (
+                after.direct_reads - before.direct_reads,
+                after.legacy_reads - before.legacy_reads
+            ),
+            // Longer than the direct path takes (1 MiB, `MAX_DIRECT_REQUEST`): the legacy
+            // queue serves it on both volumes.
+            (0, 1),
+            "{path}: (direct, legacy) reads for the VERIFY at the cap"
+        );
         let before = vol.counters.snapshot();
         host.watch(0..u64::MAX);
         for (offset, length) in [
@@ -567,5 +580,53 @@ fn w10_a_verify_flood_delays_the_owner_by_one_verify_and_dismount_serves_one() {
             "{}: {message}",
             f.path
         );
+    }
+}
+
+/// W10, R6, R10: a VERIFY reads the host, so it takes the direct path only where both gates
+/// are effective (the read gate off means no direct host reads); it is counted as a read of
+/// the path that served it, and never as a legacy routing reason (those count the volume's
+/// reads and writes).
+#[test]
+fn r6_verify_is_direct_only_with_both_gates_and_records_no_legacy_reason() {
+    let platform = platform();
+    for (gates, direct) in [
+        (Gates::OFF, false),
+        (
+            Gates {
+                read: true,
+                write: false,
+            },
+            false,
+        ),
+        (
+            Gates {
+                read: false,
+                write: true,
+            },
+            false,
+        ),
+        (DIRECT, true),
+    ] {
+        let (vol, host) = mount_on(&platform, gates);
+        host.watch(DATA_OFFSET + VERIFY_AT..DATA_OFFSET + VERIFY_AT + u64::from(VERIFY_LEN));
+        let before = vol.counters.snapshot();
+        let c = verify(&vol, VERIFY_AT as i64, VERIFY_LEN);
+        assert_eq!(c.status, Status::Success, "{gates:?}");
+        let after = vol.counters.snapshot();
+        assert_eq!(
+            (
+                after.direct_reads - before.direct_reads,
+                after.legacy_reads - before.legacy_reads
+            ),
+            if direct { (1, 0) } else { (0, 1) },
+            "{gates:?}: (direct, legacy) reads for one VERIFY"
+        );
+        assert_eq!(
+            after.legacy_by_reason, before.legacy_by_reason,
+            "{gates:?}: a VERIFY recorded a legacy routing reason"
+        );
+        assert_eq!(host.watched().3, u64::from(VERIFY_LEN), "{gates:?}");
+        vol.dismount();
     }
 }

@@ -383,7 +383,11 @@ impl<P: Platform> Volume<P> {
             _ => match self.choose_path(kind, length, buf.as_ref().map_or(0, |b| b.address())) {
                 Ok(()) => Path::Direct,
                 Err(reason) => {
-                    self.counters.legacy_reason(reason);
+                    // A VERIFY moves no caller data: the reasons (R6, R10) count reads and
+                    // writes only.
+                    if kind != JobKind::Verify {
+                        self.counters.legacy_reason(reason);
+                    }
                     Path::Legacy
                 }
             },
@@ -502,12 +506,14 @@ impl<P: Platform> Volume<P> {
         if host.kind() == HostKind::FileContainer {
             return Err(LegacyReason::FileContainer);
         }
-        // A VERIFY is read into a direct worker's bounce buffer, which exists only where
-        // direct writes are effective; elsewhere the legacy I/O thread reads it into its
+        // A VERIFY reads the host directly, so it needs the read gate (R6: gate off, no direct
+        // host reads), and a direct worker's bounce buffer, which exists only where direct
+        // writes are effective: both gates. Elsewhere the legacy I/O thread reads it into its
         // read-ahead buffer (both allocated at mount: W6).
         let gate = match kind {
             JobKind::Read => self.effective.direct_read,
-            JobKind::Write | JobKind::Flush | JobKind::Verify => self.effective.direct_write,
+            JobKind::Write | JobKind::Flush => self.effective.direct_write,
+            JobKind::Verify => self.effective.direct_read && self.effective.direct_write,
         };
         if !gate {
             return Err(LegacyReason::GateOff);
