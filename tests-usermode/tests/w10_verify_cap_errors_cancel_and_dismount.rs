@@ -630,3 +630,44 @@ fn r6_verify_is_direct_only_with_both_gates_and_records_no_legacy_reason() {
         vol.dismount();
     }
 }
+
+/// W10, R14: a queued VERIFY is served over the range dispatch validated, carried with it
+/// while it waits; its request is never asked for the range again (a system buffer rewritten
+/// after dispatch changes nothing), on both paths.
+#[test]
+fn w10_a_queued_verify_serves_the_range_it_validated() {
+    let platform = platform();
+    for gates in [Gates::OFF, DIRECT] {
+        let (vol, host) = mount_on(&platform, gates);
+        let path = path_name(gates);
+        let busy = hold_the_path(&vol, &host, gates);
+        host.watch(DATA_OFFSET + VERIFY_AT..DATA_OFFSET + VERIFY_AT + u64::from(VERIFY_LEN));
+        *host.owner.lock().unwrap() = DATA_OFFSET + OWNER_AT..DATA_OFFSET + OWNER_AT + 4096;
+        let (tx, rx) = std::sync::mpsc::channel();
+        dispatch_at(
+            Irql::Dispatch,
+            &vol,
+            TestRequest::verify(VERIFY_AT as i64, VERIFY_LEN, move |c| {
+                let _ = tx.send(c);
+            })
+            .with_range_moved_after_dispatch(OWNER_AT as i64, 4096),
+        );
+        host.release();
+        let c = rx.recv_timeout(WAIT).expect("the VERIFY completed");
+        assert_eq!(c.status, Status::Success, "{path}");
+        wait_for("the busy reads completed", || {
+            busy.load(Ordering::SeqCst) == BUSY
+        });
+        assert_eq!(
+            host.watched().3,
+            u64::from(VERIFY_LEN),
+            "{path}: bytes of the validated range read"
+        );
+        assert_eq!(
+            host.before_owner.load(Ordering::SeqCst),
+            u64::MAX,
+            "{path}: the range asked again after dispatch was read"
+        );
+        vol.dismount();
+    }
+}

@@ -69,8 +69,8 @@ pub(crate) fn verify_read_status(result: Result<usize, Status>, len: usize) -> S
 
 impl<R: UpperRequest> IoJob<R> {
     /// The job as a bare request that can wait in a [`crate::platform::RequestList`]: the
-    /// buffer goes back into the request, the ticket, path and kind into its note (the
-    /// offset and length are the request's own). Allocates nothing.
+    /// buffer goes back into the request, the ticket, path, kind and validated range into its
+    /// note. Allocates nothing.
     pub(crate) fn park(self) -> R {
         let IoJob {
             mut request,
@@ -78,7 +78,8 @@ impl<R: UpperRequest> IoJob<R> {
             kind,
             ticket,
             path,
-            ..
+            offset,
+            length,
         } = self;
         if let Some(buf) = buf {
             request.put_buffer(buf);
@@ -87,25 +88,27 @@ impl<R: UpperRequest> IoJob<R> {
             Path::Legacy => 0,
             Path::Direct => 1,
         };
-        request.set_note(RequestNote([ticket.raw(), kind.code(), path, 0]));
+        request.set_note(RequestNote([
+            ticket.raw(),
+            kind.code() | (path << 8),
+            offset as u32,
+            (offset >> 32) as u32,
+            length,
+        ]));
         request
     }
 
     /// The job a [`park`](Self::park)ed request was.
     pub(crate) fn unpark(mut request: R) -> Self {
-        let RequestNote([ticket, kind, path, _]) = request.note();
-        let kind = JobKind::from_code(kind);
+        let RequestNote([ticket, kind_path, offset_low, offset_high, length]) = request.note();
+        let (kind, path) = (JobKind::from_code(kind_path & 0xff), kind_path >> 8);
+        // The range dispatch validated, never read from the request again (a VERIFY's comes
+        // from its system buffer).
+        let offset = u64::from(offset_low) | (u64::from(offset_high) << 32);
         let buf = match kind {
             JobKind::Flush | JobKind::Verify => None,
             // The buffer dispatch took (and checked) before, handed out again.
             _ => request.take_buffer(),
-        };
-        let (offset, length) = match kind {
-            JobKind::Flush => (0, 0),
-            _ => (
-                u64::try_from(request.offset()).unwrap_or(0),
-                request.length(),
-            ),
         };
         IoJob {
             request,

@@ -112,10 +112,11 @@ pub struct Origin {
 }
 
 /// What the engine keeps with a request while it waits in one of its queues (its range
-/// ticket, path and kind, or its final status and byte count): 16 bytes the request stores
-/// itself (in the kernel: the IRP's DriverContext), so a waiting request needs nothing else.
+/// ticket, path and kind and its validated offset and length, or its final status and byte
+/// count): 20 bytes the request stores itself (in the kernel: the IRP's DriverContext), so a
+/// waiting request needs nothing else.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RequestNote(pub [u32; 4]);
+pub struct RequestNote(pub [u32; 5]);
 
 /// A FIFO of waiting requests linked through the requests themselves (in the kernel: the
 /// IRP's `Tail.Overlay.ListEntry`, as VeraCrypt queues IRPs), so queueing allocates nothing

@@ -458,14 +458,15 @@ impl<P: Platform> Volume<P> {
         if kind == JobKind::Flush {
             return Ok(Some((0, 0)));
         }
-        if kind == JobKind::Verify && request.length() > VERIFY_MAX {
+        // Read once: what is checked here is what is served (the job and its parked note carry
+        // it; nothing reads the request's range again).
+        let (offset, length) = (request.offset(), request.length());
+        if kind == JobKind::Verify && length > VERIFY_MAX {
             return Err(Status::InvalidParameter);
         }
         if kind == JobKind::Write && self.params.read_only {
             return Err(Status::MediaWriteProtected);
         }
-        let offset = request.offset();
-        let length = request.length();
         if offset < 0 {
             return Err(Status::InvalidParameter);
         }

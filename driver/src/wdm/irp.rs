@@ -99,6 +99,8 @@ const POISON: usize = 0xDEAD_0C0D_E1A9_1D00;
 const PARKED_BUFFER_OUT: usize = 1;
 /// DriverContext[3] flag: the cancel routine was armed (`Irp::armed`).
 const PARKED_ARMED: usize = 2;
+/// DriverContext[3] upper half: the engine note's fifth word (64-bit targets only).
+const _: () = assert!(core::mem::size_of::<usize>() == 8);
 
 impl Irp {
     /// The `Tail.Overlay` of the owned IRP `irp`.
@@ -136,16 +138,19 @@ impl Irp {
     /// Moves the wrapper's state into the IRP and gives up the wrapper (for [`IrpList`]).
     fn park(self) -> *mut IRP {
         let irp = self.irp.as_ptr();
-        let [a, b, c, d] = self.note.0;
+        let [a, b, c, d, e] = self.note.0;
+        // The flags' slot is 64 bits wide (x64, ARM64): the two flags below, the note's fifth
+        // word above.
         let flags = (usize::from(self.buffer_out) * PARKED_BUFFER_OUT)
-            | (usize::from(self.armed) * PARKED_ARMED);
+            | (usize::from(self.armed) * PARKED_ARMED)
+            | ((u64::from(e) << 32) as usize);
         let routine = self
             .on_cancel
             .map_or(core::ptr::null_mut(), |r| r as *mut c_void);
         // SAFETY: `self` owns the IRP, not completed (type invariant).
         let context = unsafe { Self::driver_context(irp) };
         // SAFETY: the owned IRP's DriverContext is ours to write (see `IrpList`): plain
-        // pointer-sized values, the note packed two u32 to a slot.
+        // pointer-sized values, the note packed two u32 to a slot (the fifth beside the flags).
         unsafe {
             context.write([
                 (u64::from(a) | (u64::from(b) << 32)) as usize as *mut c_void,
@@ -191,6 +196,7 @@ impl Irp {
                 (n01 >> 32) as u32,
                 n23 as u32,
                 (n23 >> 32) as u32,
+                (flags as u64 >> 32) as u32,
             ]),
         }
     }
@@ -480,7 +486,7 @@ impl Irp {
             buffer_out: false,
             on_cancel: None,
             armed: false,
-            note: RequestNote([0; 4]),
+            note: RequestNote([0; 5]),
         }
     }
 
@@ -617,9 +623,9 @@ impl Irp {
 
     /// IOCTL_DISK_VERIFY's (StartingOffset, Length), read from its system buffer
     /// (`disk_ioctl::verify_range`), or its status when the input is not a whole
-    /// VERIFY_INFORMATION (STATUS_BUFFER_TOO_SMALL). Nothing writes a VERIFY's system buffer
-    /// (it has no reply), so the engine may read the range from it again while it queues the
-    /// IRP. IRQL: any.
+    /// VERIFY_INFORMATION (STATUS_BUFFER_TOO_SMALL). The engine reads it once, as it validates
+    /// the request (`offset`, `length`), and carries the validated range with the queued IRP
+    /// (its note) instead of reading the buffer again. IRQL: any.
     pub fn verify_range(&self) -> Result<(i64, u32), Status> {
         let (_, input_len, _) = self.ioctl_parameters();
         let Some((buffer, len)) = self.system_buffer_parts() else {
