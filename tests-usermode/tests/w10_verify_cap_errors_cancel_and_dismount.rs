@@ -3,7 +3,12 @@
 //! it, STATUS_INVALID_PARAMETER and nothing read; misaligned, past the end or negative as a
 //! read), a failing host read's status is what it reports (a short read STATUS_INVALID_PARAMETER),
 //! a VERIFY waiting its turn can be cancelled (nothing read), and dismount waits for a queued
-//! one (R13). Its turn, thread and allocations: w10_verify_served_by_engine_threads.rs.
+//! one (R13). One VERIFY at a time per volume: a flood from any handle delays the owner's read
+//! by one VERIFY at most and dismount serves one at most (the rest STATUS_DEVICE_BUSY at once;
+//! the fault switch `VerifyUnlimited` makes that check fail). A queued VERIFY serves the range
+//! it validated; it takes the direct path only with both gates and records no legacy reason
+//! (R6); a long legacy request cancelled midway issues no more fragments (R2). Its turn, thread
+//! and allocations: w10_verify_served_by_engine_threads.rs.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -466,7 +471,9 @@ fn send_flood(vol: &Vol) -> std::sync::mpsc::Receiver<Completion> {
 fn tally(rx: &std::sync::mpsc::Receiver<Completion>) -> (usize, usize, usize) {
     let mut counts = (0, 0, 0);
     for _ in 0..FLOOD {
-        let c = rx.recv_timeout(WAIT).expect("every VERIFY of the flood completed");
+        let c = rx
+            .recv_timeout(WAIT)
+            .expect("every VERIFY of the flood completed");
         match c.status {
             Status::Success => counts.0 += 1,
             Status::DeviceBusy => counts.1 += 1,
@@ -492,7 +499,10 @@ fn flood(platform: &Plat, gates: Gates) -> Flood {
         }),
     );
     host.release();
-    let owner = rx.recv_timeout(WAIT).expect("the owner's read completed").status;
+    let owner = rx
+        .recv_timeout(WAIT)
+        .expect("the owner's read completed")
+        .status;
     let flood = tally(&verifies);
     wait_for("the busy reads completed", || {
         busy.load(Ordering::SeqCst) == BUSY
@@ -535,7 +545,11 @@ fn check_flood(f: &Flood) {
         f.before_owner
     );
     // One VERIFY at a time: the rest of the flood is refused at once, nothing of it read.
-    assert_eq!(f.flood, (1, FLOOD - 1, 0), "{path}: the flood's completions");
+    assert_eq!(
+        f.flood,
+        (1, FLOOD - 1, 0),
+        "{path}: the flood's completions"
+    );
     assert!(
         f.at_dismount <= u64::from(VERIFY_LEN),
         "{path}: dismount read {} bytes of VERIFYs (more than one VERIFY)",
@@ -668,6 +682,50 @@ fn w10_a_queued_verify_serves_the_range_it_validated() {
             u64::MAX,
             "{path}: the range asked again after dispatch was read"
         );
+        vol.dismount();
+    }
+}
+
+/// R2: the legacy queue checks cancellation before every fragment (beside the key block): a
+/// long legacy read, or VERIFY, cancelled while its first fragment is at the host issues no
+/// more of its fragments and completes with STATUS_CANCELLED.
+#[test]
+fn r2_a_long_legacy_request_cancelled_midway_issues_no_more_fragments() {
+    let platform = platform();
+    let total = (4u64 << 20) / u64::from(PIECE);
+    for verify_it in [false, true] {
+        let what = if verify_it { "VERIFY" } else { "read" };
+        let (vol, host) = mount_on(&platform, Gates::OFF);
+        host.watch(DATA_OFFSET..DATA_OFFSET + (4 << 20));
+        host.hold();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let done = move |c| {
+            let _ = tx.send(c);
+        };
+        let request = if verify_it {
+            TestRequest::verify(0, 4 << 20, done)
+        } else {
+            TestRequest::read(0, 4 << 20, done)
+        };
+        let handle = request.cancel_handle();
+        dispatch_at(Irql::Dispatch, &vol, request);
+        wait_for("the first fragment reached the host", || {
+            host.blocked.load(Ordering::SeqCst) >= 1
+        });
+        let cancel_vol = Arc::clone(&vol);
+        handle.cancel(|key| cancel_vol.cancel(key));
+        host.release();
+        let c = rx
+            .recv_timeout(WAIT)
+            .expect("the cancelled request completed");
+        let reads = host.watched().0;
+        eprintln!("r2 legacy {what} cancelled midway: {reads} of {total} fragments read");
+        assert!(
+            reads <= 2,
+            "{what}: {reads} of {total} fragments read after the cancel (the fragment at the host, \
+             and its read-ahead, at most)"
+        );
+        assert_eq!((c.status, c.information), (Status::Cancelled, 0), "{what}");
         vol.dismount();
     }
 }

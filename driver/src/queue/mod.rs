@@ -75,6 +75,14 @@ struct Item<R: UpperRequest> {
     tail: Option<R::Buf>,
 }
 
+/// True when the request of item `idx` was cancelled (docs/review.md R2: checked before each
+/// fragment, beside the key block).
+fn item_cancelled<R: UpperRequest>(items: &Items<R>, idx: usize) -> bool {
+    items.slots[idx]
+        .as_ref()
+        .is_some_and(|item| item.request.is_cancelled())
+}
+
 struct Items<R: UpperRequest> {
     slots: Vec<Option<Item<R>>>,
     free: Vec<usize>,
@@ -269,6 +277,11 @@ fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F
                 failure = Some(Status::DeviceBusy);
                 break;
             }
+            // R2: nor once the request is cancelled (its fragments already issued finish).
+            if pos > 0 && queue.items.with(|items| item_cancelled(items, idx)) {
+                failure = Some(Status::Cancelled);
+                break;
+            }
             let n = limits.next_len(total - pos, 0);
             let data = match (kind, buf.as_mut()) {
                 (JobKind::Verify, _) => FragmentData::Verify,
@@ -376,13 +389,19 @@ fn io_thread<P: Platform>(
             }
             FragmentMsg::Fragment(fragment) => fragment,
         };
-        let item_status = queue
-            .items
-            .with(|items| items.slots[frag.item].as_ref().map(|item| item.status));
+        let (item_status, cancelled) = queue.items.with(|items| {
+            (
+                items.slots[frag.item].as_ref().map(|item| item.status),
+                item_cancelled(items, frag.item),
+            )
+        });
         let host_offset = context.geometry.data_offset + frag.offset;
         if let Some(s) = item_status.filter(|s| !s.is_success()) {
             // An earlier fragment of this request failed: issue nothing more for it.
             frag.status = s;
+        } else if cancelled {
+            // R2: the request was cancelled: no more of its fragments reach the host.
+            frag.status = Status::Cancelled;
         } else if context.key.is_blocked() && !faults::is_on(Fault::R2CheckBlockOnce) {
             frag.status = Status::DeviceBusy;
         } else {
