@@ -729,3 +729,101 @@ fn r2_a_long_legacy_request_cancelled_midway_issues_no_more_fragments() {
         vol.dismount();
     }
 }
+
+/// A request sent now; its completion arrives on the returned channel.
+fn send(
+    vol: &Vol,
+    request: impl FnOnce(std::sync::mpsc::Sender<Completion>) -> TestRequest,
+) -> std::sync::mpsc::Receiver<Completion> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    dispatch_at(Irql::Dispatch, vol, request(tx));
+    rx
+}
+
+fn done(tx: std::sync::mpsc::Sender<Completion>) -> impl FnOnce(Completion) + Send + 'static {
+    move |c| {
+        let _ = tx.send(c);
+    }
+}
+
+/// R12: a VERIFY is ordered as a read: it waits for an earlier overlapping write, a later
+/// overlapping write waits for it, and requests disjoint from it wait for nothing (the range
+/// ordering's waits, counted), on both paths.
+#[test]
+fn r12_a_verify_is_ordered_against_overlapping_writes_only() {
+    let platform = platform();
+    let data = vec![0x5Au8; 4096];
+    for gates in [Gates::OFF, DIRECT] {
+        let (vol, host) = mount_on(&platform, gates);
+        let path = path_name(gates);
+        let waits = || vol.counters.snapshot().range_waits;
+        host.hold();
+        let w1 = send(&vol, |tx| TestRequest::write(VERIFY_AT, &data, done(tx)));
+        let base = waits();
+        assert_eq!(base, 0, "{path}: the first write waited");
+        let v = send(&vol, |tx| {
+            TestRequest::verify(VERIFY_AT as i64, VERIFY_LEN, done(tx))
+        });
+        assert_eq!(
+            waits(),
+            1,
+            "{path}: the VERIFY did not wait for the earlier overlapping write"
+        );
+        let w2 = send(&vol, |tx| {
+            TestRequest::write(VERIFY_AT + 64 * 1024, &data, done(tx))
+        });
+        assert_eq!(
+            waits(),
+            2,
+            "{path}: a later overlapping write did not wait for the VERIFY"
+        );
+        let w3 = send(&vol, |tx| TestRequest::write(OWNER_AT, &data, done(tx)));
+        assert_eq!(waits(), 2, "{path}: a disjoint write waited");
+        host.release();
+        for (what, rx) in [("w1", w1), ("verify", v), ("w2", w2), ("w3", w3)] {
+            let c = rx.recv_timeout(WAIT).expect("completed");
+            assert_eq!(c.status, Status::Success, "{path}: {what}");
+        }
+        // A VERIFY disjoint from a write in flight waits for nothing.
+        host.hold();
+        let w4 = send(&vol, |tx| TestRequest::write(OWNER_AT, &data, done(tx)));
+        let v = send(&vol, |tx| {
+            TestRequest::verify(VERIFY_AT as i64, VERIFY_LEN, done(tx))
+        });
+        assert_eq!(waits(), 2, "{path}: a disjoint VERIFY waited");
+        host.release();
+        for (what, rx) in [("w4", w4), ("verify", v)] {
+            let c = rx.recv_timeout(WAIT).expect("completed");
+            assert_eq!(c.status, Status::Success, "{path}: {what}");
+        }
+        vol.dismount();
+    }
+}
+
+/// R2: after erase_keys a VERIFY gets the status a read gets and reads nothing, on both paths.
+#[test]
+fn r2_after_erase_keys_a_verify_gets_the_reads_status_and_reads_nothing() {
+    let platform = platform();
+    for gates in [Gates::OFF, DIRECT] {
+        let (vol, host) = mount_on(&platform, gates);
+        let path = path_name(gates);
+        vol.erase_keys();
+        host.watch(0..u64::MAX);
+        let read = send(&vol, |tx| TestRequest::read(VERIFY_AT, 4096, done(tx)))
+            .recv_timeout(WAIT)
+            .expect("the read completed");
+        let verify = verify(&vol, VERIFY_AT as i64, VERIFY_LEN);
+        assert!(!read.status.is_success(), "{path}: a read after erase_keys");
+        assert_eq!(
+            (verify.status, verify.information),
+            (read.status, 0),
+            "{path}: the VERIFY's status after erase_keys"
+        );
+        assert_eq!(
+            host.watched(),
+            (0, 0, 0, 0),
+            "{path}: read after erase_keys"
+        );
+        vol.dismount();
+    }
+}
