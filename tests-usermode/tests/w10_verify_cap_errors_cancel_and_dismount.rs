@@ -38,6 +38,9 @@ const VERIFY_AT: u64 = 2 << 20;
 const VERIFY_LEN: u32 = 1 << 20;
 /// The reads that keep the path busy: one per direct worker.
 const BUSY: usize = 8;
+/// Pieces at most read of a 1 MiB VERIFY whose third piece fails: the three, and on the
+/// direct path the fourth, in flight beside them (its bounce buffer's round of 4 windows).
+const FAILED_AT_MOST: u64 = 4;
 const WAIT: Duration = Duration::from_secs(60);
 
 const DIRECT: Gates = Gates {
@@ -319,12 +322,20 @@ fn w10_verify_reports_the_failing_host_reads_status() {
     for gates in [Gates::OFF, DIRECT] {
         let (vol, host) = mount_on(&platform, gates);
         let path = path_name(gates);
-        // The third piece fails: the status is the host's, nothing after it is read.
+        // The third piece fails: the status is the host's, and nothing is issued after it
+        // (pieces already in flight with it finish: the direct path reads a round of 4).
         let bad = DATA_OFFSET + VERIFY_AT + 2 * u64::from(PIECE);
         host.mem.fail_range(bad..bad + 512, data_error);
         let before = vol.counters.snapshot();
+        host.watch(DATA_OFFSET + VERIFY_AT..DATA_OFFSET + VERIFY_AT + u64::from(VERIFY_LEN));
         let c = verify(&vol, VERIFY_AT as i64, VERIFY_LEN);
         assert_eq!((c.status, c.information), (data_error, 0), "{path}");
+        let (reads, _, _, bytes) = host.watched();
+        eprintln!("w10 verify {path}: failing third piece, {reads} pieces read ({bytes} bytes)");
+        assert!(
+            bytes <= FAILED_AT_MOST * u64::from(PIECE),
+            "{path}: {bytes} bytes read for a VERIFY whose third piece failed"
+        );
         assert_eq!(vol.counters.snapshot().failed - before.failed, 1, "{path}");
         host.mem.clear_faults();
         // A short read is VeraCrypt's STATUS_INVALID_PARAMETER.
