@@ -465,6 +465,40 @@ path_check() { # name, mount extra args, read gate, write gate
     vcctl "$name-dismount" dismount "$VOL"
 }
 
+# W10, W11 (Wine build): IOCTL_DISK_VERIFY is pended and served by the engine on a path's
+# thread, in turn with the volume's I/O, never read on the sender's thread. One 1 MiB VERIFY
+# and nothing else between two `vcctl status`: one more read on the path the gates choose
+# (legacy with both gates off, direct with both on), its host reads counted by that path's
+# own thread (legacy_fragments only by the legacy I/O thread; direct_segments by a direct
+# worker, with none issued by the dispatching thread or detached), and no byte moved to the
+# caller. The old synchronous read in the sender's thread moved none of these counters.
+verify_check() { # name, read gate, write gate
+    local name="$1"
+    gates "$2" "$3"
+    mount_volume "$name" "" || return
+    vcctl "$name-before" status "$VOL"
+    local b="$LAST_LOG"
+    client "$name-send" expect-status --device "$VOLUME_PATH" --op verify --offset 1048576 --length 1048576 --expect ok --name "$name-1-MiB-served"
+    vcctl "$name-after" status "$VOL"
+    local a="$LAST_LOG"
+    delta() { # counter: after - before, within the counters object
+        echo $(( $(sed -n '/"counters"/,$p' "$a" | status_counter /dev/stdin "$1") - $(sed -n '/"counters"/,$p' "$b" | status_counter /dev/stdin "$1") ))
+    }
+    local dr lr dseg lfrag db lb di dt ok=1
+    dr=$(delta direct_reads) lr=$(delta legacy_reads) dseg=$(delta direct_segments)
+    lfrag=$(delta legacy_fragments) db=$(delta direct_bytes) lb=$(delta legacy_bytes)
+    di=$(delta dispatch_issued) dt=$(delta detached)
+    if [ "$3" = 1 ]; then
+        [ "$dr" -eq 1 ] && [ "$lr" -eq 0 ] && [ "$dseg" -ge 1 ] && [ "$di" -eq 0 ] && [ "$dt" -eq 0 ] || ok=0
+    else
+        [ "$lr" -eq 1 ] && [ "$dr" -eq 0 ] && [ "$lfrag" -ge 1 ] || ok=0
+    fi
+    [ "$db" -eq 0 ] && [ "$lb" -eq 0 ] || ok=0
+    local what="gates $2 $3: direct reads +$dr (segments +$dseg, dispatch-issued +$di, detached +$dt), legacy reads +$lr (fragments +$lfrag), bytes to the caller +$((db + lb))"
+    [ $ok = 1 ] && result PASS "$name" "$what" || result FAIL "$name" "$what (see $b, $a)"
+    vcctl "$name-dismount" dismount "$VOL"
+}
+
 if [ $mount_supported = 1 ]; then
     # Needs only the mount IOCTL: malformed requests get a clear error, the driver still serves.
     client abi-malformed-mount malformed-mount --device "$CONTROL_PATH"
@@ -705,6 +739,10 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     path_check r10-wine-shared-gates-off "--shared" 0 0
     path_check r10-wine-shared-both-gates "--shared" 1 1
     path_check r10-wine-exclusive-both-gates "" 1 1
+
+    # W10, W11: VERIFY served on the legacy I/O thread and by a direct worker (verify_check).
+    verify_check w10-wine-verify-served-by-legacy-io-thread 0 0
+    verify_check w10-wine-verify-served-by-direct-worker 1 1
 
     # R13: random mixed I/O on both paths, flush, dismount under load, remount, data = model.
     for g in "0 0" "1 1"; do
@@ -1024,8 +1062,9 @@ w sc-stop-testdisk2 60 wine sc stop vctestdisk
 # completes every read with its cancel routine set and reads its note after the completion
 # poison (the routine's "still set" is a flag of the check, the real one is never installed
 # again). VcdirectWineFaultVerifyAtApc=1 runs IOCTL_DISK_VERIFY's dispatch at virtual APC_LEVEL
-# (as the paging path can send a device control on Windows): VERIFY must then be refused with
-# STATUS_INVALID_DEVICE_STATE (ERROR_BAD_COMMAND, 22), not wait for a host read. A short run
+# (as the paging path can send a device control on Windows): VERIFY is pended and served by
+# the engine all the same (nothing in its dispatch waits or reads the host, so no violation is
+# reported for it). A short run
 # (load, mount, one read, one VERIFY, dismount, unload) passes only if the driver reports each
 # wrong call with its call site.
 if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
@@ -1061,7 +1100,7 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
             result FAIL w5-wine-key-bytes-switch-caught "${block:-no key block line in $sw_log}: $W5_LINE"
         fi
         client w9-switch-read expect-status --device "$VOLUME_PATH" --op read --offset 0 --length 4096 --expect ok --name read-with-the-switch-on
-        client w9-switch-verify-at-apc-refused expect-status --device "$VOLUME_PATH" --op ioctl --code 0x70014 --in-len 16 --expect 22 --name verify-at-virtual-apc-level-refused-with-status-invalid-device-state
+        client w9-switch-verify-at-apc-served expect-status --device "$VOLUME_PATH" --op verify --offset 0 --length 65536 --expect ok --name verify-dispatched-at-virtual-apc-level-is-pended-and-served
         vcctl w5-switch-erase erase-keys
         if [ $w5_switch_mounted != 1 ]; then
             result FAIL w5-wine-key-bytes-switch-after-erase-caught "not trusted: the mounted scan with this key did not pass as caught"

@@ -46,10 +46,17 @@ pub enum Fault {
     /// R3: the cipher's block is released without the wipe that precedes its release (only
     /// the schedule's own zeroizing drop, after the platform's watch looked, clears it).
     R3ReleaseUnwiped = 1 << 13,
+    /// W10: IOCTL_DISK_VERIFY is served the old way: its host range is read synchronously on
+    /// the sender's thread (into a buffer allocated per call), not queued to a path's thread.
+    VerifyOnCallerThread = 1 << 15,
     /// W5, kernel glue: the mount keeps a by-value copy of the volume's cipher (both round-key
     /// schedules) in its own frame and never wipes it, as the old code's by-value request and
     /// cipher left them on the mounting thread's stack (the Wine memory check must find it).
     W5KeyCopyOnMountStack = 1 << 18,
+    /// W10: any number of IOCTL_DISK_VERIFYs are admitted at once (a flood takes places in
+    /// the range ordering and the paths' FIFOs ahead of the volume's reads and writes, and
+    /// dismount serves them all), instead of one at a time.
+    VerifyUnlimited = 1 << 20,
 }
 
 #[cfg(feature = "fault-switches")]

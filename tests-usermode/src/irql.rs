@@ -182,8 +182,9 @@ pub fn dispatch<P: vcdirect::platform::Platform>(volume: &Arc<Volume<P>>, reques
 }
 
 /// Read/write dispatch at `level` (PASSIVE_LEVEL: an application's request through the file
-/// system, the common case, where the engine may issue a small read on this thread); every
-/// other request at PASSIVE_LEVEL. The one entry the user-mode harnesses (tests, `vcsim`,
+/// system, the common case, where the engine may issue a small read on this thread), and a
+/// VERIFY's (its dispatch only queues it, at any level up to DISPATCH_LEVEL); every other
+/// request at PASSIVE_LEVEL. The one entry the user-mode harnesses (tests, `vcsim`,
 /// `vcbench`) dispatch through.
 #[track_caller]
 pub fn dispatch_at<P: vcdirect::platform::Platform>(
@@ -192,7 +193,9 @@ pub fn dispatch_at<P: vcdirect::platform::Platform>(
     request: P::Request,
 ) {
     match request.kind() {
-        RequestKind::Read | RequestKind::Write => raised(level, || volume.dispatch(request)),
+        RequestKind::Read | RequestKind::Write | RequestKind::Verify => {
+            raised(level, || volume.dispatch(request))
+        }
         _ => volume.dispatch(request),
     }
 }

@@ -204,6 +204,11 @@ struct Inner {
     /// Paging I/O (IRP_PAGING_IO in the kernel).
     paging: bool,
     note: RequestNote,
+    /// After the first `offset()` and the first `length()`, these are answered instead (a
+    /// system buffer rewritten while the request waits): `with_range_moved_after_dispatch`.
+    moved: Option<(i64, u32)>,
+    offset_asked: AtomicBool,
+    length_asked: AtomicBool,
     /// The next request in the list this one waits in (the IRP's list entry).
     next: Option<TestRequest>,
 }
@@ -307,6 +312,9 @@ impl TestRequest {
             priority: None,
             paging: false,
             note: RequestNote::default(),
+            moved: None,
+            offset_asked: AtomicBool::new(false),
+            length_asked: AtomicBool::new(false),
             next: None,
         }))
     }
@@ -314,6 +322,14 @@ impl TestRequest {
     /// The same request with an I/O priority hint (IoSetIoPriorityHint in the kernel).
     pub fn with_priority_hint(mut self, hint: u8) -> Self {
         self.0.priority = Some(hint);
+        self
+    }
+
+    /// The same request whose `offset()` and `length()` give `offset` and `length` once each
+    /// has been asked (as a VERIFY's system buffer rewritten after dispatch would): the engine
+    /// must serve the range it validated, never ask again.
+    pub fn with_range_moved_after_dispatch(mut self, offset: i64, length: u32) -> Self {
+        self.0.moved = Some((offset, length));
         self
     }
 
@@ -350,6 +366,16 @@ impl TestRequest {
         Self::new(RequestKind::Flush, 0, 0, None, done)
     }
 
+    /// An IOCTL_DISK_VERIFY of `length` bytes at `offset` (its VERIFY_INFORMATION, as the glue
+    /// reads it from the system buffer): no buffer.
+    pub fn verify(
+        offset: i64,
+        length: u32,
+        done: impl FnOnce(Completion) + Send + 'static,
+    ) -> Self {
+        Self::new(RequestKind::Verify, offset, length, None, done)
+    }
+
     /// The handle that cancels the request.
     pub fn cancel_handle(&self) -> CancelHandle {
         self.0.cancel.clone()
@@ -370,10 +396,16 @@ impl UpperRequest for TestRequest {
         self.0.kind
     }
     fn offset(&self) -> i64 {
-        self.0.offset
+        match self.0.moved {
+            Some((offset, _)) if self.0.offset_asked.swap(true, Ordering::SeqCst) => offset,
+            _ => self.0.offset,
+        }
     }
     fn length(&self) -> u32 {
-        self.0.length
+        match self.0.moved {
+            Some((_, length)) if self.0.length_asked.swap(true, Ordering::SeqCst) => length,
+            _ => self.0.length,
+        }
     }
     fn take_buffer(&mut self) -> Option<Buf> {
         self.0.buf.take()

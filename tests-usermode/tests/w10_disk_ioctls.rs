@@ -1,13 +1,23 @@
 //! W10: walks the conformance table docs/disk-ioctls.tsv and runs the real portable answers
 //! (`vcdirect::disk_ioctl`) for every row: the status and information must be the table's, a
-//! row that differs from VeraCrypt 1.26 must say why, VERIFY must really read the host, and the
-//! table must cover every code the answers know.
+//! row that differs from VeraCrypt 1.26 must say why, VERIFY must really read the host (through
+//! the engine, on a mounted volume of each path, as the driver serves it), and the table must
+//! cover every code the answers know.
 
 use std::collections::BTreeSet;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
 use vcdirect::disk_ioctl::{self, code, pnp, DiskFacts, Request};
+use vcdirect::platform::irql::Irql;
+use vcdirect::registry::Gates;
+use vcdirect::volume::Volume;
 use vcdirect::Status;
 use vcdirect_usermode::host::MemoryHost;
+use vcdirect_usermode::irql::dispatch_at;
+use vcdirect_usermode::mount::mount_params;
+use vcdirect_usermode::request::TestRequest;
+use vcdirect_usermode::std_platform::StdPlatform;
 
 const TABLE: &str = include_str!("../../docs/disk-ioctls.tsv");
 const SIZE: u64 = 1 << 20;
@@ -165,6 +175,9 @@ fn run_ioctl(row: &Row<'_>) -> (Status, usize, u64) {
         suggested_link: (volume != "noletter").then_some(&link[..]),
     };
     let input = input(row.get("input"), &at);
+    if code_ == code::DISK_VERIFY {
+        return run_verify(&at, host, &input);
+    }
     let out = row.num("out");
     // The system buffer as the I/O manager allocates it: max(in, out), filled with a pattern
     // so that bytes the answer must not touch can be checked.
@@ -188,6 +201,57 @@ fn run_ioctl(row: &Row<'_>) -> (Status, usize, u64) {
         "{at}: wrote past the output"
     );
     (reply.status, reply.information, host.counters().read_bytes)
+}
+
+/// Runs one VERIFY row as the driver serves it: the glue checks the input
+/// (`disk_ioctl::verify_range`), then the engine reads the range on a path's thread; on a
+/// mounted volume of each path (legacy: gates off; direct: gates on), which must agree.
+/// Returns (status, information, bytes the host read).
+fn run_verify(at: &str, host: MemoryHost, input: &[u8]) -> (Status, usize, u64) {
+    let (offset, length) = match disk_ioctl::verify_range(input, input.len()) {
+        Ok(range) => range,
+        Err(status) => return (status, 0, host.counters().read_bytes),
+    };
+    let host = Arc::new(host);
+    let mut answers = Vec::new();
+    for gates in [
+        Gates::OFF,
+        Gates {
+            read: true,
+            write: true,
+        },
+    ] {
+        let vol = Volume::mount(
+            StdPlatform::new(0),
+            Arc::clone(&host),
+            &[7u8; 64],
+            mount_params(DATA_OFFSET, SIZE, gates),
+        )
+        .expect("mount");
+        let before = host.counters().read_bytes;
+        let (tx, rx) = mpsc::channel();
+        dispatch_at(
+            Irql::Passive,
+            &vol,
+            TestRequest::verify(offset, length, move |c| {
+                let _ = tx.send((c.status, c.information));
+            }),
+        );
+        let (status, information) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("{at}: the VERIFY did not complete"));
+        let counters = vol.counters.snapshot();
+        let path = (counters.direct_reads, counters.legacy_reads);
+        vol.dismount();
+        if status.is_success() && length > 0 {
+            // Served by the path the gates choose (a VERIFY counts as a read there).
+            let want = if gates.write { (1, 0) } else { (0, 1) };
+            assert_eq!(path, want, "{at}: gates {gates:?}");
+        }
+        answers.push((status, information, host.counters().read_bytes - before));
+    }
+    assert_eq!(answers[0], answers[1], "{at}: the two paths answer alike");
+    answers[0]
 }
 
 fn pnp_status(row: &Row<'_>) -> Status {

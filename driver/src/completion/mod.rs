@@ -63,7 +63,7 @@ impl<R: UpperRequest> Finished<R> {
         } = self;
         // Bytes transferred never exceed the request's u32 length.
         let information = u32::try_from(information).unwrap_or(u32::MAX);
-        request.set_note(RequestNote([status.ntstatus(), information, 0, 0]));
+        request.set_note(RequestNote([status.ntstatus(), information, 0, 0, 0]));
         request
     }
 

@@ -99,7 +99,7 @@ impl<P: Platform> Slots<P> {
         let kind_ok = match kind {
             JobKind::Read => true,
             JobKind::Write => writes,
-            JobKind::Flush => false,
+            JobKind::Flush | JobKind::Verify => false,
         };
         kind_ok
             && length <= DETACHED_MAX

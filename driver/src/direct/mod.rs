@@ -24,7 +24,9 @@
 //! (never into the caller's) and written through. Before issuing every segment the worker
 //! checks cancellation and the key block (docs/review.md R2); after a failure it issues
 //! nothing more. Every child request completes before its upper request does, so none is ever
-//! abandoned (R13).
+//! abandoned (R13). An IOCTL_DISK_VERIFY routed here (only where direct writes give the
+//! workers a bounce buffer) is read by a worker into that buffer, window by window, and
+//! discarded (`verify`).
 
 mod detached;
 mod host_ops;
@@ -40,8 +42,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use crate::crypto::{Cipher, CryptoPool, DATA_UNIT};
 use crate::faults::{self, Fault};
 use crate::io::{
-    AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next, PathContext, Purpose,
-    SegmentLimits, MAX_DIRECT_REQUEST,
+    verify_read_status, AlignedBuffer, Counters, Finisher, IoJob, JobKind, JobQueue, Next,
+    PathContext, Purpose, SegmentLimits, MAX_DIRECT_REQUEST,
 };
 use crate::platform::{
     Detached, DetachedDone, HostDevice, HostIo, HostRead, IoBuf, Origin, Platform, ThreadRole,
@@ -406,14 +408,16 @@ impl<P: Platform> DirectPath<P> {
     /// Counts a finished direct request; the bytes it reports.
     fn count_finished(&self, kind: JobKind, status: Status, length: u32) -> usize {
         let counters = &*self.context.counters;
-        let information = if status.is_success() && kind != JobKind::Flush {
+        let information = if status.is_success() && matches!(kind, JobKind::Read | JobKind::Write) {
             Counters::add(&counters.direct_bytes, u64::from(length));
             length as usize
         } else {
             0
         };
+        // A VERIFY counts as a read of this path (its host reads in `direct_segments`, no
+        // bytes: nothing reaches the caller).
         match kind {
-            JobKind::Read => Counters::add(&counters.direct_reads, 1),
+            JobKind::Read | JobKind::Verify => Counters::add(&counters.direct_reads, 1),
             JobKind::Write => Counters::add(&counters.direct_writes, 1),
             JobKind::Flush => {}
         }
@@ -479,6 +483,20 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
                     Err(_) if faults::is_on(Fault::FlushErrorIgnored) => Status::Success,
                     Err(s) => s,
                 }
+            }
+            (JobKind::Verify, _) => {
+                direct.ops.enter();
+                let status = verify(
+                    context,
+                    &direct.ops,
+                    &request,
+                    offset,
+                    length,
+                    &limits,
+                    bounce.as_mut(),
+                );
+                direct.ops.leave();
+                status
             }
             (_, Some(buf)) => {
                 direct.ops.enter();
@@ -613,6 +631,84 @@ fn encrypt_segment<P: Platform>(
         return Status::DeviceBusy;
     }
     Status::Success
+}
+
+/// Serves a VERIFY: reads its range from the host into the worker's bounce buffer (allocated
+/// at mount: a VERIFY takes the direct path only where direct writes give the workers one)
+/// and discards the bytes. The range is cut and issued as a write's is: segments by the
+/// volume's limits at page offset 0, each in the next window of the buffer, several in flight
+/// together within the volume's cap, rounds over the windows; each segment is checked before
+/// it is issued (cancellation, the key block: R2); after the first failure nothing more is
+/// issued and every segment in flight is still waited for (R13). The status is the first
+/// failing read's ([`verify_read_status`]: a short read is STATUS_INVALID_PARAMETER).
+#[allow(clippy::too_many_arguments)]
+fn verify<P: Platform>(
+    context: &PathContext<P>,
+    ops: &HostOps<P>,
+    request: &P::Request,
+    offset: u64,
+    length: u32,
+    limits: &SegmentLimits,
+    bounce: Option<&mut AlignedBuffer>,
+) -> Status {
+    let Some(bounce) = bounce else {
+        return Status::InsufficientResources;
+    };
+    let priority = request.priority_hint();
+    let align = AlignedBuffer::alignment_for(&context.host.limits());
+    let total = length as usize;
+    let host_offset = |pos: usize| context.geometry.data_offset + offset + pos as u64;
+    let mut status = Status::Success;
+    let mut pos = 0usize;
+    while status.is_success() && pos < total {
+        let mut windows: &mut [u8] = bounce.window(bounce.capacity());
+        let mut ring = Ring::new();
+        let mut fresh = true;
+        loop {
+            while status.is_success() && pos < total && ring.len < HOST_OPS {
+                let n = limits.next_len(total - pos, 0);
+                if windows.len() < n {
+                    if fresh {
+                        status = Status::InsufficientResources;
+                    }
+                    break;
+                }
+                fresh = false;
+                if !ops.take_for(ring.len) {
+                    break;
+                }
+                status = may_issue(context, request, pos);
+                if !status.is_success() {
+                    ops.give();
+                    break;
+                }
+                let stride = n.div_ceil(align).saturating_mul(align).min(windows.len());
+                let (window, tail) = core::mem::take(&mut windows).split_at_mut(stride);
+                windows = tail;
+                Counters::add(&context.counters.direct_segments, 1);
+                ring.push(Flight {
+                    io: context.host.start_read_kept_for(
+                        host_offset(pos),
+                        &mut window[..n],
+                        Origin {
+                            priority,
+                            memory: None,
+                        },
+                    ),
+                    unit: 0,
+                    len: n,
+                });
+                pos += n;
+            }
+            let Some(flight) = ring.pop() else { break };
+            let (result, _) = flight.io.wait_read();
+            ops.give();
+            if status.is_success() {
+                status = verify_read_status(result, flight.len);
+            }
+        }
+    }
+    status
 }
 
 /// Moves one read or write, several segments in flight together within the volume's cap.

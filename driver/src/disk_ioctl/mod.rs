@@ -3,12 +3,13 @@
 //!
 //! Owns: which codes are answered and how (status, reply bytes, information) for a METHOD_BUFFERED
 //! system buffer, the reply layouts (`layout`), the IOCTL codes (`code`), IOCTL_DISK_VERIFY's
-//! read of the host, and the PnP device-usage refusal ([`pnp`]). The answers are VeraCrypt
+//! input check and length cap ([`verify_range`], [`VERIFY_MAX`]; the engine reads its range,
+//! `RequestKind::Verify`), and the PnP device-usage refusal ([`pnp`]). The answers are VeraCrypt
 //! 1.26's with its "extended disk control codes" option on and TRIM off; the conformance table
 //! `docs/disk-ioctls.tsv` lists every answer with VeraCrypt's, and the few deliberate
 //! differences with their reason (tests-usermode/tests/w10_disk_ioctls.rs walks it).
 //! Never: touches an IRP (the glue passes the system buffer and its two lengths, and completes
-//! with the [`Reply`]); allocates, except VERIFY's read buffer (fallible).
+//! with the [`Reply`]); reads the host; allocates.
 //!
 //! Rules every answer keeps: an unknown code is STATUS_INVALID_DEVICE_REQUEST whatever its
 //! buffers; `information` never exceeds the output length (the I/O manager copies that many
@@ -45,13 +46,16 @@ const MEDIA_CURRENTLY_MOUNTED: u32 = 0x8000_0000;
 const MEDIA_READ_ONLY: u32 = 0x0000_0004;
 const MEDIA_READ_WRITE: u32 = 0x0000_0008;
 const MEDIA_WRITE_PROTECTED: u32 = 0x0000_0100;
-/// VeraCrypt reads VERIFY's range in pieces of at most 16 pages.
-const VERIFY_PIECE: usize = 16 * 4096;
-/// The longest range one IOCTL_DISK_VERIFY reads (4 MiB, 64 pieces); a longer one is refused
-/// with STATUS_INVALID_PARAMETER before the host sees it. VeraCrypt 1.26 reads any length up
-/// to 4 GiB, in its volume thread; vcdirect reads in the sender's thread, and the IOCTL is
-/// FILE_ANY_ACCESS (any handle, even one opened for no access, may send it), so one call is
-/// bounded: at most 64 host reads. File systems verify cluster runs far shorter than this.
+/// The longest range one IOCTL_DISK_VERIFY reads (4 MiB); a longer one is refused with
+/// STATUS_INVALID_PARAMETER before the host sees it. VeraCrypt 1.26 reads any length up to
+/// 4 GiB in its volume thread. vcdirect also serves it on an engine thread, in turn with the
+/// volume's I/O, but the IOCTL is FILE_ANY_ACCESS (any handle, even one opened for no access,
+/// may send it), so one call is bounded: it holds its range in the volume's ordering and a
+/// path's thread for at most 4 MiB of host reads (a legacy item for 16 fragments; the direct
+/// workers take a VERIFY of 1 MiB at most, as they take reads), as long as a 4 MiB read, never
+/// longer. And one at a time per volume: another sent while one is admitted is refused at
+/// once with STATUS_DEVICE_BUSY (`Volume::dispatch`).
+/// File systems verify cluster runs far shorter than this.
 pub const VERIFY_MAX: u32 = 4 << 20;
 /// The partition type VeraCrypt reports for a mounted volume (PARTITION_ENTRY_UNUSED).
 const PARTITION_TYPE: u8 = 0;
@@ -120,9 +124,9 @@ pub const fn is_error(status: Status) -> bool {
     status.ntstatus() >> 30 == 3
 }
 
-/// Answers one device control on a volume device; `host` is the volume's host (VERIFY reads
-/// it). IRQL: PASSIVE_LEVEL for VERIFY (a synchronous host read); the other answers only
-/// compute.
+/// Answers one device control on a volume device; `host` is the volume's host (only its
+/// limits are asked). IRQL: any up to DISPATCH_LEVEL: the answers only compute. IOCTL_DISK_VERIFY
+/// is not answered here ([`verify_range`]; refused should it be asked).
 pub fn answer<H: HostDevice>(facts: &DiskFacts<'_>, host: &H, request: Request<'_>) -> Reply {
     let held = request.buffer.len();
     let input_len = request.input_len.min(held);
@@ -350,7 +354,9 @@ fn serve<H: HostDevice>(
         DISK_GET_LENGTH_INFO => fixed(&mut out, at::LENGTH_INFO_SIZE, |o| {
             o.u64(at::LENGTH_INFO_LENGTH, facts.size)
         }),
-        DISK_VERIFY => verify(facts, host, input),
+        // Never answered here: the glue checks its input with `verify_range` and hands it to
+        // the engine, which reads the range on a path's thread. Asked anyway, it is refused.
+        DISK_VERIFY => Reply::status(Status::InvalidDeviceRequest),
         DISK_CHECK_VERIFY | STORAGE_CHECK_VERIFY | STORAGE_CHECK_VERIFY2 => {
             // The media change count, when there is room for it.
             if out.len() >= 4 {
@@ -571,58 +577,26 @@ fn storage_property<H: HostDevice>(
     Reply::new(Status::Success, n)
 }
 
-/// IOCTL_DISK_VERIFY: reads the range from the host (the volume's ciphertext, as VeraCrypt
-/// does) in pieces of at most 64 KiB; success only when every byte was read. Misaligned
-/// ranges and ranges longer than [`VERIFY_MAX`] are refused before the host sees them (the
-/// host would refuse misaligned ones the same way; the length cap is vcdirect's).
-fn verify<H: HostDevice>(facts: &DiskFacts<'_>, host: &H, input: Input<'_>) -> Reply {
-    if input.len < at::VERIFY_SIZE {
-        return Reply::status(BUFFER_TOO_SMALL);
+/// IOCTL_DISK_VERIFY's input, checked as VeraCrypt checks it: the whole VERIFY_INFORMATION
+/// (16 bytes, tail padding included) or STATUS_BUFFER_TOO_SMALL; then its StartingOffset and
+/// Length. `input` holds the system buffer's bytes (at least `input_len` of them, or fewer
+/// when the I/O manager gave fewer: those count as missing). The glue then hands the IRP to
+/// the engine (`Volume::dispatch`, `RequestKind::Verify`), which refuses a range longer than
+/// [`VERIFY_MAX`], misaligned or past the end with STATUS_INVALID_PARAMETER and reads the rest
+/// from the host on a path's thread.
+pub fn verify_range(input: &[u8], input_len: usize) -> Result<(i64, u32), Status> {
+    let held = input_len.min(input.len());
+    if held < at::VERIFY_SIZE {
+        return Err(BUFFER_TOO_SMALL);
     }
-    let start = input.u64(at::VERIFY_STARTING_OFFSET);
-    let length = input.u32(at::VERIFY_LENGTH);
-    if length > VERIFY_MAX {
-        return Reply::status(Status::InvalidParameter);
-    }
-    let length = u64::from(length);
-    let (Some(host_start), Some(end)) = (
-        start.checked_add(facts.data_offset),
-        start.checked_add(length),
-    ) else {
-        return Reply::status(Status::InvalidParameter);
+    let input = Input {
+        bytes: &input[..at::VERIFY_SIZE],
+        len: held,
     };
-    let sector = u64::from(facts.sector_size.max(1));
-    if end > facts.size || !start.is_multiple_of(sector) || !length.is_multiple_of(sector) {
-        return Reply::status(Status::InvalidParameter);
-    }
-    if length == 0 {
-        return Reply::status(Status::Success);
-    }
-    let piece = (length as usize).min(VERIFY_PIECE);
-    let mut buf = alloc::vec::Vec::new();
-    if buf.try_reserve_exact(piece).is_err() {
-        return Reply::status(Status::InsufficientResources);
-    }
-    buf.resize(piece, 0);
-    let mut done = 0u64;
-    let mut status = Status::Success;
-    while done < length {
-        let n = (length - done).min(piece as u64) as usize;
-        match host.read(host_start + done, &mut buf[..n]) {
-            Ok(read) if read == n => done += n as u64,
-            // A short read is VeraCrypt's STATUS_INVALID_PARAMETER.
-            Ok(_) => {
-                status = Status::InvalidParameter;
-                break;
-            }
-            Err(e) => {
-                status = e;
-                break;
-            }
-        }
-    }
-    zeroize::Zeroize::zeroize(&mut buf[..]);
-    Reply::status(status)
+    Ok((
+        input.u64(at::VERIFY_STARTING_OFFSET) as i64,
+        input.u32(at::VERIFY_LENGTH),
+    ))
 }
 
 /// CRC-32 (IEEE 802.3, reflected, as VeraCrypt's `GetCrc32`).

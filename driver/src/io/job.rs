@@ -2,6 +2,7 @@
 
 use crate::barrier::Ticket;
 use crate::platform::{RequestNote, UpperRequest};
+use crate::Status;
 
 /// Which path serves a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,7 +16,7 @@ pub enum Path {
 /// A granted or waiting request, with everything needed after it finishes captured up front.
 pub(crate) struct IoJob<R: UpperRequest> {
     pub(crate) request: R,
-    /// The caller's buffer (none for a flush).
+    /// The caller's buffer (none for a flush or a VERIFY).
     pub(crate) buf: Option<R::Buf>,
     pub(crate) kind: JobKind,
     /// Byte offset within the volume.
@@ -31,6 +32,8 @@ pub(crate) enum JobKind {
     Read,
     Write,
     Flush,
+    /// IOCTL_DISK_VERIFY: a read of the range into an engine buffer, the bytes discarded.
+    Verify,
 }
 
 impl JobKind {
@@ -39,6 +42,7 @@ impl JobKind {
             JobKind::Read => 0,
             JobKind::Write => 1,
             JobKind::Flush => 2,
+            JobKind::Verify => 3,
         }
     }
 
@@ -46,15 +50,27 @@ impl JobKind {
         match code {
             0 => JobKind::Read,
             1 => JobKind::Write,
+            3 => JobKind::Verify,
             _ => JobKind::Flush,
         }
     }
 }
 
+/// The status of one host read of a VERIFY, on either path: success only when every byte was
+/// read; a short read is STATUS_INVALID_PARAMETER, VeraCrypt's answer (a read or write that
+/// moves fewer bytes is STATUS_END_OF_FILE, W12); a failure is the host's status.
+pub(crate) fn verify_read_status(result: Result<usize, Status>, len: usize) -> Status {
+    match result {
+        Ok(n) if n == len => Status::Success,
+        Ok(_) => Status::InvalidParameter,
+        Err(status) => status,
+    }
+}
+
 impl<R: UpperRequest> IoJob<R> {
     /// The job as a bare request that can wait in a [`crate::platform::RequestList`]: the
-    /// buffer goes back into the request, the ticket, path and kind into its note (the
-    /// offset and length are the request's own). Allocates nothing.
+    /// buffer goes back into the request, the ticket, path, kind and validated range into its
+    /// note. Allocates nothing.
     pub(crate) fn park(self) -> R {
         let IoJob {
             mut request,
@@ -62,7 +78,8 @@ impl<R: UpperRequest> IoJob<R> {
             kind,
             ticket,
             path,
-            ..
+            offset,
+            length,
         } = self;
         if let Some(buf) = buf {
             request.put_buffer(buf);
@@ -71,25 +88,27 @@ impl<R: UpperRequest> IoJob<R> {
             Path::Legacy => 0,
             Path::Direct => 1,
         };
-        request.set_note(RequestNote([ticket.raw(), kind.code(), path, 0]));
+        request.set_note(RequestNote([
+            ticket.raw(),
+            kind.code() | (path << 8),
+            offset as u32,
+            (offset >> 32) as u32,
+            length,
+        ]));
         request
     }
 
     /// The job a [`park`](Self::park)ed request was.
     pub(crate) fn unpark(mut request: R) -> Self {
-        let RequestNote([ticket, kind, path, _]) = request.note();
-        let kind = JobKind::from_code(kind);
+        let RequestNote([ticket, kind_path, offset_low, offset_high, length]) = request.note();
+        let (kind, path) = (JobKind::from_code(kind_path & 0xff), kind_path >> 8);
+        // The range dispatch validated, never read from the request again (a VERIFY's comes
+        // from its system buffer).
+        let offset = u64::from(offset_low) | (u64::from(offset_high) << 32);
         let buf = match kind {
-            JobKind::Flush => None,
+            JobKind::Flush | JobKind::Verify => None,
             // The buffer dispatch took (and checked) before, handed out again.
             _ => request.take_buffer(),
-        };
-        let (offset, length) = match kind {
-            JobKind::Flush => (0, 0),
-            _ => (
-                u64::try_from(request.offset()).unwrap_or(0),
-                request.length(),
-            ),
         };
         IoJob {
             request,

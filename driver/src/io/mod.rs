@@ -25,7 +25,7 @@ pub(crate) use buffer::AlignedBuffer;
 pub(crate) use context::{Finisher, Geometry, PathContext, WriteGeneration};
 pub use counters::{CounterSnapshot, Counters, LegacyReason};
 pub use job::Path;
-pub(crate) use job::{IoJob, JobKind};
+pub(crate) use job::{verify_read_status, IoJob, JobKind};
 pub(crate) use job_queue::{JobQueue, Next};
 pub(crate) use memory::{try_vec, MemoryBook, Purpose};
 pub use memory::{ArcShape, VolumeMemory};

@@ -11,6 +11,12 @@ pub enum RequestKind {
     Write,
     /// IRP_MJ_FLUSH_BUFFERS.
     Flush,
+    /// IOCTL_DISK_VERIFY: [`offset`](UpperRequest::offset) and
+    /// [`length`](UpperRequest::length) are its VERIFY_INFORMATION's StartingOffset and Length,
+    /// and it carries no buffer. The engine reads the range from the host on a path's thread,
+    /// in turn with the volume's reads and writes, discards the bytes and reports the read's
+    /// status (information 0).
+    Verify,
     /// Any other major function (its IRP_MJ code).
     Other(u8),
 }
@@ -106,10 +112,11 @@ pub struct Origin {
 }
 
 /// What the engine keeps with a request while it waits in one of its queues (its range
-/// ticket, path and kind, or its final status and byte count): 16 bytes the request stores
-/// itself (in the kernel: the IRP's DriverContext), so a waiting request needs nothing else.
+/// ticket, path and kind and its validated offset and length, or its final status and byte
+/// count): 20 bytes the request stores itself (in the kernel: the IRP's DriverContext), so a
+/// waiting request needs nothing else.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RequestNote(pub [u32; 4]);
+pub struct RequestNote(pub [u32; 5]);
 
 /// A FIFO of waiting requests linked through the requests themselves (in the kernel: the
 /// IRP's `Tail.Overlay.ListEntry`, as VeraCrypt queues IRPs), so queueing allocates nothing

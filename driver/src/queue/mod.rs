@@ -13,6 +13,9 @@
 //! ordering (`barrier` granted the request before it arrives here).
 //! Hands to: the `Finisher` it was started with, each request once its last fragment is done.
 //!
+//! An IOCTL_DISK_VERIFY routed here is cut into fragments as a read is; the I/O thread reads
+//! each into its read-ahead buffer (allocated at mount) and discards it, nothing decrypted.
+//!
 //! Reads go straight into the caller's buffer and are decrypted there, as VeraCrypt does:
 //! each fragment owns its piece of the caller's buffer (an [`IoBuf`] split), so the I/O thread
 //! can read fragment k+1 while the completion thread decrypts fragment k.
@@ -41,6 +44,9 @@ enum FragmentMsg<B> {
 enum FragmentData<B> {
     /// A piece of the caller's buffer to read into.
     Read(B),
+    /// A piece of a VERIFY's range: the I/O thread reads it into its read-ahead buffer and
+    /// discards it.
+    Verify,
     /// A fragment buffer holding encrypted data to write (taken back after the write).
     Write(Option<AlignedBuffer>),
 }
@@ -62,10 +68,19 @@ struct Item<R: UpperRequest> {
     outstanding: u32,
     issuing_done: bool,
     status: Status,
-    /// Read pieces returned so far, joined in order (or the whole buffer of a write).
+    /// Read pieces returned so far, joined in order (or the whole buffer of a write; none
+    /// for a VERIFY).
     assembled: Option<R::Buf>,
     /// The part of a read's buffer that was never issued.
     tail: Option<R::Buf>,
+}
+
+/// True when the request of item `idx` was cancelled (docs/review.md R2: checked before each
+/// fragment, beside the key block).
+fn item_cancelled<R: UpperRequest>(items: &Items<R>, idx: usize) -> bool {
+    items.slots[idx]
+        .as_ref()
+        .is_some_and(|item| item.request.is_cancelled())
 }
 
 struct Items<R: UpperRequest> {
@@ -212,18 +227,21 @@ fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F
             ticket,
             ..
         } = job;
-        let mut buf = buf.expect("legacy reads and writes carry a buffer");
+        // Reads and writes carry their buffer (dispatch checked it, R14); a VERIFY has none.
+        let mut buf = buf;
         if request.is_cancelled() {
             queue.item_permits.release();
-            finisher.finish(request, Some(buf), ticket, kind, Status::Cancelled, 0);
+            finisher.finish(request, buf, ticket, kind, Status::Cancelled, 0);
             continue;
         }
         // W7: mapped now that the main thread has taken it; a mapping failure issues nothing.
-        if let Err(status) = buf.map() {
+        if let Some(Err(status)) = buf.as_mut().map(|b| b.map().map(|_| ())) {
             queue.item_permits.release();
-            finisher.finish(request, Some(buf), ticket, kind, status, 0);
+            finisher.finish(request, buf, ticket, kind, status, 0);
             continue;
         }
+        // A VERIFY counts as a read of this path (its fragments in `legacy_fragments`, no
+        // bytes: nothing reaches the caller).
         Counters::add(
             if kind == JobKind::Write {
                 &context.counters.legacy_writes
@@ -259,40 +277,53 @@ fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F
                 failure = Some(Status::DeviceBusy);
                 break;
             }
+            // R2: nor once the request is cancelled (its fragments already issued finish).
+            if pos > 0 && queue.items.with(|items| item_cancelled(items, idx)) {
+                failure = Some(Status::Cancelled);
+                break;
+            }
             let n = limits.next_len(total - pos, 0);
-            let data = if kind == JobKind::Read {
-                FragmentData::Read(buf.split_to(n))
-            } else {
-                // Mapped above (W7); `mapped` fails the request rather than index past an
-                // unmapped buffer.
-                let source = match buf.mapped() {
-                    Ok(bytes) => &bytes[pos..pos + n],
-                    Err(status) => {
-                        failure = Some(status);
+            let data = match (kind, buf.as_mut()) {
+                (JobKind::Verify, _) => FragmentData::Verify,
+                (JobKind::Read, Some(buf)) => FragmentData::Read(buf.split_to(n)),
+                (JobKind::Write, Some(buf)) => {
+                    // Mapped above (W7); `mapped` fails the request rather than index past an
+                    // unmapped buffer.
+                    let source = match buf.mapped() {
+                        Ok(bytes) => &bytes[pos..pos + n],
+                        Err(status) => {
+                            failure = Some(status);
+                            break;
+                        }
+                    };
+                    let mut fragment_buffer = queue.fragment_buffers.pop();
+                    fragment_buffer.window(n).copy_from_slice(source);
+                    let unit = unit_of(context, offset + pos as u64);
+                    if context
+                        .crypto_pool
+                        .run(
+                            &context.platform,
+                            &context.key,
+                            Cipher::Encrypt,
+                            fragment_buffer.window(n),
+                            unit,
+                        )
+                        .is_err()
+                    {
+                        // W5: the refused fragment's plaintext is wiped now, not at dismount.
+                        zeroize::Zeroize::zeroize(fragment_buffer.window(n));
+                        queue.fragment_buffers.push(fragment_buffer);
+                        failure = Some(Status::DeviceBusy);
                         break;
                     }
-                };
-                let mut fragment_buffer = queue.fragment_buffers.pop();
-                fragment_buffer.window(n).copy_from_slice(source);
-                let unit = unit_of(context, offset + pos as u64);
-                if context
-                    .crypto_pool
-                    .run(
-                        &context.platform,
-                        &context.key,
-                        Cipher::Encrypt,
-                        fragment_buffer.window(n),
-                        unit,
-                    )
-                    .is_err()
-                {
-                    // W5: the refused fragment's plaintext is wiped now, not at dismount.
-                    zeroize::Zeroize::zeroize(fragment_buffer.window(n));
-                    queue.fragment_buffers.push(fragment_buffer);
-                    failure = Some(Status::DeviceBusy);
+                    FragmentData::Write(Some(fragment_buffer))
+                }
+                // Unreachable: dispatch gave every read and write its buffer (R14) and sends
+                // flushes to the direct path.
+                _ => {
+                    failure = Some(Status::InvalidUserBuffer);
                     break;
                 }
-                FragmentData::Write(Some(fragment_buffer))
             };
             queue.request_permits.acquire();
             queue.items.with(|items| {
@@ -318,9 +349,9 @@ fn main_thread<P: Platform, F: Finisher<P>>(queue: &LegacyQueue<P>, finisher: &F
                 }
             }
             if kind == JobKind::Read {
-                item.tail = Some(buf);
+                item.tail = buf;
             } else {
-                item.assembled = Some(buf);
+                item.assembled = buf;
             }
             if item.outstanding == 0 {
                 items.free.push(idx);
@@ -358,13 +389,19 @@ fn io_thread<P: Platform>(
             }
             FragmentMsg::Fragment(fragment) => fragment,
         };
-        let item_status = queue
-            .items
-            .with(|items| items.slots[frag.item].as_ref().map(|item| item.status));
+        let (item_status, cancelled) = queue.items.with(|items| {
+            (
+                items.slots[frag.item].as_ref().map(|item| item.status),
+                item_cancelled(items, frag.item),
+            )
+        });
         let host_offset = context.geometry.data_offset + frag.offset;
         if let Some(s) = item_status.filter(|s| !s.is_success()) {
             // An earlier fragment of this request failed: issue nothing more for it.
             frag.status = s;
+        } else if cancelled {
+            // R2: the request was cancelled: no more of its fragments reach the host.
+            frag.status = Status::Cancelled;
         } else if context.key.is_blocked() && !faults::is_on(Fault::R2CheckBlockOnce) {
             frag.status = Status::DeviceBusy;
         } else {
@@ -404,6 +441,14 @@ fn io_thread<P: Platform>(
                     {
                         read_ahead.fill(context, next, n);
                     }
+                }
+                FragmentData::Verify => {
+                    // Read into the read-ahead buffer (a fragment at most, allocated at
+                    // mount: W6) and discarded; the read-ahead no longer holds its range.
+                    read_ahead.valid = false;
+                    let n = frag.length;
+                    let result = context.host.read(host_offset, read_ahead.buf.window(n));
+                    frag.status = crate::io::verify_read_status(result, n);
                 }
                 FragmentData::Write(fragment_buffer) => {
                     read_ahead.valid = false;
@@ -561,21 +606,21 @@ fn finish_item<P: Platform, F: Finisher<P>>(
         tail,
         ..
     } = item;
+    // A read or write item keeps its buffer; a VERIFY has none.
     let buf = match (assembled, tail) {
         (Some(mut assembled), Some(tail)) => {
             assembled.unsplit(tail);
-            assembled
+            Some(assembled)
         }
-        (Some(assembled), None) => assembled,
-        (None, Some(tail)) => tail,
-        (None, None) => unreachable!("an item always keeps its buffer"),
+        (assembled, None) => assembled,
+        (None, tail) => tail,
     };
-    let information = if status.is_success() {
+    let information = if status.is_success() && kind != JobKind::Verify {
         Counters::add(&queue.context.counters.legacy_bytes, u64::from(length));
         length as usize
     } else {
         0
     };
     queue.item_permits.release();
-    finisher.finish(request, Some(buf), ticket, kind, status, information);
+    finisher.finish(request, buf, ticket, kind, status, information);
 }

@@ -26,6 +26,7 @@ use crate::barrier::{Access, RangeLock, Ticket};
 use crate::completion::{Completer, Finished};
 use crate::crypto::{CryptoPool, VolumeKey, DATA_UNIT};
 use crate::direct::DirectPath;
+use crate::disk_ioctl::VERIFY_MAX;
 use crate::faults::{self, Fault};
 use crate::io::{
     try_vec, Finisher, Geometry, IoJob, JobKind, MemoryBook, Path, PathContext, WriteGeneration,
@@ -103,6 +104,10 @@ pub struct Volume<P: Platform> {
     admitted: Rundown<P>,
     threads: P::Lock<Vec<P::Thread>>,
     protection_tripped: AtomicBool,
+    /// An IOCTL_DISK_VERIFY is admitted and not yet finished: at most one per volume holds a
+    /// place in the range ordering and a path's FIFO; another sent meanwhile is refused at once
+    /// with STATUS_DEVICE_BUSY (docs/design.md, "IOCTL_DISK_VERIFY").
+    verify_busy: AtomicBool,
     /// Path counters (the same ones the paths' context counts in).
     pub counters: Arc<Counters>,
     dismounted: AtomicBool,
@@ -217,6 +222,7 @@ impl<P: Platform> Volume<P> {
                 direct,
                 completer,
                 admitted: Rundown::new()?,
+                verify_busy: AtomicBool::new(false),
                 threads: P::Lock::new(try_vec(MAX_THREADS)?),
                 protection_tripped: AtomicBool::new(false),
                 counters,
@@ -289,6 +295,7 @@ impl<P: Platform> Volume<P> {
                 }
                 JobKind::Flush
             }
+            RequestKind::Verify => JobKind::Verify,
             RequestKind::Other(_) => {
                 Counters::add(&self.counters.rejected, 1);
                 request.complete(Status::InvalidParameter, 0);
@@ -307,7 +314,13 @@ impl<P: Platform> Volume<P> {
                 return;
             }
         };
-        let buf = if kind == JobKind::Flush {
+        #[cfg(feature = "fault-switches")]
+        if kind == JobKind::Verify && faults::is_on(Fault::VerifyOnCallerThread) {
+            let status = self.verify_on_this_thread(offset, length);
+            request.complete(status, 0);
+            return;
+        }
+        let buf = if matches!(kind, JobKind::Flush | JobKind::Verify) {
             None
         } else {
             match request.take_buffer() {
@@ -320,7 +333,7 @@ impl<P: Platform> Volume<P> {
             }
         };
         let buf = match (kind, buf) {
-            (JobKind::Flush, _) => None,
+            (JobKind::Flush | JobKind::Verify, _) => None,
             (_, Some(buf)) => Some(buf),
             (_, None) => {
                 // docs/review.md R14: no usable buffer, a clean failure on both paths.
@@ -329,7 +342,18 @@ impl<P: Platform> Volume<P> {
                 return;
             }
         };
+        // One VERIFY at a time (FILE_ANY_ACCESS: any handle may flood them); cleared when it
+        // is finished (`finish`) or refused below. The fault switch lifts the limit.
+        if kind == JobKind::Verify
+            && self.verify_busy.swap(true, Ordering::AcqRel)
+            && !faults::is_on(Fault::VerifyUnlimited)
+        {
+            Counters::add(&self.counters.rejected, 1);
+            request.complete(Status::DeviceBusy, 0);
+            return;
+        }
         if !self.admitted.enter() {
+            self.verify_done(kind);
             Counters::add(&self.counters.rejected, 1);
             if let Some(buf) = buf {
                 request.put_buffer(buf);
@@ -347,20 +371,26 @@ impl<P: Platform> Volume<P> {
             if let Some(buf) = buf {
                 request.put_buffer(buf);
             }
+            self.verify_done(kind);
             request.complete(Status::Cancelled, 0);
             self.admitted.exit();
             return;
         }
-        let path = match (kind, &buf) {
-            (JobKind::Flush, _) => Path::Direct,
-            (_, Some(buf)) => match self.choose_path(kind, length, buf.address()) {
+        // A VERIFY has no caller buffer: it is read into an engine buffer, aligned for the
+        // host (address 0 stands for it).
+        let path = match kind {
+            JobKind::Flush => Path::Direct,
+            _ => match self.choose_path(kind, length, buf.as_ref().map_or(0, |b| b.address())) {
                 Ok(()) => Path::Direct,
                 Err(reason) => {
-                    self.counters.legacy_reason(reason);
+                    // A VERIFY moves no caller data: the reasons (R6, R10) count reads and
+                    // writes only.
+                    if kind != JobKind::Verify {
+                        self.counters.legacy_reason(reason);
+                    }
                     Path::Legacy
                 }
             },
-            (_, None) => Path::Legacy,
         };
         let job = IoJob {
             request,
@@ -387,13 +417,20 @@ impl<P: Platform> Volume<P> {
         }
     }
 
+    /// A VERIFY admitted by `dispatch` is finished: the next one may enter.
+    fn verify_done(&self, kind: JobKind) {
+        if kind == JobKind::Verify {
+            self.verify_busy.store(false, Ordering::Release);
+        }
+    }
+
     /// Registers `job`; returns it when granted at once, otherwise parks it.
     fn register(
         admission: &mut Admission<P::Request>,
         mut job: IoJob<P::Request>,
     ) -> Option<IoJob<P::Request>> {
         let access = match job.kind {
-            JobKind::Read => Access::Read,
+            JobKind::Read | JobKind::Verify => Access::Read,
             JobKind::Write => Access::Write,
             JobKind::Flush => Access::Flush,
         };
@@ -415,16 +452,21 @@ impl<P: Platform> Volume<P> {
         }
     }
 
-    /// The checks VeraCrypt makes, in its order. `Ok(None)`: a zero-length transfer.
+    /// The checks VeraCrypt makes, in its order. `Ok(None)`: a zero-length transfer. A VERIFY
+    /// is checked as a read, after its length cap ([`VERIFY_MAX`]).
     fn validate(&self, request: &P::Request, kind: JobKind) -> Result<Option<(u64, u32)>, Status> {
         if kind == JobKind::Flush {
             return Ok(Some((0, 0)));
         }
+        // Read once: what is checked here is what is served (the job and its parked note carry
+        // it; nothing reads the request's range again).
+        let (offset, length) = (request.offset(), request.length());
+        if kind == JobKind::Verify && length > VERIFY_MAX {
+            return Err(Status::InvalidParameter);
+        }
         if kind == JobKind::Write && self.params.read_only {
             return Err(Status::MediaWriteProtected);
         }
-        let offset = request.offset();
-        let length = request.length();
         if offset < 0 {
             return Err(Status::InvalidParameter);
         }
@@ -465,9 +507,14 @@ impl<P: Platform> Volume<P> {
         if host.kind() == HostKind::FileContainer {
             return Err(LegacyReason::FileContainer);
         }
+        // A VERIFY reads the host directly, so it needs the read gate (R6: gate off, no direct
+        // host reads), and a direct worker's bounce buffer, which exists only where direct
+        // writes are effective: both gates. Elsewhere the legacy I/O thread reads it into its
+        // read-ahead buffer (both allocated at mount: W6).
         let gate = match kind {
             JobKind::Read => self.effective.direct_read,
-            _ => self.effective.direct_write,
+            JobKind::Write | JobKind::Flush => self.effective.direct_write,
+            JobKind::Verify => self.effective.direct_read && self.effective.direct_write,
         };
         if !gate {
             return Err(LegacyReason::GateOff);
@@ -486,7 +533,9 @@ impl<P: Platform> Volume<P> {
     /// (docs/design.md §5, one hand-off per request); any other job, or when it may not, goes
     /// to its path's FIFO.
     fn start_here(self: &Arc<Self>, job: IoJob<P::Request>) -> Result<(), IoJob<P::Request>> {
-        if job.path != Path::Direct || job.kind == JobKind::Flush {
+        // A flush and a VERIFY always go to their path's threads (a VERIFY is never read on
+        // the thread that sent it: R11, W13).
+        if job.path != Path::Direct || matches!(job.kind, JobKind::Flush | JobKind::Verify) {
             return self.start(job);
         }
         if job.kind == JobKind::Write {
@@ -510,6 +559,26 @@ impl<P: Platform> Volume<P> {
             Path::Legacy => self.legacy.submit(job),
             Path::Direct => self.direct.submit(job),
         }
+    }
+
+    /// The fault switch `VerifyOnCallerThread`: a VERIFY's range read synchronously on the
+    /// dispatching thread, into a buffer allocated for the call (the old way, never in the
+    /// image).
+    #[cfg(feature = "fault-switches")]
+    fn verify_on_this_thread(&self, offset: u64, length: u32) -> Status {
+        const PIECE: usize = 64 * 1024;
+        let mut buf = alloc::vec![0u8; (length as usize).min(PIECE)];
+        let mut pos = 0usize;
+        while pos < length as usize {
+            let n = (length as usize - pos).min(PIECE);
+            let at = self.params.data_offset + offset + pos as u64;
+            let status = crate::io::verify_read_status(self.host().read(at, &mut buf[..n]), n);
+            if !status.is_success() {
+                return status;
+            }
+            pos += n;
+        }
+        Status::Success
     }
 
     /// Blocks new users of the key, waits for in-flight crypto, zeroizes it (docs/review.md R3).
@@ -635,6 +704,8 @@ impl<P: Platform> Finisher<P> for Volume<P> {
             if kind == JobKind::Write {
                 self.context.writes.write_finished();
             }
+            // Before its completion is queued: whoever sees it complete may send the next.
+            self.verify_done(kind);
             if !status.is_success() {
                 Counters::add(&self.counters.failed, 1);
             }

@@ -14,8 +14,8 @@ use wdk_sys::ntddk::{IofCompleteRequest, MmMapLockedPagesSpecifyCache};
 use wdk_sys::{
     _MEMORY_CACHING_TYPE::MmCached, _MM_PAGE_PRIORITY::HighPagePriority, _MODE::KernelMode,
     IO_DISK_INCREMENT, IO_NO_INCREMENT, IO_STACK_LOCATION, IRP, IRP_BUFFERED_IO,
-    IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, MDL, MDL_MAPPED_TO_SYSTEM_VA,
-    MDL_SOURCE_IS_NONPAGED_POOL,
+    IRP_MJ_DEVICE_CONTROL, IRP_MJ_FLUSH_BUFFERS, IRP_MJ_READ, IRP_MJ_WRITE, MDL,
+    MDL_MAPPED_TO_SYSTEM_VA, MDL_SOURCE_IS_NONPAGED_POOL,
 };
 
 use super::nt;
@@ -99,6 +99,8 @@ const POISON: usize = 0xDEAD_0C0D_E1A9_1D00;
 const PARKED_BUFFER_OUT: usize = 1;
 /// DriverContext[3] flag: the cancel routine was armed (`Irp::armed`).
 const PARKED_ARMED: usize = 2;
+/// DriverContext[3] upper half: the engine note's fifth word (64-bit targets only).
+const _: () = assert!(core::mem::size_of::<usize>() == 8);
 
 impl Irp {
     /// The `Tail.Overlay` of the owned IRP `irp`.
@@ -136,16 +138,19 @@ impl Irp {
     /// Moves the wrapper's state into the IRP and gives up the wrapper (for [`IrpList`]).
     fn park(self) -> *mut IRP {
         let irp = self.irp.as_ptr();
-        let [a, b, c, d] = self.note.0;
+        let [a, b, c, d, e] = self.note.0;
+        // The flags' slot is 64 bits wide (x64, ARM64): the two flags below, the note's fifth
+        // word above.
         let flags = (usize::from(self.buffer_out) * PARKED_BUFFER_OUT)
-            | (usize::from(self.armed) * PARKED_ARMED);
+            | (usize::from(self.armed) * PARKED_ARMED)
+            | ((u64::from(e) << 32) as usize);
         let routine = self
             .on_cancel
             .map_or(core::ptr::null_mut(), |r| r as *mut c_void);
         // SAFETY: `self` owns the IRP, not completed (type invariant).
         let context = unsafe { Self::driver_context(irp) };
         // SAFETY: the owned IRP's DriverContext is ours to write (see `IrpList`): plain
-        // pointer-sized values, the note packed two u32 to a slot.
+        // pointer-sized values, the note packed two u32 to a slot (the fifth beside the flags).
         unsafe {
             context.write([
                 (u64::from(a) | (u64::from(b) << 32)) as usize as *mut c_void,
@@ -191,6 +196,7 @@ impl Irp {
                 (n01 >> 32) as u32,
                 n23 as u32,
                 (n23 >> 32) as u32,
+                (flags as u64 >> 32) as u32,
             ]),
         }
     }
@@ -480,7 +486,7 @@ impl Irp {
             buffer_out: false,
             on_cancel: None,
             armed: false,
-            note: RequestNote([0; 4]),
+            note: RequestNote([0; 5]),
         }
     }
 
@@ -588,6 +594,16 @@ impl Irp {
     /// Wine's I/O manager allocates max(input, output) for METHOD_BUFFERED (dispatch_ioctl)
     /// but never sets IRP_BUFFERED_IO.
     pub fn system_buffer(&mut self) -> Option<&mut [u8]> {
+        let (buffer, len) = self.system_buffer_parts()?;
+        // SAFETY: `system_buffer_parts`: `len` bytes of nonpaged memory at `buffer`, valid
+        // until completion; the IRP is owned until completion and the borrow of `self` (mut)
+        // bounds the slice, so nothing else touches those bytes meanwhile.
+        Some(unsafe { core::slice::from_raw_parts_mut(buffer.as_ptr(), len) })
+    }
+
+    /// Where the METHOD_BUFFERED system buffer is and its length (see
+    /// [`system_buffer`](Self::system_buffer) for when there is none).
+    fn system_buffer_parts(&self) -> Option<(NonNull<u8>, usize)> {
         let (code, input, output) = self.ioctl_parameters();
         if code & 3 != 0 {
             return None; // not METHOD_BUFFERED
@@ -597,15 +613,29 @@ impl Irp {
         }
         let len = input.max(output) as usize;
         // SAFETY: for a METHOD_BUFFERED device control the AssociatedIrp arm holds the
-        // SystemBuffer (a pointer, read by copy).
+        // SystemBuffer (a pointer, read by copy). IRP_BUFFERED_IO is set (checked above;
+        // wine-host: Wine's I/O manager, the only sender there, allocates the same way without
+        // the flag), so whoever built the IRP allocated max(input, output) bytes of nonpaged
+        // memory at SystemBuffer for it and frees it only after completion.
         let buffer = unsafe { self.raw().AssociatedIrp.SystemBuffer };
-        let buffer = NonNull::new(buffer.cast::<u8>())?;
-        // SAFETY: IRP_BUFFERED_IO is set (checked above; wine-host: Wine's I/O manager, the
-        // only sender there, allocates the same way without the flag), so whoever built the
-        // IRP allocated max(input, output) bytes of nonpaged memory at SystemBuffer for it and
-        // frees it only after completion; the IRP is owned until completion and the borrow of
-        // `self` bounds the slice, so nothing else touches those bytes meanwhile.
-        Some(unsafe { core::slice::from_raw_parts_mut(buffer.as_ptr(), len) })
+        Some((NonNull::new(buffer.cast::<u8>())?, len))
+    }
+
+    /// IOCTL_DISK_VERIFY's (StartingOffset, Length), read from its system buffer
+    /// (`disk_ioctl::verify_range`), or its status when the input is not a whole
+    /// VERIFY_INFORMATION (STATUS_BUFFER_TOO_SMALL). The engine reads it once, as it validates
+    /// the request (`offset`, `length`), and carries the validated range with the queued IRP
+    /// (its note) instead of reading the buffer again. IRQL: any.
+    pub fn verify_range(&self) -> Result<(i64, u32), Status> {
+        let (_, input_len, _) = self.ioctl_parameters();
+        let Some((buffer, len)) = self.system_buffer_parts() else {
+            return crate::disk_ioctl::verify_range(&[], 0);
+        };
+        // SAFETY: `system_buffer_parts`: `len` bytes at `buffer`, valid until completion; only
+        // read here, while `self` is borrowed (no `system_buffer` borrow can be alive), and
+        // nobody writes a VERIFY's buffer.
+        let bytes = unsafe { core::slice::from_raw_parts(buffer.as_ptr(), len) };
+        crate::disk_ioctl::verify_range(bytes, input_len as usize)
     }
 
     fn raw(&self) -> &IRP {
@@ -682,6 +712,11 @@ impl UpperRequest for Irp {
             IRP_MJ_READ => RequestKind::Read,
             IRP_MJ_WRITE => RequestKind::Write,
             IRP_MJ_FLUSH_BUFFERS => RequestKind::Flush,
+            IRP_MJ_DEVICE_CONTROL
+                if self.ioctl_parameters().0 == crate::disk_ioctl::code::DISK_VERIFY =>
+            {
+                RequestKind::Verify
+            }
             _ => RequestKind::Other(self.major_function()),
         }
     }
@@ -695,6 +730,9 @@ impl UpperRequest for Irp {
                 // SAFETY: LARGE_INTEGER's QuadPart arm spans the whole union.
                 unsafe { read.ByteOffset.QuadPart }
             }
+            // The glue hands the engine only a VERIFY whose input is whole; were it not, a
+            // negative offset makes the engine refuse it (STATUS_INVALID_PARAMETER).
+            RequestKind::Verify => self.verify_range().map_or(-1, |(offset, _)| offset),
             _ => 0,
         }
     }
@@ -705,6 +743,7 @@ impl UpperRequest for Irp {
             RequestKind::Read | RequestKind::Write => unsafe {
                 self.stack().Parameters.Read.Length
             },
+            RequestKind::Verify => self.verify_range().map_or(0, |(_, length)| length),
             _ => 0,
         }
     }

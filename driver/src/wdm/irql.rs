@@ -204,7 +204,8 @@ mod wine {
         }
     }
 
-    /// The calling thread is at virtual PASSIVE_LEVEL (IOCTL_DISK_VERIFY's `can_read_host`).
+    /// The calling thread is at virtual PASSIVE_LEVEL (whether a dispatching thread may issue
+    /// a read itself, `wdm/thread.rs`).
     #[track_caller]
     pub(crate) fn at_passive() -> bool {
         current().1.level() == Irql::Passive
@@ -338,8 +339,9 @@ mod wine {
         /// (w9-switch-irp-lifecycle-caught).
         IrpLifecycle = 2,
         /// `VcdirectWineFaultVerifyAtApc`: device-control dispatch of IOCTL_DISK_VERIFY runs at
-        /// virtual APC_LEVEL, where its host read cannot complete, so VERIFY must be refused
-        /// with STATUS_INVALID_DEVICE_STATE (w9-switch-verify-at-apc-refused).
+        /// virtual APC_LEVEL, as the paging path can send it: VERIFY is pended and served on an
+        /// engine thread all the same, nothing in its dispatch waits or reads the host
+        /// (w9-switch-verify-at-apc-served).
         VerifyAtApc = 3,
     }
 

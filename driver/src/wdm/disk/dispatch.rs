@@ -2,9 +2,10 @@
 //! requests the engine queues.
 //!
 //! Owns: holding the device's remove lock for each dispatch (tag: the IRP) and cancel call,
-//! pending READ/WRITE/FLUSH_BUFFERS and handing them to `Volume::dispatch` (the engine
-//! completes each exactly once), the handle count of CREATE/CLOSE, and completing everything
-//! else here (device controls and PnP with the portable answers `ioctl` hands over). Never:
+//! pending READ/WRITE/FLUSH_BUFFERS and IOCTL_DISK_VERIFY and handing them to
+//! `Volume::dispatch` (the engine completes each exactly once), the handle count of
+//! CREATE/CLOSE, and completing everything else here (the other device controls and PnP with
+//! the portable answers `ioctl` hands over). Never:
 //! builds an IOCTL reply or decides a PnP answer (`disk_ioctl` does, through `ioctl`) or decides
 //! a cancel (the engine's `Volume::cancel` does).
 
@@ -22,7 +23,7 @@ use super::super::irp::Irp;
 use super::super::nt;
 use super::device::{extension, remove_lock};
 use super::ioctl::{disk_control, pnp_request};
-use crate::platform::UpperRequest;
+use crate::platform::{RequestKind, UpperRequest};
 use crate::Status;
 
 /// True when `device` is a volume device (the control module dispatches to [`dispatch`]).
@@ -138,11 +139,29 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
             }
             // W9, wine-host build: the fault switch VcdirectWineFaultVerifyAtApc runs VERIFY's
             // dispatch at virtual APC_LEVEL (as the paging path can send a device control on
-            // Windows), where `can_read_host` must refuse it.
+            // Windows): it is pended and served all the same, nothing waits here.
             #[cfg(feature = "wine-host")]
             let _apc_level = (super::super::irql::Fault::VerifyAtApc.is_on()
                 && request.ioctl_parameters().0 == crate::disk_ioctl::code::DISK_VERIFY)
                 .then(super::super::irql::Raised::to_apc);
+            // W6, W10, W11: IOCTL_DISK_VERIFY (FILE_ANY_ACCESS: any handle may send it) is
+            // pended and read by the engine on a path's thread, in turn with the volume's
+            // I/O, into a buffer allocated at mount: never a host read on the sender's thread
+            // (a storage stack nested under the sender's, outside the mount's impersonation).
+            // A short input is refused here; the engine checks the range and its length cap,
+            // carries the range it checked, and admits one VERIFY per volume at a time (another
+            // meanwhile: STATUS_DEVICE_BUSY at once, so a flood never queues).
+            if request.kind() == RequestKind::Verify {
+                if let Err(status) = request.verify_range() {
+                    request.complete(status, 0);
+                    return nt(status);
+                }
+                request.mark_pending();
+                // While the engine queues it, IoCancelIrp reaches `cancel_queued`.
+                request.set_cancel_routine(cancel_queued);
+                mounted.volume.dispatch(request);
+                return nts::PENDING;
+            }
             let (status, info) = disk_control(mounted, &mut request);
             request.complete(status, info);
             nt(status)
@@ -165,7 +184,8 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
     }
 }
 
-/// The cancel routine of a read, write or flush IRP while the engine queues it (DRIVER_CANCEL):
+/// The cancel routine of a read, write, flush or VERIFY IRP while the engine queues it
+/// (DRIVER_CANCEL):
 /// a request still waiting completes with STATUS_CANCELLED, nothing issued (`Volume::cancel`).
 ///
 /// IRQL: called at DISPATCH_LEVEL with the cancel spin lock held; runs the engine at the

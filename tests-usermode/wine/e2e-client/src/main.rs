@@ -90,8 +90,9 @@ const USAGE: &str = "usage: vc-e2e <command> [--option value]...
   random-mixed  --device D --model M --ops N [--seed S] [--qd 8] [--max-len 256K] [--read-pct 60]
   load          --device D --model M --seconds S [--seed S]   (reads; failures allowed, wrong data not)
   flush         --device D
-  expect-status --device D --op read|write|ioctl [--offset O] [--length L] [--code C] [--in-len N]
-                [--out-len N] --expect ok|ERROR_NUMBER [--name NAME]
+  expect-status --device D --op read|write|ioctl|verify [--offset O] [--length L] [--code C]
+                [--in-len N] [--out-len N] --expect ok|ERROR_NUMBER [--name NAME]
+                (verify: IOCTL_DISK_VERIFY of --length bytes at --offset)
   latency       --device D --min-ms X
   disk-fault    --offset O --length L --status S [--ops 3]
   disk-clear-faults | disk-reset | disk-latency --us N | disk-write-protect [--on 1|0] | disk-device-type [--type N] | disk-counters
@@ -501,6 +502,14 @@ fn expect_status(path: &str, o: &Opts, report: &mut Report) -> Result<(), String
                 o.num("out-len", 0)? as usize,
             )
             .map(|_| ()),
+        // IOCTL_DISK_VERIFY with a VERIFY_INFORMATION: StartingOffset i64, Length u32, and
+        // the structure's tail padding (16 bytes).
+        "verify" => {
+            let mut input = [0u8; 16];
+            input[..8].copy_from_slice(&offset.to_le_bytes());
+            input[8..12].copy_from_slice(&(length as u32).to_le_bytes());
+            d.ioctl(0x0007_0014, &input, 0).map(|_| ())
+        }
         other => return Err(format!("--op {other}")),
     };
     let expect = o.str("expect", "ok");
