@@ -41,6 +41,12 @@ pub enum Fault {
     /// R3: erase forgets the cipher instead of dropping it, so its round keys are never
     /// zeroized (the erased flag is set all the same).
     R3EraseLeaksCipher = 1 << 12,
+    /// W1: the forced dismount of every volume goes highest id first, whatever lives on what
+    /// (a volume whose host is a file on another may lose its host first).
+    W1ForcedOrderById = 1 << 16,
+    /// R13: the control path waits on a stalled host: a mount opens and probes its host
+    /// holding the control mutex, and shutdown waits for its dismount thread without bound.
+    ControlPathHeldByHost = 1 << 17,
 }
 
 #[cfg(feature = "fault-switches")]

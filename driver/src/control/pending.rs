@@ -1,0 +1,184 @@
+//! Mounts between their claim and their publish (R13: one stalled host blocks nobody else).
+//!
+//! A mount's host open and probe can take as long as the host wants (a network file that
+//! stops answering). The control mutex serializes the control IOCTLs, so a mount that held it
+//! over its open would block list, status, dismount and every other mount behind one host. A
+//! mount therefore runs in three steps ([`mount`]): under the control mutex it makes its
+//! checks and claims its letter ([`Pending::claim`]); without it, it opens and probes the host
+//! and builds the volume; under the mutex again it publishes (or, when shutdown or Unload
+//! closed the table meanwhile, gives everything back) and ends its claim.
+//!
+//! Races: two mounts of one letter: the second finds the letter claimed (or in the table) and
+//! is refused with STATUS_OBJECT_NAME_COLLISION before it opens anything. Two mounts of one
+//! host: the host's share mode decides, as for a mount after a mount. A dismount of a volume
+//! being mounted finds nothing (it is not in the table yet). Shutdown and Unload close the
+//! table ([`Pending::close`]): no new claim, and a mount that has not published gives its
+//! volume back when its open returns; neither waits for a mount's open.
+
+use crate::faults::{self, Fault};
+use crate::Status;
+
+/// STATUS_OBJECT_NAME_COLLISION: the letter is claimed by a mount in progress.
+pub const LETTER_CLAIMED: Status = Status::Host(0xC000_0035);
+
+/// STATUS_SYSTEM_SHUTDOWN: a mount refused (or given back) because shutdown began.
+pub const SHUTTING_DOWN: Status = Status::Host(0xC000_02EB);
+
+/// The mounts in progress, kept beside the volume table (under its lock). Allocation-free:
+/// the letters are a bit set.
+#[derive(Debug, Default)]
+pub struct Pending {
+    /// Bit `c - 'A'`: a mount in progress claimed letter `c`.
+    letters: u32,
+    /// Mounts between their claim and its end.
+    in_progress: u32,
+    /// Set by shutdown or Unload: the status new claims and publishes get.
+    closed: Option<Status>,
+}
+
+/// A mount's claim: given back exactly once, to [`Pending::end`].
+#[derive(Debug)]
+#[must_use = "a claim is ended with Pending::end"]
+pub struct MountClaim {
+    letter: Option<char>,
+}
+
+impl MountClaim {
+    /// The letter this claim holds.
+    pub fn letter(&self) -> Option<char> {
+        self.letter
+    }
+}
+
+fn bit(c: char) -> u32 {
+    match c {
+        'A'..='Z' => 1 << (c as u32 - 'A' as u32),
+        _ => 0,
+    }
+}
+
+impl Pending {
+    /// No mount in progress, open.
+    pub const fn new() -> Self {
+        Pending {
+            letters: 0,
+            in_progress: 0,
+            closed: None,
+        }
+    }
+
+    /// Claims a mount (and its letter): refused with [`LETTER_CLAIMED`] when another mount
+    /// in progress holds the letter, or with the closing status once [`Pending::close`] ran.
+    pub fn claim(&mut self, letter: Option<char>) -> Result<MountClaim, Status> {
+        if let Some(status) = self.closed {
+            return Err(status);
+        }
+        if let Some(c) = letter {
+            if self.letter_claimed(c) {
+                return Err(LETTER_CLAIMED);
+            }
+            self.letters |= bit(c);
+        }
+        self.in_progress += 1;
+        Ok(MountClaim { letter })
+    }
+
+    /// True when a mount in progress holds letter `c`.
+    pub fn letter_claimed(&self, c: char) -> bool {
+        self.letters & bit(c) != 0
+    }
+
+    /// Mounts claimed and not yet ended.
+    pub fn in_progress(&self) -> u32 {
+        self.in_progress
+    }
+
+    /// Whether a claimed mount may still publish: the closing status once closed.
+    pub fn may_publish(&self) -> Result<(), Status> {
+        self.closed.map_or(Ok(()), Err)
+    }
+
+    /// Ends a claim (published, failed or given back): its letter is free again for the next
+    /// claim, which then finds the volume in the table when it was published.
+    pub fn end(&mut self, claim: MountClaim) {
+        if let Some(c) = claim.letter {
+            self.letters &= !bit(c);
+        }
+        self.in_progress = self.in_progress.saturating_sub(1);
+    }
+
+    /// Shutdown or Unload: no claim from now on, and no claimed mount publishes; `why` is
+    /// what they get. Returns the mounts in progress (they give their volumes back when their
+    /// opens return; nobody waits for them).
+    pub fn close(&mut self, why: Status) -> u32 {
+        self.closed.get_or_insert(why);
+        self.in_progress
+    }
+
+    /// True once closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+}
+
+/// The locks a mount takes, as the glue has them.
+pub trait ControlLocks {
+    /// Runs `f` holding the control mutex (the control IOCTLs one at a time).
+    fn serialized<R>(&self, f: impl FnOnce() -> R) -> R;
+    /// Runs `f` with the mounts in progress (under the volume table's lock: short, no wait).
+    fn pending<R>(&self, f: impl FnOnce(&mut Pending) -> R) -> R;
+}
+
+/// A mount in three steps: `check` and the claim under the control mutex; `open` (the host's
+/// open and probe, the volume's construction) without it; `publish` under it again, unless
+/// the table was closed meanwhile (then the opened value is dropped after the mutex is
+/// released, and the mount gets the closing status). The claim ends on every path, under the
+/// mutex when the mount got that far, so the next mount of the letter sees the published
+/// volume in the table.
+///
+/// `check` runs first under the mutex (the caller's checks: the letter free in the table and
+/// the namespace, the unique id); `open` runs in the caller's thread without any lock; what
+/// `publish` returns is the mount's result.
+pub fn mount<C, H, R>(
+    locks: &C,
+    letter: Option<char>,
+    check: impl FnOnce() -> Result<(), Status>,
+    open: impl FnOnce() -> Result<H, Status>,
+    publish: impl FnOnce(H) -> Result<R, Status>,
+) -> Result<R, Status>
+where
+    C: ControlLocks,
+{
+    // The bug this sequence replaces: the whole mount under the control mutex.
+    if faults::is_on(Fault::ControlPathHeldByHost) {
+        return locks.serialized(|| {
+            check()?;
+            let claim = locks.pending(|p| p.claim(letter))?;
+            let result = open().and_then(publish);
+            locks.pending(|p| p.end(claim));
+            result
+        });
+    }
+    let claim = locks.serialized(|| {
+        check()?;
+        locks.pending(|p| p.claim(letter))
+    })?;
+    let opened = match open() {
+        Ok(opened) => opened,
+        Err(status) => {
+            locks.pending(|p| p.end(claim));
+            return Err(status);
+        }
+    };
+    let (result, refused) = locks.serialized(|| {
+        let outcome = match locks.pending(|p| p.may_publish()) {
+            Ok(()) => (publish(opened), None),
+            Err(status) => (Err(status), Some(opened)),
+        };
+        locks.pending(|p| p.end(claim));
+        outcome
+    });
+    // A mount refused at publish gives its volume back outside the mutex.
+    drop(refused);
+    result
+}
