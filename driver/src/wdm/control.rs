@@ -48,8 +48,12 @@ use crate::abi::{
     MOUNT_PROTECT_HIDDEN, MOUNT_READ_ONLY, MOUNT_SHARED,
 };
 use crate::access::{self, Caller, Operation, Sid};
+use crate::control::last_reference::wait_until_sole;
+use crate::control::order::{self, Candidate, Next};
+use crate::control::pending::{self, ControlLocks, Pending, SHUTTING_DOWN};
+use crate::control::shutdown::{self as shut, DismountAll, Picked, ShutdownSide};
 use crate::dismount::{self as sequence, Teardown};
-use crate::namespace::{UniqueId, VolumeNames};
+use crate::namespace::{PreparedLinks, UniqueId, VolumeNames};
 use crate::platform::{Lock, Thread, UpperRequest};
 use crate::registry::{Config, Gate, Gates, Note, Tunables, ALL_VALUE_NAMES, DRIVER_GATES};
 use crate::volume::{MountParams, Volume};
@@ -99,6 +103,25 @@ struct DriverState {
     /// The system thread of the last dismount IOCTL (W1), joined by the next one and by
     /// Unload, so none runs in the image after it is gone (W3).
     workers: SpinLock<Vec<SystemThread>>,
+    /// Mounts between their claim and their publish (R13: a mount opens and probes its host
+    /// without the control mutex, `crate::control::pending`); closed by shutdown and Unload.
+    pending: SpinLock<Pending>,
+    /// Shutdown's dismount thread when its bounded wait ran out: it runs on with everything it
+    /// uses (`crate::control::shutdown`); Unload (if it ever comes) joins it.
+    shutdown_worker: SpinLock<Option<SystemThread>>,
+}
+
+/// The control mutex and the mounts in progress, as `crate::control::pending::mount` takes
+/// them.
+struct Locks<'a>(&'a DriverState);
+
+impl ControlLocks for Locks<'_> {
+    fn serialized<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.0.control_mutex.with(f)
+    }
+    fn pending<R>(&self, f: impl FnOnce(&mut Pending) -> R) -> R {
+        self.0.pending.with(f)
+    }
 }
 
 /// A mounted volume in the table: its device and the user who mounted it (W4).
@@ -107,6 +130,22 @@ struct Entry {
     owner: Sid,
     /// A dismount runs for it (a second one is refused as in use; shutdown skips it).
     dismounting: bool,
+}
+
+/// W1: the forced dismount of every volume orders the table by the host relation
+/// (`crate::control::order`): a volume whose host file lives on another volume's device goes
+/// first.
+impl Candidate for Entry {
+    fn id(&self) -> u32 {
+        self.device.mounted().id
+    }
+    fn busy(&self) -> bool {
+        self.dismounting
+    }
+    fn hosted_on(&self, other: &Self) -> bool {
+        let below = self.device.mounted().volume.host().own_volume_below();
+        below == Some(other.device.device_object().as_ptr() as usize)
+    }
 }
 
 /// A dismount IOCTL's volume, claimed in the caller's thread (checks done), done on a system
@@ -328,6 +367,8 @@ pub unsafe fn driver_entry(
         dismount_mutex,
         claims_pending: AtomicUsize::new(0),
         workers: SpinLock::new(Vec::new()),
+        pending: SpinLock::new(Pending::new()),
+        shutdown_worker: SpinLock::new(None),
     });
     let state = match state {
         Ok(state) => state,
@@ -429,9 +470,15 @@ fn self_test(device: *mut DEVICE_OBJECT) {
 
 unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
     if let Some(state) = state() {
+        // No mount publishes from here on. None is in progress: a mount IOCTL holds a handle
+        // to the control device, and the I/O manager unloads only a driver none is open on.
+        state.pending.with(|p| p.close(nts::DELETE_PENDING));
         // W3: Unload runs only with no volume mounted (it is cleared meanwhile); dismounting
         // whatever is left is the defensive path (W1, forced), after the last dismount
-        // thread finished, as at shutdown.
+        // thread (and shutdown's, if its wait ran out) finished.
+        if let Some(worker) = state.shutdown_worker.with(Option::take) {
+            worker.join();
+        }
         for worker in state.workers.with(core::mem::take) {
             worker.join();
         }
@@ -549,30 +596,114 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
     };
     if let Some(state) = state() {
         log("vcdirect: shutdown: dismounting every volume (forced)");
-        // No control IOCTL runs meanwhile (no mount can add a volume behind the loop), and a
-        // dismount IOCTL's thread finishes first (its volume is then gone, or unclaimed and
-        // dismounted here). The workers never take the control mutex: no deadlock.
-        state.control_mutex.with(|| {
-            // No new claim meanwhile (claims take the control mutex); a claim already made
-            // hands its volume to a thread under the dismount mutex soon: wait until none is
-            // pending, joining each dismount thread, so the loop below skips no volume a
-            // dismount was about to start on.
-            loop {
-                state.dismount_mutex.with(|| {
-                    for worker in state.workers.with(core::mem::take) {
-                        worker.join();
-                    }
-                });
-                if state.claims_pending.load(Ordering::Acquire) == 0 {
-                    break;
-                }
-                super::dismount::wait_ms(10);
+        // No mount publishes and no dismount is claimed from here on (both look under the
+        // control mutex; closing takes only the table's spin lock, so a publish waiting on
+        // the mount manager does not hold shutdown up). Mounts still opening their hosts give
+        // their volumes back when their opens return; nobody waits for them.
+        let opening = state.pending.with(|p| p.close(SHUTTING_DOWN));
+        if opening > 0 {
+            // SAFETY: NUL-terminated format with one `%u` argument.
+            unsafe {
+                DbgPrint(
+                    c"vcdirect: shutdown: %u mounts in progress will not publish\n".as_ptr(),
+                    opening,
+                )
+            };
+        }
+        // The dismounts run on a thread of ours; shutdown waits for it a bounded time only.
+        match shut::shutdown(&KernelShutdown(state), shut::SHUTDOWN_WAIT_MS) {
+            shut::Outcome::Finished => log("vcdirect: shutdown: every volume dismounted"),
+            shut::Outcome::Inline => {
+                log("vcdirect: shutdown: no thread: every volume dismounted on shutdown's")
             }
-            dismount_all_forced(state);
-        });
+            // SAFETY: NUL-terminated format with two `%u` arguments.
+            shut::Outcome::Left(n) => unsafe {
+                DbgPrint(
+                    c"vcdirect: shutdown: %u volumes left mounted after %u ms; shutdown goes on\n"
+                        .as_ptr(),
+                    n as u32,
+                    shut::SHUTDOWN_WAIT_MS,
+                );
+            },
+        }
     }
     irp.complete(Status::Success, 0);
     nt(Status::Success)
+}
+
+/// Shutdown's side of `crate::control::shutdown`: its dismount thread, the bounded wait on it
+/// (a thread of this driver: R13), and the volumes left.
+struct KernelShutdown(&'static DriverState);
+
+impl ShutdownSide for KernelShutdown {
+    type Worker = SystemThread;
+    fn start(&self) -> Result<SystemThread, Status> {
+        // W6: the body is allocated fallibly; without it (or a thread) the dismounts run on
+        // shutdown's thread.
+        let body = pool::try_box(|| {
+            // The driver state outlives this thread: Unload joins it before freeing it.
+            if let Some(state) = state() {
+                shutdown_dismounts(state);
+            }
+        })?;
+        SystemThread::spawn(body)
+    }
+    fn wait(&self, worker: &SystemThread, ms: Option<u32>) -> bool {
+        worker.wait_for(ms)
+    }
+    fn run_here(&self) {
+        shutdown_dismounts(self.0);
+    }
+    fn keep(&self, worker: SystemThread) {
+        // It runs on with its references (nothing it uses is freed); Unload would join it.
+        self.0.shutdown_worker.with(|w| *w = Some(worker));
+    }
+    fn each_left(&self, f: &mut dyn FnMut(u32)) {
+        // One id at a time out of the spin lock (the log is written outside it).
+        for at in 0.. {
+            let Some(id) = self.0.volumes.with(|v| v.get(at).map(|e| e.device.mounted().id))
+            else {
+                break;
+            };
+            f(id);
+        }
+    }
+    fn log_left(&self, id: u32, waited_ms: u32) {
+        // SAFETY: NUL-terminated format with two `%u` arguments.
+        unsafe {
+            DbgPrint(
+                c"vcdirect: shutdown: VcVolume%u not dismounted after %u ms: left as it is\n"
+                    .as_ptr(),
+                id,
+                waited_ms,
+            )
+        };
+    }
+}
+
+/// Shutdown's dismount thread: every volume, forced, in host order (each on a thread of its
+/// own, so one that never finishes holds up only the volumes its host lives on), then the
+/// dismount IOCTLs' threads joined; again while a claim was handed back.
+///
+/// IRQL: PASSIVE_LEVEL, on a system thread of this driver.
+fn shutdown_dismounts(state: &DriverState) {
+    // A publish or a dismount claim that looked before the close has ended its step under
+    // the control mutex: its volume is in the table, or its claim counted.
+    state.control_mutex.with(|| ());
+    loop {
+        dismount_all_forced(state);
+        state.dismount_mutex.with(|| {
+            for worker in state.workers.with(core::mem::take) {
+                worker.join();
+            }
+        });
+        let claimed = state.claims_pending.load(Ordering::Acquire) != 0;
+        // A dismount IOCTL refused (not forced) gives its volume back: dismounted here next.
+        if !claimed && state.volumes.with(|v| v.iter().all(|e| e.dismounting)) {
+            break;
+        }
+        super::dismount::wait_ms(10);
+    }
 }
 
 /// W3: DriverUnload is cleared while any volume is mounted (a legacy driver cannot veto an
@@ -749,12 +880,6 @@ struct TableTeardown<'a> {
 }
 
 impl Teardown for TableTeardown<'_> {
-    fn writable(&self) -> bool {
-        self.device
-            .borrow()
-            .as_ref()
-            .is_some_and(|d| d.mounted().flags & MOUNT_READ_ONLY == 0)
-    }
     fn keep_driver_loaded(&self) {
         if !UNLOAD_DISABLED.swap(true, Ordering::AcqRel) {
             // SAFETY: NUL-terminated format with one `%u` argument.
@@ -789,9 +914,16 @@ impl Teardown for TableTeardown<'_> {
             allow_unload(self.state, !v.is_empty());
             entry
         });
-        // The last reference normally (a concurrent status call may hold another for a
-        // moment): its Drop deletes the device at PASSIVE_LEVEL, here.
         drop(entry);
+        // W1: a status or erase-keys IOCTL that found the volume before its entry went may
+        // hold a reference for a moment (only while it builds its reply, under the control
+        // mutex, waiting on nothing of ours): wait until ours is the last, so its Drop
+        // deletes the device here, before the handle is closed and the dismount completes,
+        // never afterwards in that IOCTL's thread (`crate::control::last_reference`).
+        wait_until_sole(
+            || Arc::strong_count(&ours),
+            || super::dismount::wait_ms(1),
+        );
         drop(ours);
         // SAFETY: NUL-terminated format with one `%u` argument.
         unsafe { DbgPrint(c"vcdirect: VcVolume%u deleted\n".as_ptr(), self.id) };
@@ -804,9 +936,10 @@ impl Teardown for TableTeardown<'_> {
 /// into the teardown, so its `delete_device` drops the last reference (the device is deleted
 /// there, before the handle is closed, not when this function returns).
 ///
-/// IRQL: PASSIVE_LEVEL. Threads: our dismount thread (the dismount IOCTL) and the thread that
-/// sends IRP_MJ_SHUTDOWN (`dismount_all_forced`), which holds the control mutex for the whole
-/// sequence, its waits included.
+/// IRQL: PASSIVE_LEVEL. Threads: our dismount thread (the dismount IOCTL), and the threads of
+/// `dismount_all_forced` (shutdown's dismount thread, Unload); none holds the control mutex,
+/// so a sequence waiting for its file system or its host holds up no control IOCTL (and the
+/// last-reference wait in `TableTeardown::delete_device` never waits for its own holder).
 fn dismount_volume(
     state: &DriverState,
     device: Arc<VolumeDevice>,
@@ -910,22 +1043,73 @@ fn undo_publish(state: &DriverState, device: Arc<VolumeDevice>) {
     }
 }
 
-/// Dismounts every volume no dismount runs for, forced (shutdown, Unload), the highest id first:
-/// a volume mounted from a file or partition of another of our volumes (nested) was mounted
-/// after its host, so it goes before it.
+/// Dismounts every volume no dismount runs for, forced (shutdown, Unload), in the order of
+/// the host relation (`crate::control::order`: a volume whose host file lives on another of
+/// our volumes goes first, whatever the ids), each on a system thread of its own as soon as
+/// nothing still in the table lives on it (`crate::control::shutdown::dismount_all`), and
+/// returns once each has finished.
+///
+/// IRQL: PASSIVE_LEVEL (Unload, shutdown's dismount thread).
 fn dismount_all_forced(state: &DriverState) {
-    loop {
-        let next = state.volumes.with(|v| {
-            v.iter_mut()
-                .filter(|e| !e.dismounting)
-                .max_by_key(|e| e.device.mounted().id)
-                .map(|e| {
-                    e.dismounting = true;
-                    Arc::clone(&e.device)
-                })
+    shut::dismount_all(&ForcedAll {
+        state,
+        started: SpinLock::new(Vec::new()),
+    });
+}
+
+/// The table's side of `crate::control::shutdown::dismount_all`.
+struct ForcedAll<'a> {
+    state: &'a DriverState,
+    /// The threads started, joined at the end.
+    started: SpinLock<Vec<SystemThread>>,
+}
+
+impl DismountAll for ForcedAll<'_> {
+    type Volume = Arc<VolumeDevice>;
+    fn next(&self) -> Picked<Arc<VolumeDevice>> {
+        self.state.volumes.with(|v| match order::decide(v) {
+            Next::Dismount(at) => {
+                v[at].dismounting = true;
+                Picked::Dismount(Arc::clone(&v[at].device))
+            }
+            Next::Wait => Picked::Wait,
+            Next::Done => Picked::Done,
+        })
+    }
+    fn start(&self, device: Arc<VolumeDevice>) -> Result<(), Arc<VolumeDevice>> {
+        // W6: the thread's room and body are allocated fallibly; without them (or a thread)
+        // the dismount runs on the calling thread.
+        if self.started.with(|s| s.try_reserve(1)).is_err() {
+            return Err(device);
+        }
+        let back = Arc::clone(&device);
+        let body = pool::try_box(move || {
+            // The driver state outlives this thread: `join_started` joins it before the
+            // caller (Unload, or shutdown's thread, which Unload joins) returns.
+            if let Some(state) = state() {
+                let _ = dismount_volume(state, device, true);
+            }
         });
-        let Some(device) = next else { break };
-        let _ = dismount_volume(state, device, true);
+        match body.and_then(|body| SystemThread::spawn(body)) {
+            Ok(thread) => {
+                // The sequence's delete waits for this reference too (`wait_until_sole`).
+                drop(back);
+                self.started.with(|s| s.push(thread));
+                Ok(())
+            }
+            Err(_) => Err(back),
+        }
+    }
+    fn dismount_here(&self, device: Arc<VolumeDevice>) {
+        let _ = dismount_volume(self.state, device, true);
+    }
+    fn pause(&self) {
+        super::dismount::wait_ms(10);
+    }
+    fn join_started(&self) {
+        for thread in self.started.with(core::mem::take) {
+            thread.join();
+        }
     }
 }
 
@@ -937,7 +1121,8 @@ fn abi_err(e: AbiError) -> Status {
     e.status()
 }
 
-/// Runs one control IOCTL under the control mutex. Input is copied out of the system buffer,
+/// Runs one control IOCTL (under the control mutex, but a mount's host open and probe: R13).
+/// Input is copied out of the system buffer,
 /// which is then wiped, before the reply is written over it; a reply larger than the caller's
 /// output buffer is STATUS_BUFFER_TOO_SMALL. With no driver state (not ready) or an unknown
 /// code the system buffer is wiped all the same and the request refused.
@@ -988,20 +1173,26 @@ fn control_ioctl(
     };
     // W5: `serve` copies the input out and zeroes the whole system buffer before the handler
     // runs, so no request byte (a mount's key) is left in it on any path out.
-    state.control_mutex.with(|| {
-        abi::buffer::serve(
-            buf,
-            input_len as usize,
-            output_len as usize,
-            |input, output_len| {
-                let caller = identity::caller()?;
-                handle(state, &caller, code, input, output_len, claim)
-            },
-        )
-    })
+    abi::buffer::serve(
+        buf,
+        input_len as usize,
+        output_len as usize,
+        |input, output_len| {
+            let caller = identity::caller()?;
+            match code {
+                // R13: a mount takes the control mutex itself for the steps that need it,
+                // never while it opens and probes its host (`mount_volume`).
+                abi::IOCTL_MOUNT => mount(state, &caller, input, output_len),
+                _ => state
+                    .control_mutex
+                    .with(|| handle(state, &caller, code, input, output_len, claim)),
+            }
+        },
+    )
 }
 
-/// Runs one control IOCTL for `caller`, who the policy checks before anything changes.
+/// Runs one control IOCTL but a mount for `caller`, who the policy checks before anything
+/// changes, under the control mutex.
 fn handle(
     state: &DriverState,
     caller: &Caller,
@@ -1011,7 +1202,6 @@ fn handle(
     claim: &mut Option<Claim>,
 ) -> Reply {
     match code {
-        abi::IOCTL_MOUNT => mount(state, caller, input, output_len),
         abi::IOCTL_DISMOUNT => claim_dismount(state, caller, input, claim),
         abi::IOCTL_LIST => list(state, caller, input, output_len),
         abi::IOCTL_STATUS => status(state, caller, input, output_len),
@@ -1132,6 +1322,11 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
     mount_volume(state, caller, input, output_len)
 }
 
+/// A mount (R13: no control mutex while the host is opened and probed): its checks, unique id
+/// and letter claim under the control mutex; the host's open and probe, the volume and its
+/// still initializing device without it (`open_volume`); the publish under the mutex again
+/// (`publish_volume`), or, when shutdown or Unload closed the table meanwhile, everything
+/// given back (STATUS_SYSTEM_SHUTDOWN). The sequence is `crate::control::pending::mount`.
 fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
     let request = MountRequest::parse(input, cfg!(feature = "wine-host")).map_err(abi_err)?;
     // Refused before any host open.
@@ -1139,8 +1334,29 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
     if output_len < MountReply::SIZE {
         return Err(nts::BUFFER_TOO_SMALL);
     }
-    if let Some(c) = request.drive_letter {
-        // Any user's volume holds the letter (the control mutex keeps it so until we add ours).
+    let letter = request.drive_letter;
+    let unique_id = core::cell::Cell::new(None);
+    pending::mount(
+        &Locks(state),
+        letter,
+        || {
+            unique_id.set(Some(check_mount(state, letter)?));
+            Ok(())
+        },
+        || {
+            let id = unique_id.take().ok_or(Status::InvalidParameter)?;
+            open_volume(state, caller, &request, id)
+        },
+        |opened| publish_volume(state, opened),
+    )
+}
+
+/// A mount's checks under the control mutex: the letter free (the table, and any link of
+/// that name the caller could see), and the mount manager's unique id of the volume. A letter
+/// claimed by a mount in progress is refused by the claim that follows.
+fn check_mount(state: &DriverState, letter: Option<char>) -> Result<UniqueId, Status> {
+    if let Some(c) = letter {
+        // Any user's volume holds the letter.
         if state
             .volumes
             .with(|v| v.iter().any(|e| e.is(Target::Letter(c))))
@@ -1154,14 +1370,49 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
     // W2: the mount manager's unique id of this volume: its letter's (one database entry per
     // letter, whatever the number of mounts), or fresh bytes without a letter (never the slot).
     // A mounted volume may answer the letter's id already (moved to another letter with
-    // mountvol): then fresh bytes, so one id never belongs to two live volumes.
+    // mountvol): then fresh bytes, so one id never belongs to two live volumes. A mount in
+    // progress holds another letter (the claim), so it never has this letter's id.
     let live = |id: &UniqueId| {
         state.volumes.with(|v| {
             v.iter()
                 .any(|e| e.device.mounted().names.unique_id() == id.as_bytes())
         })
     };
-    let unique_id = UniqueId::for_mount(request.drive_letter, live, fresh_uuid)?;
+    UniqueId::for_mount(letter, live, fresh_uuid)
+}
+
+/// A mount's volume and device, made without the control mutex and not yet published. Dropped
+/// unpublished (a failure, or shutdown meanwhile), it deletes the device (which dismounts the
+/// volume and closes the host) and ends the mount's DriverUnload hold.
+struct Opened<'a> {
+    state: &'a DriverState,
+    device: Option<Arc<VolumeDevice>>,
+    prepared: Option<PreparedLinks>,
+    owner: Sid,
+    id: u32,
+    letter: Option<char>,
+}
+
+impl Drop for Opened<'_> {
+    fn drop(&mut self) {
+        if let Some(device) = self.device.take() {
+            // Never published: no link, no file system; its only reference.
+            drop(device);
+            restore_unload(self.state);
+        }
+    }
+}
+
+/// The part of a mount that may wait on its host, in the caller's thread without the control
+/// mutex: the user's context, the host's open and probe, the volume, and its device created
+/// still initializing (no links). Everything fallible of the mount but the table's room and
+/// the links happens here.
+fn open_volume<'a>(
+    state: &'a DriverState,
+    caller: &Caller,
+    request: &MountRequest,
+    unique_id: UniqueId,
+) -> Result<Opened<'a>, Status> {
     let asked_read_only = request.flags & MOUNT_READ_ONLY != 0;
     // R11: the mounting user's context, captured in the caller's thread.
     let security = ClientSecurity::capture()?;
@@ -1206,10 +1457,8 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
         volume.dismount();
         return Err(status);
     }
-    // W6: the volume table's room for this entry, reserved before the device exists (mounts
-    // run one at a time under the control mutex; removals only free room), so the push below
-    // allocates nothing; and the owner's SID copied for the entry. Both ask the injection.
-    let owner = match reserve_entry(state).and_then(|()| caller.sid.try_clone()) {
+    // W6: the owner's SID copied for the entry (asks the injection).
+    let owner = match caller.sid.try_clone() {
         Ok(owner) => owner,
         Err(status) => {
             volume.dismount();
@@ -1251,11 +1500,28 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
             return Err(status);
         }
     };
-    // Everything fallible of the mount is done but the links: the entry is ready before the
-    // device is published, and the push below allocates nothing (room reserved above).
+    Ok(Opened {
+        state,
+        device: Some(device),
+        prepared: Some(prepared),
+        owner,
+        id,
+        letter: request.drive_letter,
+    })
+}
+
+/// The end of a mount, under the control mutex: the table's room, the links, the entry.
+fn publish_volume(state: &DriverState, mut opened: Opened<'_>) -> Reply {
+    // W6: the volume table's room for this entry, reserved under the control mutex (publishes
+    // run one at a time under it; removals only free room), so the push below allocates
+    // nothing. A failure drops `opened`: device deleted, volume dismounted, hold ended.
+    reserve_entry(state)?;
+    let (Some(device), Some(prepared)) = (opened.device.take(), opened.prepared.take()) else {
+        return Err(Status::InvalidParameter);
+    };
     let entry = Entry {
         device,
-        owner,
+        owner: opened.owner.clone(),
         dismounting: false,
     };
     if let Err(status) = entry.device.publish(prepared) {
@@ -1274,8 +1540,8 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
     // W6: a fixed-size reply: nothing can fail once the volume is in the table.
     Ok(Answer::Small(
         MountReply {
-            volume_id: id,
-            drive_letter: request.drive_letter,
+            volume_id: opened.id,
+            drive_letter: opened.letter,
         }
         .build(),
     ))
@@ -1305,6 +1571,8 @@ fn claim_dismount(
 ) -> Reply {
     let request = VolumeRequest::parse(input).map_err(abi_err)?;
     let force = request.flags & DISMOUNT_FORCE != 0;
+    // Shutdown or Unload dismounts every volume itself: no new claim once it began.
+    state.pending.with(|p| p.may_publish())?;
     let device = state.volumes.with(|v| {
         let entry = v
             .iter_mut()
