@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 
 use vcdirect::control::last_reference::wait_until_sole;
 use vcdirect::control::order::{decide, forced_order, Candidate, Next};
-use vcdirect::control::pending::{
-    self, ControlLocks, Pending, LETTER_CLAIMED, SHUTTING_DOWN,
-};
+use vcdirect::control::pending::{self, ControlLocks, Pending, LETTER_CLAIMED, SHUTTING_DOWN};
 use vcdirect::control::shutdown::{
     dismount_all, shutdown, DismountAll, Outcome, Picked, ShutdownSide,
 };
@@ -67,7 +65,11 @@ impl Candidate for Vol {
 fn check_order(volumes: &[Vol], order: &[u32]) -> Vec<String> {
     let mut v = Vec::new();
     if order.len() != volumes.len() {
-        v.push(format!("W1: {} of {} volumes dismounted", order.len(), volumes.len()));
+        v.push(format!(
+            "W1: {} of {} volumes dismounted",
+            order.len(),
+            volumes.len()
+        ));
     }
     for x in volumes {
         let Some(host) = x.on else { continue };
@@ -88,12 +90,28 @@ fn check_order(volumes: &[Vol], order: &[u32]) -> Vec<String> {
 fn order_table() -> Vec<(&'static str, Vec<Vol>, Vec<u32>)> {
     vec![
         ("none", vec![], vec![]),
-        ("unrelated: highest id first", vec![vol(3, None), vol(9, None), vol(5, None)], vec![9, 5, 3]),
-        ("nested mounted after its host", vec![vol(1, None), vol(2, Some(1))], vec![2, 1]),
+        (
+            "unrelated: highest id first",
+            vec![vol(3, None), vol(9, None), vol(5, None)],
+            vec![9, 5, 3],
+        ),
+        (
+            "nested mounted after its host",
+            vec![vol(1, None), vol(2, Some(1))],
+            vec![2, 1],
+        ),
         // Ids start at a random value per load and wrap: the nested volume can have the
         // lower id; highest id first would take its host away first.
-        ("nested with the lower id", vec![vol(7, None), vol(4, Some(7))], vec![4, 7]),
-        ("wrapped ids", vec![vol(u32::MAX, None), vol(0, Some(u32::MAX))], vec![0, u32::MAX]),
+        (
+            "nested with the lower id",
+            vec![vol(7, None), vol(4, Some(7))],
+            vec![4, 7],
+        ),
+        (
+            "wrapped ids",
+            vec![vol(u32::MAX, None), vol(0, Some(u32::MAX))],
+            vec![0, u32::MAX],
+        ),
         (
             "a chain of three",
             vec![vol(2, Some(5)), vol(5, Some(9)), vol(9, None)],
@@ -106,7 +124,12 @@ fn order_table() -> Vec<(&'static str, Vec<Vol>, Vec<u32>)> {
         ),
         (
             "a host of another's host",
-            vec![vol(10, None), vol(4, Some(6)), vol(6, Some(10)), vol(12, None)],
+            vec![
+                vol(10, None),
+                vol(4, Some(6)),
+                vol(6, Some(10)),
+                vol(12, None),
+            ],
             vec![12, 4, 6, 10],
         ),
     ]
@@ -118,7 +141,11 @@ fn w1_forced_dismount_order_follows_the_host_relation() {
     for (name, volumes, want) in order_table() {
         let order = forced_order(&volumes);
         assert_eq!(order, want, "{name}");
-        assert_eq!(check_order(&volumes, &order), Vec::<String>::new(), "{name}");
+        assert_eq!(
+            check_order(&volumes, &order),
+            Vec::<String>::new(),
+            "{name}"
+        );
     }
     // A host whose nested volume a dismount IOCTL is dismounting waits for it; a free one
     // goes meanwhile; nothing left but busy ones: done.
@@ -186,13 +213,19 @@ impl Control {
     fn status(&self, id: u32) -> Result<char, Status> {
         self.serialized(|| {
             let t = self.table.lock().unwrap();
-            t.0.iter().find(|e| e.0 == id).map(|e| e.1).ok_or(Status::DeviceNotReady)
+            t.0.iter()
+                .find(|e| e.0 == id)
+                .map(|e| e.1)
+                .ok_or(Status::DeviceNotReady)
         })
     }
     fn dismount(&self, id: u32) -> Result<(), Status> {
         self.serialized(|| {
             let mut t = self.table.lock().unwrap();
-            let at = t.0.iter().position(|e| e.0 == id).ok_or(Status::DeviceNotReady)?;
+            let at =
+                t.0.iter()
+                    .position(|e| e.0 == id)
+                    .ok_or(Status::DeviceNotReady)?;
             t.0.remove(at);
             Ok(())
         })
@@ -273,7 +306,11 @@ fn check_stalled_open() -> Vec<String> {
     let closes = Arc::new(Mutex::new(0));
     let (opening_tx, opening_rx) = mpsc::channel();
     let stalled = {
-        let (c, s, closes) = (Arc::clone(&control), Arc::clone(&stall), Arc::clone(&closes));
+        let (c, s, closes) = (
+            Arc::clone(&control),
+            Arc::clone(&stall),
+            Arc::clone(&closes),
+        );
         thread::spawn(move || {
             c.mount(1, 'S', move || {
                 let _ = opening_tx.send(());
@@ -282,7 +319,9 @@ fn check_stalled_open() -> Vec<String> {
             })
         })
     };
-    opening_rx.recv_timeout(ANSWER).expect("the stalled mount reached its open");
+    opening_rx
+        .recv_timeout(ANSWER)
+        .expect("the stalled mount reached its open");
     let blocked = |what: &str| format!("R13: {what} waited for a stalled host's open");
     match within(&control, |c| c.list()) {
         Some(list) if list.is_empty() => {}
@@ -318,7 +357,9 @@ fn check_stalled_open() -> Vec<String> {
         })
     }) {
         Some(Err(LETTER_CLAIMED)) if !*opened.lock().unwrap() => {}
-        Some(other) => v.push(format!("R13: a mount of a claimed letter answered {other:?}")),
+        Some(other) => v.push(format!(
+            "R13: a mount of a claimed letter answered {other:?}"
+        )),
         None => v.push(blocked("a mount of the claimed letter")),
     }
     match within(&control, |c| c.dismount(2)) {
@@ -336,7 +377,9 @@ fn check_stalled_open() -> Vec<String> {
     // After the fault's run the mount published before shutdown closed the table.
     if v.is_empty() {
         if result != Err(SHUTTING_DOWN) {
-            v.push(format!("R13: the stalled mount ended with {result:?} after shutdown"));
+            v.push(format!(
+                "R13: the stalled mount ended with {result:?} after shutdown"
+            ));
         }
         if *closes.lock().unwrap() != 1 {
             v.push("R13: the refused mount did not close its host".into());
@@ -359,12 +402,24 @@ fn r13_a_stalled_host_open_blocks_no_other_control_ioctl() {
     // claim ends: a second mount of the letter is then refused by the table.
     let control = Arc::new(Control::default());
     let closes = Arc::new(Mutex::new(0));
-    assert_eq!(control.mount(5, 'V', || Ok(Host(Arc::clone(&closes)))), Ok(5));
-    assert_eq!(control.mount(6, 'V', || Ok(Host(Arc::clone(&closes)))), Err(LETTER_CLAIMED));
+    assert_eq!(
+        control.mount(5, 'V', || Ok(Host(Arc::clone(&closes)))),
+        Ok(5)
+    );
+    assert_eq!(
+        control.mount(6, 'V', || Ok(Host(Arc::clone(&closes)))),
+        Err(LETTER_CLAIMED)
+    );
     assert_eq!(control.pending(|p| p.in_progress()), 0);
     // A failed open ends the claim: the letter is free again.
-    assert_eq!(control.mount(7, 'W', || Err(Status::DeviceNotReady)), Err(Status::DeviceNotReady));
-    assert_eq!(control.mount(8, 'W', || Ok(Host(Arc::clone(&closes)))), Ok(8));
+    assert_eq!(
+        control.mount(7, 'W', || Err(Status::DeviceNotReady)),
+        Err(Status::DeviceNotReady)
+    );
+    assert_eq!(
+        control.mount(8, 'W', || Ok(Host(Arc::clone(&closes)))),
+        Ok(8)
+    );
 }
 
 #[test]
@@ -374,7 +429,9 @@ fn r13_checks_catch_a_mount_that_opens_its_host_under_the_control_mutex() {
     let failures = check_stalled_open();
     set_faults(&[]);
     assert!(
-        failures.iter().any(|f| f == "R13: list waited for a stalled host's open"),
+        failures
+            .iter()
+            .any(|f| f == "R13: list waited for a stalled host's open"),
         "{failures:?}"
     );
 }
@@ -468,7 +525,10 @@ impl ShutdownSide for Shut {
     }
     fn wait(&self, worker: &Self::Worker, ms: Option<u32>) -> bool {
         match ms {
-            Some(ms) => worker.1.recv_timeout(Duration::from_millis(ms.into())).is_ok(),
+            Some(ms) => worker
+                .1
+                .recv_timeout(Duration::from_millis(ms.into()))
+                .is_ok(),
             None => worker.1.recv().is_ok(),
         }
     }
@@ -494,7 +554,13 @@ impl ShutdownSide for Shut {
 /// and logged, every other volume was dismounted in host order. The violations.
 fn check_bounded_shutdown() -> Vec<String> {
     let mut v = Vec::new();
-    let volumes = vec![vol(1, None), vol(2, Some(1)), vol(3, Some(6)), vol(6, None), vol(4, None)];
+    let volumes = vec![
+        vol(1, None),
+        vol(2, Some(1)),
+        vol(3, Some(6)),
+        vol(6, None),
+        vol(4, None),
+    ];
     let table = Table::new(volumes.clone(), 3);
     let (tx, rx) = mpsc::channel();
     let t = Arc::clone(&table);
@@ -505,7 +571,9 @@ fn check_bounded_shutdown() -> Vec<String> {
     let outcome = rx.recv_timeout(ANSWER);
     match outcome {
         Ok(Outcome::Left(2)) => {}
-        Ok(other) => v.push(format!("W1: shutdown ended with {other:?}, not two volumes left")),
+        Ok(other) => v.push(format!(
+            "W1: shutdown ended with {other:?}, not two volumes left"
+        )),
         Err(_) => v.push(format!(
             "W1: shutdown still waiting for a volume's dismount after {} ms",
             started.elapsed().as_millis()
@@ -515,7 +583,9 @@ fn check_bounded_shutdown() -> Vec<String> {
         let mut logged = table.logged.lock().unwrap().clone();
         logged.sort();
         if logged != [3, 6] {
-            v.push(format!("W1: shutdown logged {logged:?} as left, not [3, 6]"));
+            v.push(format!(
+                "W1: shutdown logged {logged:?} as left, not [3, 6]"
+            ));
         }
         let order = table.order.lock().unwrap().clone();
         let mut done = order.clone();
@@ -523,7 +593,11 @@ fn check_bounded_shutdown() -> Vec<String> {
         if done != [1, 2, 4] {
             v.push(format!("W1: shutdown dismounted {order:?}, not 1, 2 and 4"));
         }
-        let rest: Vec<Vol> = volumes.iter().filter(|x| order.contains(&x.id)).cloned().collect();
+        let rest: Vec<Vol> = volumes
+            .iter()
+            .filter(|x| order.contains(&x.id))
+            .cloned()
+            .collect();
         v.extend(check_order(&rest, &order));
         // Left as it is: the stalled volume and its host are still in the table.
         let left: Vec<u32> = table.volumes.lock().unwrap().iter().map(|x| x.id).collect();
@@ -550,7 +624,10 @@ fn w1_shutdown_waits_a_bounded_time_for_its_own_dismount_thread() {
     // Nothing stalls: every volume dismounted in host order, shutdown finished.
     let volumes = vec![vol(1, None), vol(2, Some(1)), vol(3, None)];
     let table = Table::new(volumes.clone(), 0);
-    assert_eq!(shutdown(&Shut(Arc::clone(&table)), 5_000), Outcome::Finished);
+    assert_eq!(
+        shutdown(&Shut(Arc::clone(&table)), 5_000),
+        Outcome::Finished
+    );
     let order = table.order.lock().unwrap().clone();
     assert_eq!(check_order(&volumes, &order), Vec::<String>::new());
     assert!(table.logged.lock().unwrap().is_empty());
@@ -594,7 +671,10 @@ fn w1_the_dismount_sequence_deletes_the_device_whoever_held_a_reference() {
         drop(status_holds);
     });
     held_rx.recv().unwrap();
-    let pauses = wait_until_sole(|| Arc::strong_count(&ours), || thread::sleep(Duration::from_millis(1)));
+    let pauses = wait_until_sole(
+        || Arc::strong_count(&ours),
+        || thread::sleep(Duration::from_millis(1)),
+    );
     drop(ours);
     steps.lock().unwrap().push("handle closed");
     status.join().unwrap();

@@ -47,9 +47,8 @@ pub fn next_forced<C: Candidate>(volumes: &[C]) -> Option<usize> {
 /// [`next_forced`] with the reason when it returns nothing.
 pub fn decide<C: Candidate>(volumes: &[C]) -> Next {
     let free = || volumes.iter().enumerate().filter(|(_, v)| !v.busy());
-    let highest = |it: &mut dyn Iterator<Item = (usize, &C)>| {
-        it.max_by_key(|(_, v)| v.id()).map(|(i, _)| i)
-    };
+    let highest =
+        |it: &mut dyn Iterator<Item = (usize, &C)>| it.max_by_key(|(_, v)| v.id()).map(|(i, _)| i);
     if free().next().is_none() {
         return Next::Done;
     }

@@ -429,10 +429,7 @@ mod tests {
     fn w1_dismount_refused_without_force_is_in_use() {
         let r = Recorder::new(Ok(()), Err(DENIED));
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
-        assert_eq!(
-            r.steps(),
-            [Step::Lock, Step::Dismount, Step::Release]
-        );
+        assert_eq!(r.steps(), [Step::Lock, Step::Dismount, Step::Release]);
         // An already dismounted filesystem is a dismount that happened.
         let r = Recorder::new(Ok(()), Err(VOLUME_DISMOUNTED));
         assert!(run(&mut Above(&r), &r, false).is_ok());
@@ -469,7 +466,11 @@ mod tests {
                 "referenced {referenced}, forced {force}, lock {lock:?}"
             );
             assert_eq!(report.referenced, referenced);
-            let want = if latched { order_keeping_driver() } else { ORDER.to_vec() };
+            let want = if latched {
+                order_keeping_driver()
+            } else {
+                ORDER.to_vec()
+            };
             assert_eq!(r.steps(), want);
             assert_eq!(keeps_driver(referenced, force, lock), latched);
         }

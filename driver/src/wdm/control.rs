@@ -661,7 +661,10 @@ impl ShutdownSide for KernelShutdown {
     fn each_left(&self, f: &mut dyn FnMut(u32)) {
         // One id at a time out of the spin lock (the log is written outside it).
         for at in 0.. {
-            let Some(id) = self.0.volumes.with(|v| v.get(at).map(|e| e.device.mounted().id))
+            let Some(id) = self
+                .0
+                .volumes
+                .with(|v| v.get(at).map(|e| e.device.mounted().id))
             else {
                 break;
             };
@@ -920,10 +923,7 @@ impl Teardown for TableTeardown<'_> {
         // mutex, waiting on nothing of ours): wait until ours is the last, so its Drop
         // deletes the device here, before the handle is closed and the dismount completes,
         // never afterwards in that IOCTL's thread (`crate::control::last_reference`).
-        wait_until_sole(
-            || Arc::strong_count(&ours),
-            || super::dismount::wait_ms(1),
-        );
+        wait_until_sole(|| Arc::strong_count(&ours), || super::dismount::wait_ms(1));
         drop(ours);
         // SAFETY: NUL-terminated format with one `%u` argument.
         unsafe { DbgPrint(c"vcdirect: VcVolume%u deleted\n".as_ptr(), self.id) };
