@@ -163,22 +163,27 @@ where
         check()?;
         locks.pending(|p| p.claim(letter))
     })?;
-    let opened = match open() {
-        Ok(opened) => opened,
+    // One slot for the opened value (W13: the kernel's control path counts this frame).
+    let mut opened = match open() {
+        Ok(opened) => Some(opened),
         Err(status) => {
             locks.pending(|p| p.end(claim));
             return Err(status);
         }
     };
-    let (result, refused) = locks.serialized(|| {
-        let outcome = match locks.pending(|p| p.may_publish()) {
-            Ok(()) => (publish(opened), None),
-            Err(status) => (Err(status), Some(opened)),
+    let result = locks.serialized(|| {
+        let result = match (locks.pending(|p| p.may_publish()), opened.take()) {
+            (Ok(()), Some(value)) => publish(value),
+            (Err(status), value) => {
+                opened = value;
+                Err(status)
+            }
+            (Ok(()), None) => Err(Status::InvalidParameter),
         };
         locks.pending(|p| p.end(claim));
-        outcome
+        result
     });
     // A mount refused at publish gives its volume back outside the mutex.
-    drop(refused);
+    drop(opened);
     result
 }

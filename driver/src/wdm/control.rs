@@ -1354,6 +1354,7 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
 /// A mount's checks under the control mutex: the letter free (the table, and any link of
 /// that name the caller could see), and the mount manager's unique id of the volume. A letter
 /// claimed by a mount in progress is refused by the claim that follows.
+#[inline(never)]
 fn check_mount(state: &DriverState, letter: Option<char>) -> Result<UniqueId, Status> {
     if let Some(c) = letter {
         // Any user's volume holds the letter.
@@ -1407,50 +1408,16 @@ impl Drop for Opened<'_> {
 /// mutex: the user's context, the host's open and probe, the volume, and its device created
 /// still initializing (no links). Everything fallible of the mount but the table's room and
 /// the links happens here.
+// Not inlined: the opened host and the mount's parameters stay out of the frames above it,
+// and the device's names out of this one's callee chain (W13).
+#[inline(never)]
 fn open_volume<'a>(
     state: &'a DriverState,
     caller: &Caller,
     request: &MountRequest,
     unique_id: UniqueId,
 ) -> Result<Opened<'a>, Status> {
-    let asked_read_only = request.flags & MOUNT_READ_ONLY != 0;
-    // R11: the mounting user's context, captured in the caller's thread.
-    let security = ClientSecurity::capture()?;
-    let host = KernelHost::open(&OpenParams {
-        path: &request.host_path,
-        read_only: asked_read_only,
-        shared: request.flags & MOUNT_SHARED != 0,
-        wine_driver_name: &request.wine_host_driver_name,
-        own_driver: state.driver,
-    })?;
-    // W11: a write-protected raw host is mounted read-only, as VeraCrypt does (the volume
-    // device gets FILE_READ_ONLY_DEVICE, writes fail with STATUS_MEDIA_WRITE_PROTECTED, the
-    // status reports read-only). The handle keeps the access it was opened with.
-    let read_only = asked_read_only || host.write_protected();
-    let flags = match read_only {
-        true => request.flags | MOUNT_READ_ONLY,
-        false => request.flags,
-    };
-    if read_only && !asked_read_only {
-        log("vcdirect: the host is write-protected: mounted read-only");
-    }
-    crate::volume::geometry::check_sector_size(request.sector_size, &host)?;
-    let (protected_offset, protected_size) = request.protected_range;
-    let params = MountParams {
-        data_offset: request.data_offset,
-        data_size: request.data_size,
-        sector_size: request.sector_size,
-        read_only,
-        hidden: request.flags & MOUNT_HIDDEN != 0,
-        protected_range: (request.flags & MOUNT_PROTECT_HIDDEN != 0)
-            .then(|| protected_offset..protected_offset.saturating_add(protected_size)),
-        gates: DRIVER_GATES.snapshot(),
-        tunables: state.tunables,
-    };
-    // SAFETY: the control device outlives every volume (Unload dismounts them first). The
-    // completion stage makes its own pool of `max_work_items` (`Platform::work_items`).
-    let platform = unsafe { KernelPlatform::new(state.control, Some(security)) }?;
-    let volume = Volume::mount(platform, host, &request.key, params)?;
+    let (volume, flags, read_only) = open_host_volume(state, request)?;
     // W3: no unload may start from here on (DriverUnload cleared before the device exists), and
     // none may be pending already (the probe).
     if let Err(status) = hold_unload(state) {
@@ -1510,7 +1477,56 @@ fn open_volume<'a>(
     })
 }
 
+/// The host's open and probe and the volume on it (`open_volume`'s first part): the volume,
+/// its `MOUNT_*` flags and whether it is read-only.
+#[inline(never)]
+fn open_host_volume(
+    state: &DriverState,
+    request: &MountRequest,
+) -> Result<(Arc<Volume<KernelPlatform>>, u32, bool), Status> {
+    let asked_read_only = request.flags & MOUNT_READ_ONLY != 0;
+    // R11: the mounting user's context, captured in the caller's thread.
+    let security = ClientSecurity::capture()?;
+    let host = KernelHost::open(&OpenParams {
+        path: &request.host_path,
+        read_only: asked_read_only,
+        shared: request.flags & MOUNT_SHARED != 0,
+        wine_driver_name: &request.wine_host_driver_name,
+        own_driver: state.driver,
+    })?;
+    // W11: a write-protected raw host is mounted read-only, as VeraCrypt does (the volume
+    // device gets FILE_READ_ONLY_DEVICE, writes fail with STATUS_MEDIA_WRITE_PROTECTED, the
+    // status reports read-only). The handle keeps the access it was opened with.
+    let read_only = asked_read_only || host.write_protected();
+    let flags = match read_only {
+        true => request.flags | MOUNT_READ_ONLY,
+        false => request.flags,
+    };
+    if read_only && !asked_read_only {
+        log("vcdirect: the host is write-protected: mounted read-only");
+    }
+    crate::volume::geometry::check_sector_size(request.sector_size, &host)?;
+    let (protected_offset, protected_size) = request.protected_range;
+    let params = MountParams {
+        data_offset: request.data_offset,
+        data_size: request.data_size,
+        sector_size: request.sector_size,
+        read_only,
+        hidden: request.flags & MOUNT_HIDDEN != 0,
+        protected_range: (request.flags & MOUNT_PROTECT_HIDDEN != 0)
+            .then(|| protected_offset..protected_offset.saturating_add(protected_size)),
+        gates: DRIVER_GATES.snapshot(),
+        tunables: state.tunables,
+    };
+    // SAFETY: the control device outlives every volume (Unload dismounts them first). The
+    // completion stage makes its own pool of `max_work_items` (`Platform::work_items`).
+    let platform = unsafe { KernelPlatform::new(state.control, Some(security)) }?;
+    let volume = Volume::mount(platform, host, &request.key, params)?;
+    Ok((volume, flags, read_only))
+}
+
 /// The end of a mount, under the control mutex: the table's room, the links, the entry.
+#[inline(never)]
 fn publish_volume(state: &DriverState, mut opened: Opened<'_>) -> Reply {
     // W6: the volume table's room for this entry, reserved under the control mutex (publishes
     // run one at a time under it; removals only free room), so the push below allocates
