@@ -550,7 +550,7 @@ impl ShutdownSide for Shut {
 
 /// Volumes 1 (plain), 2 (its host on 1), 3 (its host on 6; its file system's dismount never
 /// finishes until released, as when a host stops answering), 6, 4 (plain). Shutdown waits
-/// 300 ms: it returns within [`ANSWER`], volume 3 and volume 6 (which holds 3's host) are left
+/// 1 s: it returns within [`ANSWER`], volume 3 and volume 6 (which holds 3's host) are left
 /// and logged, every other volume was dismounted in host order. The violations.
 fn check_bounded_shutdown() -> Vec<String> {
     let mut v = Vec::new();
@@ -566,7 +566,7 @@ fn check_bounded_shutdown() -> Vec<String> {
     let t = Arc::clone(&table);
     let started = Instant::now();
     let shut = thread::spawn(move || {
-        let _ = tx.send(shutdown(&Shut(t), 300));
+        let _ = tx.send(shutdown(&Shut(t), 1_000));
     });
     let outcome = rx.recv_timeout(ANSWER);
     match outcome {

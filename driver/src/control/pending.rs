@@ -187,3 +187,33 @@ where
     drop(opened);
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r13_a_claim_holds_its_letter_until_it_ends_and_close_refuses_the_rest() {
+        let mut p = Pending::new();
+        let s = p.claim(Some('S')).unwrap();
+        assert!(p.letter_claimed('S') && !p.letter_claimed('T'));
+        assert_eq!(p.claim(Some('S')).unwrap_err(), LETTER_CLAIMED);
+        let none = p.claim(None).unwrap();
+        let t = p.claim(Some('T')).unwrap();
+        assert_eq!((p.in_progress(), t.letter()), (3, Some('T')));
+        p.end(s);
+        assert!(!p.letter_claimed('S'));
+        assert_eq!(p.may_publish(), Ok(()));
+        // Shutdown: the two still in progress are counted, none publishes, none is claimed.
+        assert_eq!(p.close(SHUTTING_DOWN), 2);
+        assert_eq!(p.may_publish(), Err(SHUTTING_DOWN));
+        assert_eq!(p.claim(Some('U')).unwrap_err(), SHUTTING_DOWN);
+        // A second close keeps the first reason.
+        p.close(Status::DeviceNotReady);
+        assert_eq!(p.may_publish(), Err(SHUTTING_DOWN));
+        p.end(none);
+        p.end(t);
+        assert_eq!(p.in_progress(), 0);
+        assert!(p.is_closed());
+    }
+}

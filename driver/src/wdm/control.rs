@@ -53,7 +53,7 @@ use crate::control::order::{self, Candidate, Next};
 use crate::control::pending::{self, ControlLocks, Pending, SHUTTING_DOWN};
 use crate::control::shutdown::{self as shut, DismountAll, Picked, ShutdownSide};
 use crate::dismount::{self as sequence, Teardown};
-use crate::namespace::{PreparedLinks, UniqueId, VolumeNames};
+use crate::namespace::{UniqueId, VolumeNames};
 use crate::platform::{Lock, Thread, UpperRequest};
 use crate::registry::{Config, Gate, Gates, Note, Tunables, ALL_VALUE_NAMES, DRIVER_GATES};
 use crate::volume::{MountParams, Volume};
@@ -1388,7 +1388,6 @@ fn check_mount(state: &DriverState, letter: Option<char>) -> Result<UniqueId, St
 struct Opened<'a> {
     state: &'a DriverState,
     device: Option<Arc<VolumeDevice>>,
-    prepared: Option<PreparedLinks>,
     owner: Sid,
     id: u32,
     letter: Option<char>,
@@ -1435,7 +1434,7 @@ fn open_volume<'a>(
     };
     let id = state.next_id.fetch_add(1, Ordering::AcqRel);
     // W6: the names are allocated fallibly, and `create` makes the links' names and records'
-    // room (`prepared`), so nothing of ours allocates after `publish`.
+    // room (kept in the device), so nothing of ours allocates after `publish`.
     let device = VolumeNames::new(id, request.drive_letter, unique_id).and_then(|names| {
         // SAFETY: `state.driver` is our driver object.
         unsafe {
@@ -1450,7 +1449,7 @@ fn open_volume<'a>(
             )
         }
     });
-    let (device, prepared) = match device {
+    let device = match device {
         Ok(d) => d,
         Err(status) => {
             volume.dismount();
@@ -1470,7 +1469,6 @@ fn open_volume<'a>(
     Ok(Opened {
         state,
         device: Some(device),
-        prepared: Some(prepared),
         owner,
         id,
         letter: request.drive_letter,
@@ -1532,7 +1530,7 @@ fn publish_volume(state: &DriverState, mut opened: Opened<'_>) -> Reply {
     // run one at a time under it; removals only free room), so the push below allocates
     // nothing. A failure drops `opened`: device deleted, volume dismounted, hold ended.
     reserve_entry(state)?;
-    let (Some(device), Some(prepared)) = (opened.device.take(), opened.prepared.take()) else {
+    let Some(device) = opened.device.take() else {
         return Err(Status::InvalidParameter);
     };
     let entry = Entry {
@@ -1540,7 +1538,7 @@ fn publish_volume(state: &DriverState, mut opened: Opened<'_>) -> Reply {
         owner: opened.owner.clone(),
         dismounting: false,
     };
-    if let Err(status) = entry.device.publish(prepared) {
+    if let Err(status) = entry.device.publish() {
         // Not in the table: the undo's delete drops the device's only reference;
         // DriverUnload stays cleared (this mount's hold) until below.
         undo_publish(state, entry.device);
