@@ -67,9 +67,9 @@ static LINK_NAME: [u16; 20] = utf16("\\DosDevices\\vcdirect");
 
 /// The control device, for Unload.
 static CONTROL_DEVICE: AtomicPtr<DEVICE_OBJECT> = AtomicPtr::new(core::ptr::null_mut());
-/// W3: a dismount left NTFS (or a forced dismount's open files) holding a reference to a deleted
-/// volume device (`crate::dismount::keeps_driver`): DriverUnload stays cleared for the rest
-/// of the boot (the image is never unloaded once this is set, so the static lives as long).
+/// W3: a dismount left its file system (or a forced dismount's open files) holding a reference
+/// to a deleted volume device (`crate::dismount::keeps_driver`): DriverUnload stays cleared for
+/// the rest of the boot (the image is never unloaded once this is set, so the static lives as long).
 static UNLOAD_DISABLED: AtomicBool = AtomicBool::new(false);
 
 /// W3: mounts between their `hold_unload` and their entry in the table (or their failure):
