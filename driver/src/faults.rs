@@ -47,6 +47,11 @@ pub enum Fault {
     /// R13: the control path waits on a stalled host: a mount opens and probes its host
     /// holding the control mutex, and shutdown waits for its dismount thread without bound.
     ControlPathHeldByHost = 1 << 17,
+    /// W1: when no free volume qualifies, the forced dismount of every volume starts the
+    /// highest id among free hosts even while a volume on one of them is still dismounting
+    /// (three levels: C on A on B; A started while C runs), and a host starts while a volume
+    /// that left the table still closes its host file on it.
+    W1HostStartedWhileNestedRuns = 1 << 21,
 }
 
 #[cfg(feature = "fault-switches")]

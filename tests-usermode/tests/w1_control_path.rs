@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use vcdirect::control::last_reference::wait_until_sole;
-use vcdirect::control::order::{decide, forced_order, Candidate, Next};
+use vcdirect::control::order::{decide, Candidate, Next};
 use vcdirect::control::pending::{self, ControlLocks, Pending, LETTER_CLAIMED, SHUTTING_DOWN};
 use vcdirect::control::shutdown::{
     dismount_all, shutdown, DismountAll, Outcome, Picked, ShutdownSide,
@@ -33,12 +33,14 @@ const ANSWER: Duration = Duration::from_secs(2);
 
 // ---------------------------------------------------------------- order (W1)
 
-/// A volume of the table: its id, the id of the volume its host lives on, busy.
+/// A volume of the table: its id, the id of the volume its host lives on, busy, how many
+/// volumes that left the table still close their host file on it.
 #[derive(Clone, Debug)]
 struct Vol {
     id: u32,
     on: Option<u32>,
     busy: bool,
+    closing: u32,
 }
 
 fn vol(id: u32, on: Option<u32>) -> Vol {
@@ -46,6 +48,7 @@ fn vol(id: u32, on: Option<u32>) -> Vol {
         id,
         on,
         busy: false,
+        closing: 0,
     }
 }
 
@@ -59,9 +62,96 @@ impl Candidate for Vol {
     fn hosted_on(&self, other: &Self) -> bool {
         self.on == Some(other.id)
     }
+    fn hosts_one_closing(&self) -> bool {
+        self.closing > 0
+    }
 }
 
-/// Every volume is dismounted before the volume its host lives on: the violations.
+/// Which running dismount finishes when the loop has to wait.
+#[derive(Clone, Copy, Debug)]
+enum Finish {
+    Oldest,
+    Newest,
+}
+
+/// The glue's forced-dismount loop over the table (`ForcedAll`): each pick stays in the
+/// table, busy, until its thread finished; a thread finishes only when the loop has to wait
+/// (the slowest threads: the most room for a wrong start), in two steps as in the glue: its
+/// entry leaves the table (`delete_device`), then its host file closes (the device's drop),
+/// the volume its host lives on counting it as closing meanwhile. Returns the start order and
+/// the violations: a volume started while one whose host lives on it was still in the table
+/// (running or not yet dismounted) or still closing its host file, a loop that waits with
+/// nothing running, volumes never dismounted.
+fn run_forced(volumes: &[Vol], finish: Finish) -> (Vec<u32>, Vec<String>) {
+    let mut table = volumes.to_vec();
+    let mut running: Vec<u32> = Vec::new();
+    // Left the table, host file still open: (id, the id its host lives on).
+    let mut closing: Vec<(u32, Option<u32>)> = Vec::new();
+    let mut started = Vec::new();
+    let mut v = Vec::new();
+    for _ in 0..10_000 {
+        match decide(&table) {
+            Next::Dismount(i) => {
+                let host = table[i].id;
+                for x in table.iter().filter(|x| x.on == Some(host)) {
+                    let how = if x.busy {
+                        "still ran"
+                    } else {
+                        "was not dismounted"
+                    };
+                    v.push(format!(
+                        "W1: VcVolume{host} started while VcVolume{}, whose host lives on it, {how}",
+                        x.id
+                    ));
+                }
+                for (x, _) in closing.iter().filter(|(_, on)| *on == Some(host)) {
+                    v.push(format!(
+                        "W1: VcVolume{host} started while VcVolume{x} still closed its host file on it"
+                    ));
+                }
+                table[i].busy = true;
+                running.push(host);
+                started.push(host);
+            }
+            next => {
+                if let Some((_, on)) = closing.pop() {
+                    // The device's drop closes the host: its host volume may go now.
+                    if let Some(h) = table.iter_mut().find(|h| Some(h.id) == on) {
+                        h.closing -= 1;
+                    }
+                    continue;
+                }
+                let id = match finish {
+                    _ if running.is_empty() => {
+                        if next == Next::Wait {
+                            v.push("W1: the loop waits with nothing running".to_string());
+                        }
+                        break;
+                    }
+                    Finish::Oldest => running.remove(0),
+                    Finish::Newest => running.pop().unwrap(),
+                };
+                let at = table.iter().position(|x| x.id == id).unwrap();
+                let gone = table.remove(at);
+                if let Some(h) = table.iter_mut().find(|h| Some(h.id) == gone.on) {
+                    h.closing += 1;
+                }
+                closing.push((gone.id, gone.on));
+            }
+        }
+    }
+    if started.len() != volumes.len() {
+        v.push(format!(
+            "W1: {} of {} volumes dismounted",
+            started.len(),
+            volumes.len()
+        ));
+    }
+    (started, v)
+}
+
+/// Every volume finished its dismount before the volume its host lives on (an order of
+/// finished dismounts): the violations.
 fn check_order(volumes: &[Vol], order: &[u32]) -> Vec<String> {
     let mut v = Vec::new();
     if order.len() != volumes.len() {
@@ -122,6 +212,37 @@ fn order_table() -> Vec<(&'static str, Vec<Vol>, Vec<u32>)> {
             vec![vol(1, None), vol(3, Some(1)), vol(2, Some(1)), vol(8, None)],
             vec![8, 3, 2, 1],
         ),
+        // C on A on B with ids 3 <- 2 <- 1: after 3 starts, no free volume qualifies; 2 (free,
+        // hosting the running 3) must wait, not start as the highest of a "cycle".
+        (
+            "a chain of three, host ids lowest",
+            vec![vol(1, None), vol(2, Some(1)), vol(3, Some(2))],
+            vec![3, 2, 1],
+        ),
+        (
+            "a chain of five, mixed ids, one apart",
+            vec![
+                vol(4, None),
+                vol(9, Some(4)),
+                vol(2, Some(9)),
+                vol(7, Some(2)),
+                vol(1, Some(7)),
+                vol(5, None),
+            ],
+            vec![5, 1, 7, 2, 9, 4],
+        ),
+        (
+            "two chains of three",
+            vec![
+                vol(1, None),
+                vol(2, Some(1)),
+                vol(3, Some(2)),
+                vol(10, None),
+                vol(11, Some(10)),
+                vol(12, Some(11)),
+            ],
+            vec![12, 3, 11, 2, 10, 1],
+        ),
         (
             "a host of another's host",
             vec![
@@ -139,13 +260,13 @@ fn order_table() -> Vec<(&'static str, Vec<Vol>, Vec<u32>)> {
 fn w1_forced_dismount_order_follows_the_host_relation() {
     let _g = switches();
     for (name, volumes, want) in order_table() {
-        let order = forced_order(&volumes);
-        assert_eq!(order, want, "{name}");
-        assert_eq!(
-            check_order(&volumes, &order),
-            Vec::<String>::new(),
-            "{name}"
-        );
+        for finish in [Finish::Oldest, Finish::Newest] {
+            let (order, violations) = run_forced(&volumes, finish);
+            assert_eq!(violations, Vec::<String>::new(), "{name}, {finish:?}");
+            if let Finish::Oldest = finish {
+                assert_eq!(order, want, "{name}");
+            }
+        }
     }
     // A host whose nested volume a dismount IOCTL is dismounting waits for it; a free one
     // goes meanwhile; nothing left but busy ones: done.
@@ -156,26 +277,58 @@ fn w1_forced_dismount_order_follows_the_host_relation() {
     assert_eq!(decide(&busy_nested), Next::Wait);
     busy_nested[0].busy = true;
     assert_eq!(decide(&busy_nested), Next::Done);
+    // C on A on B (3 <- 2 <- 1), C busy: A hosts the running C, B hosts the free A; wait.
+    let mut chain = vec![vol(1, None), vol(2, Some(1)), vol(3, Some(2))];
+    chain[2].busy = true;
+    assert_eq!(decide(&chain), Next::Wait);
+    // C left the table but still closes its host file on A: wait too.
+    chain.remove(2);
+    chain[1].closing = 1;
+    assert_eq!(decide(&chain), Next::Wait);
+    chain[1].closing = 0;
+    assert_eq!(decide(&chain), Next::Dismount(1));
     // A cycle (no real host relation makes one) never stalls the loop.
     let cycle = vec![vol(1, Some(2)), vol(2, Some(1))];
-    assert_eq!(forced_order(&cycle).len(), 2);
+    assert_eq!(run_forced(&cycle, Finish::Oldest).0.len(), 2);
+}
+
+/// Every violation of the order table's runs, both finishing orders.
+fn order_failures() -> Vec<String> {
+    order_table()
+        .into_iter()
+        .flat_map(|(_, volumes, _)| {
+            [Finish::Oldest, Finish::Newest]
+                .into_iter()
+                .flat_map(move |f| run_forced(&volumes, f).1)
+        })
+        .collect()
 }
 
 #[test]
 fn w1_checks_catch_a_forced_dismount_by_id() {
     let _g = switches();
     set_faults(&[Fault::W1ForcedOrderById]);
-    let failures: Vec<String> = order_table()
-        .into_iter()
-        .flat_map(|(_, volumes, _)| check_order(&volumes, &forced_order(&volumes)))
-        .collect();
+    let failures = order_failures();
     set_faults(&[]);
     assert!(
-        failures
-            .iter()
-            .any(|f| f == "W1: VcVolume7 dismounted before VcVolume4, whose host lives on it"),
+        failures.iter().any(|f| f
+            == "W1: VcVolume7 started while VcVolume4, whose host lives on it, was not dismounted"),
         "{failures:?}"
     );
+}
+
+#[test]
+fn w1_checks_catch_a_host_started_while_a_volume_on_it_runs() {
+    let _g = switches();
+    set_faults(&[Fault::W1HostStartedWhileNestedRuns]);
+    let failures = order_failures();
+    set_faults(&[]);
+    for want in [
+        "W1: VcVolume2 started while VcVolume3, whose host lives on it, still ran",
+        "W1: VcVolume7 started while VcVolume4 still closed its host file on it",
+    ] {
+        assert!(failures.iter().any(|f| f == want), "{want}: {failures:?}");
+    }
 }
 
 // ------------------------------------------------- a stalled host open (R13)

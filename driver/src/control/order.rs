@@ -17,6 +17,11 @@ pub trait Candidate {
     fn busy(&self) -> bool;
     /// Its host is a file (or a raw open) on `other`'s volume device.
     fn hosted_on(&self, other: &Self) -> bool;
+    /// A volume whose host lives on this one has left the table but not yet closed its host
+    /// (its device is being deleted): this one must not start yet.
+    fn hosts_one_closing(&self) -> bool {
+        false
+    }
 }
 
 /// What [`next_forced`] chose.
@@ -32,11 +37,14 @@ pub enum Next {
 }
 
 /// The next volume to dismount, forced, among `volumes` (every volume still in the table,
-/// the busy ones included): one no dismount runs for and that no other volume in the table
-/// lives on, the highest id among those (as before for unrelated volumes). When every free
-/// volume is the host of a busy one, [`Next::Wait`]. When the free volumes host each other
-/// (a cycle, which a real host relation cannot make), the highest id, so the loop never
-/// stalls. O(n²) comparisons, no allocation (called under the table's spin lock).
+/// the busy ones included; a pick stays in the table, busy, until its thread deleted it): one
+/// no dismount runs for, that no other volume in the table lives on and none that left the
+/// table still closes its host on, the highest id among those (as before for unrelated
+/// volumes). When no free volume qualifies and a dismount still runs (a busy volume, or a host
+/// still closing), [`Next::Wait`]: whatever it hosts may only start after it finished. Only
+/// when nothing runs and the free volumes host each other (a cycle, which a real host
+/// relation cannot make), the highest id, so the loop never stalls. O(n²) comparisons, no
+/// allocation (called under the table's spin lock).
 pub fn next_forced<C: Candidate>(volumes: &[C]) -> Option<usize> {
     match decide(volumes) {
         Next::Dismount(i) => Some(i),
@@ -56,35 +64,36 @@ pub fn decide<C: Candidate>(volumes: &[C]) -> Next {
     if faults::is_on(Fault::W1ForcedOrderById) {
         return highest(&mut free()).map_or(Next::Done, Next::Dismount);
     }
+    let closing = |i: usize| {
+        volumes[i].hosts_one_closing() && !faults::is_on(Fault::W1HostStartedWhileNestedRuns)
+    };
     let hosts_another = |i: usize| {
-        volumes
-            .iter()
-            .enumerate()
-            .any(|(j, v)| j != i && v.hosted_on(&volumes[i]))
+        closing(i)
+            || volumes
+                .iter()
+                .enumerate()
+                .any(|(j, v)| j != i && v.hosted_on(&volumes[i]))
     };
     if let Some(i) = highest(&mut free().filter(|(i, _)| !hosts_another(*i))) {
         return Next::Dismount(i);
     }
-    // Every free volume hosts another. Hosting only busy ones: wait for those.
-    let hosts_a_free_one = |i: usize| {
-        volumes
-            .iter()
-            .enumerate()
-            .any(|(j, v)| j != i && !v.busy() && v.hosted_on(&volumes[i]))
-    };
-    if free().all(|(i, _)| !hosts_a_free_one(i)) {
+    // Every free volume hosts another. While any dismount runs, wait for it: a free volume
+    // hosting only free ones may sit below one that runs (C on A on B: C runs, A hosts C, B
+    // hosts the free A; starting A would take C's host file away).
+    let running = (0..volumes.len()).any(|i| volumes[i].busy() || closing(i));
+    if faults::is_on(Fault::W1HostStartedWhileNestedRuns) {
+        // The bug: wait only when no free volume hosts a free one.
+        let hosts_a_free_one = |i: usize| {
+            volumes
+                .iter()
+                .enumerate()
+                .any(|(j, v)| j != i && !v.busy() && v.hosted_on(&volumes[i]))
+        };
+        if free().all(|(i, _)| !hosts_a_free_one(i)) {
+            return Next::Wait;
+        }
+    } else if running {
         return Next::Wait;
     }
     highest(&mut free()).map_or(Next::Done, Next::Dismount)
-}
-
-/// The whole order [`next_forced`] gives when each pick is dismounted at once and leaves the
-/// table (the loop of the glue, for tests and the docs): ids, first dismounted first.
-pub fn forced_order<C: Candidate + Clone>(volumes: &[C]) -> alloc::vec::Vec<u32> {
-    let mut left: alloc::vec::Vec<C> = volumes.to_vec();
-    let mut order = alloc::vec::Vec::new();
-    while let Some(i) = next_forced(&left) {
-        order.push(left.remove(i).id());
-    }
-    order
 }

@@ -130,6 +130,10 @@ struct Entry {
     owner: Sid,
     /// A dismount runs for it (a second one is refused as in use; shutdown skips it).
     dismounting: bool,
+    /// W1: volumes whose host file lives on this one that left the table and whose host is
+    /// not closed yet (their device is being deleted): the forced dismount of every volume
+    /// does not start this one meanwhile (its lock would race that close).
+    closing: u32,
 }
 
 /// W1: the forced dismount of every volume orders the table by the host relation
@@ -145,6 +149,9 @@ impl Candidate for Entry {
     fn hosted_on(&self, other: &Self) -> bool {
         let below = self.device.mounted().volume.host().own_volume_below();
         below == Some(other.device.device_object().as_ptr() as usize)
+    }
+    fn hosts_one_closing(&self) -> bool {
+        self.closing > 0
     }
 }
 
@@ -909,13 +916,25 @@ impl Teardown for TableTeardown<'_> {
         let Some(ours) = self.device.borrow_mut().take() else {
             return;
         };
-        let entry = self.state.volumes.with(|v| {
+        // W1: the volume our host file lives on (if any, and still in the table) counts us as
+        // closing until our host is closed below, so a forced dismount of every volume does
+        // not lock it before that.
+        let below = ours.mounted().volume.host().own_volume_below();
+        let (entry, host_id) = self.state.volumes.with(|v| {
             let entry = v
                 .iter()
                 .position(|e| Arc::ptr_eq(&e.device, &ours))
                 .map(|at| v.remove(at));
+            let host = below.and_then(|b| {
+                v.iter_mut()
+                    .find(|e| e.device.device_object().as_ptr() as usize == b)
+            });
+            let host_id = host.map(|e| {
+                e.closing += 1;
+                e.device.mounted().id
+            });
             allow_unload(self.state, !v.is_empty());
-            entry
+            (entry, host_id)
         });
         drop(entry);
         // W1: a status or erase-keys IOCTL that found the volume before its entry went may
@@ -924,7 +943,15 @@ impl Teardown for TableTeardown<'_> {
         // deletes the device here, before the handle is closed and the dismount completes,
         // never afterwards in that IOCTL's thread (`crate::control::last_reference`).
         wait_until_sole(|| Arc::strong_count(&ours), || super::dismount::wait_ms(1));
+        // The device is deleted and our host closed here (the last reference).
         drop(ours);
+        if let Some(id) = host_id {
+            self.state.volumes.with(|v| {
+                if let Some(e) = v.iter_mut().find(|e| e.device.mounted().id == id) {
+                    e.closing = e.closing.saturating_sub(1);
+                }
+            });
+        }
         // SAFETY: NUL-terminated format with one `%u` argument.
         unsafe { DbgPrint(c"vcdirect: VcVolume%u deleted\n".as_ptr(), self.id) };
     }
@@ -1537,6 +1564,7 @@ fn publish_volume(state: &DriverState, mut opened: Opened<'_>) -> Reply {
         device,
         owner: opened.owner.clone(),
         dismounting: false,
+        closing: 0,
     };
     if let Err(status) = entry.device.publish() {
         // Not in the table: the undo's delete drops the device's only reference;
