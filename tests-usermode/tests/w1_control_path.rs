@@ -405,7 +405,7 @@ impl Control {
                 }
             },
             open,
-            |host| {
+            |host: Host| {
                 // The published volume keeps its host.
                 std::mem::forget(host);
                 self.table.lock().unwrap().0.push((id, letter));
@@ -585,6 +585,96 @@ fn r13_checks_catch_a_mount_that_opens_its_host_under_the_control_mutex() {
         failures
             .iter()
             .any(|f| f == "R13: list waited for a stalled host's open"),
+        "{failures:?}"
+    );
+}
+
+/// A published volume whose undo (drain, thread joins, the host's close) stalls until
+/// released; tells when it began.
+struct Undo(Arc<Stall>, mpsc::Sender<()>);
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        let _ = self.1.send(());
+        self.0.wait();
+    }
+}
+
+/// A mount whose publish fails and hands its published volume back to be undone; the undo
+/// stalls. Meanwhile list and shutdown answer within [`ANSWER`] (the undo runs without the
+/// control mutex) and the mount's letter stays claimed (its links are not gone yet); once the
+/// undo returns, the mount fails with the publish's status and the letter is free. The
+/// violations.
+fn check_stalled_undo() -> Vec<String> {
+    let mut v = Vec::new();
+    let control = Arc::new(Control::default());
+    let stall = Arc::new(Stall::default());
+    let (undoing_tx, undoing_rx) = mpsc::channel();
+    let failing = {
+        let (c, s) = (Arc::clone(&control), Arc::clone(&stall));
+        thread::spawn(move || {
+            pending::mount(
+                &*c,
+                Some('S'),
+                || Ok(()),
+                move || Ok(Undo(s, undoing_tx)),
+                |undo: Undo| -> Result<u32, (Status, Option<Undo>)> {
+                    Err((Status::InsufficientResources, Some(undo)))
+                },
+            )
+        })
+    };
+    if undoing_rx.recv_timeout(ANSWER).is_err() {
+        v.push("R13: the failed publish's volume was never undone".into());
+    }
+    let blocked = |what: &str| format!("R13: {what} waited for a stalled undo");
+    match within(&control, |c| c.list()) {
+        Some(list) if list.is_empty() => {}
+        Some(list) => v.push(format!("R13: list showed {list:?} during an undo")),
+        None => {
+            v.push(blocked("list"));
+            stall.release();
+        }
+    }
+    match within(&control, |c| {
+        c.mount(2, 'S', || Ok(Host(Arc::new(Mutex::new(0)))))
+    }) {
+        Some(Err(LETTER_CLAIMED)) => {}
+        Some(other) => v.push(format!(
+            "R13: a mount of the letter being undone answered {other:?}"
+        )),
+        None => v.push(blocked("a mount of the same letter")),
+    }
+    if within(&control, |c| c.shut()).is_none() {
+        v.push(blocked("shutdown"));
+    }
+    stall.release();
+    let result = failing.join().unwrap();
+    if result != Err(Status::InsufficientResources) {
+        v.push(format!("R13: the failed publish ended with {result:?}"));
+    }
+    if control.pending(|p| p.letter_claimed('S')) {
+        v.push("R13: the letter stayed claimed after the undo".into());
+    }
+    v
+}
+
+#[test]
+fn r13_a_stalled_undo_of_a_failed_publish_blocks_no_other_control_ioctl() {
+    let _g = switches();
+    assert_eq!(check_stalled_undo(), Vec::<String>::new());
+}
+
+#[test]
+fn r13_checks_catch_an_undo_under_the_control_mutex() {
+    let _g = switches();
+    set_faults(&[Fault::ControlPathHeldByHost]);
+    let failures = check_stalled_undo();
+    set_faults(&[]);
+    assert!(
+        failures
+            .iter()
+            .any(|f| f == "R13: list waited for a stalled undo"),
         "{failures:?}"
     );
 }

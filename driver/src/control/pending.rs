@@ -131,30 +131,32 @@ pub trait ControlLocks {
 
 /// A mount in three steps: `check` and the claim under the control mutex; `open` (the host's
 /// open and probe, the volume's construction) without it; `publish` under it again, unless
-/// the table was closed meanwhile (then the opened value is dropped after the mutex is
-/// released, and the mount gets the closing status). The claim ends on every path, under the
-/// mutex when the mount got that far, so the next mount of the letter sees the published
-/// volume in the table.
+/// the table was closed meanwhile. Whatever has to be given back (the opened value, refused
+/// before `publish` or handed back by a failed `publish` to be undone) is dropped after the
+/// mutex is released, so an undo that waits on the host (drain, thread joins, the host's
+/// close) holds up no other control IOCTL and no shutdown; the claim ends after that undo
+/// (its letter is free only once the undone volume's links are gone), and under the mutex
+/// when the volume was published, so the next mount of the letter sees it in the table.
 ///
 /// `check` runs first under the mutex (the caller's checks: the letter free in the table and
 /// the namespace, the unique id); `open` runs in the caller's thread without any lock; what
-/// `publish` returns is the mount's result.
+/// `publish` returns is the mount's result, or the status with the value to undo.
 pub fn mount<C, H, R>(
     locks: &C,
     letter: Option<char>,
     check: impl FnOnce() -> Result<(), Status>,
     open: impl FnOnce() -> Result<H, Status>,
-    publish: impl FnOnce(H) -> Result<R, Status>,
+    publish: impl FnOnce(H) -> Result<R, (Status, Option<H>)>,
 ) -> Result<R, Status>
 where
     C: ControlLocks,
 {
-    // The bug this sequence replaces: the whole mount under the control mutex.
+    // The bug this sequence replaces: the whole mount under the control mutex, undo included.
     if faults::is_on(Fault::ControlPathHeldByHost) {
         return locks.serialized(|| {
             check()?;
             let claim = locks.pending(|p| p.claim(letter))?;
-            let result = open().and_then(publish);
+            let result = open().and_then(|h| publish(h).map_err(|(status, _undone)| status));
             locks.pending(|p| p.end(claim));
             result
         });
@@ -171,20 +173,32 @@ where
             return Err(status);
         }
     };
+    let mut claim = Some(claim);
     let result = locks.serialized(|| {
         let result = match (locks.pending(|p| p.may_publish()), opened.take()) {
-            (Ok(()), Some(value)) => publish(value),
+            (Ok(()), Some(value)) => publish(value).map_err(|(status, back)| {
+                opened = back;
+                status
+            }),
             (Err(status), value) => {
                 opened = value;
                 Err(status)
             }
             (Ok(()), None) => Err(Status::InvalidParameter),
         };
-        locks.pending(|p| p.end(claim));
+        // Nothing to undo: the claim ends here (a published volume is in the table).
+        if opened.is_none() {
+            if let Some(claim) = claim.take() {
+                locks.pending(|p| p.end(claim));
+            }
+        }
         result
     });
-    // A mount refused at publish gives its volume back outside the mutex.
+    // A mount refused at publish gives its volume back outside the mutex, then its claim.
     drop(opened);
+    if let Some(claim) = claim.take() {
+        locks.pending(|p| p.end(claim));
+    }
     result
 }
 

@@ -479,7 +479,7 @@ unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
     if let Some(state) = state() {
         // No mount publishes from here on. None is in progress: a mount IOCTL holds a handle
         // to the control device, and the I/O manager unloads only a driver none is open on.
-        state.pending.with(|p| p.close(nts::DELETE_PENDING));
+        close_table(state, nts::DELETE_PENDING);
         // W3: Unload runs only with no volume mounted (it is cleared meanwhile); dismounting
         // whatever is left is the defensive path (W1, forced), after the last dismount
         // thread (and shutdown's, if its wait ran out) finished.
@@ -607,7 +607,7 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
         // control mutex; closing takes only the table's spin lock, so a publish waiting on
         // the mount manager does not hold shutdown up). Mounts still opening their hosts give
         // their volumes back when their opens return; nobody waits for them.
-        let opening = state.pending.with(|p| p.close(SHUTTING_DOWN));
+        let opening = close_table(state, SHUTTING_DOWN);
         if opening > 0 {
             // SAFETY: NUL-terminated format with one `%u` argument.
             unsafe {
@@ -691,15 +691,23 @@ impl ShutdownSide for KernelShutdown {
     }
 }
 
+/// Shutdown and Unload close the table: no mount publishes and no dismount is claimed from
+/// here on. Taken under the table's spin lock, then the pending one (the order the publish's
+/// push and the dismount claim take them), so each of those decided either before the close
+/// (the volume in the table, the claim counted) or after it (refused). Returns the mounts in
+/// progress.
+fn close_table(state: &DriverState, why: Status) -> u32 {
+    state.volumes.with(|_| state.pending.with(|p| p.close(why)))
+}
+
 /// Shutdown's dismount thread: every volume, forced, in host order (each on a thread of its
 /// own, so one that never finishes holds up only the volumes its host lives on), then the
 /// dismount IOCTLs' threads joined; again while a claim was handed back.
 ///
 /// IRQL: PASSIVE_LEVEL, on a system thread of this driver.
 fn shutdown_dismounts(state: &DriverState) {
-    // A publish or a dismount claim that looked before the close has ended its step under
-    // the control mutex: its volume is in the table, or its claim counted.
-    state.control_mutex.with(|| ());
+    // No barrier: a publish or a dismount claim decided under the table's spin lock before
+    // the close (`close_table`) has its volume in the table or its claim counted.
     loop {
         dismount_all_forced(state);
         state.dismount_mutex.with(|| {
@@ -1039,15 +1047,17 @@ fn log_dismount(id: u32, report: &sequence::Report) {
     };
 }
 
-/// Undoes a mount whose device was published but whose links could not all be made, in the
-/// engine's order (`crate::dismount::undo_failed_publish`): the links and the mount manager's
+/// Undoes a mount whose device was published but whose links could not all be made (or whose
+/// entry shutdown or Unload refused after the links were made), in the engine's order (`crate::dismount::undo_failed_publish`): the links and the mount manager's
 /// record first, then the forced W1 sequence only if a file system mounted on the volume
 /// (the device's VPB), else drain and delete without opening it, latching the driver if a
 /// file system mounted in between (W3).
 ///
-/// IRQL: PASSIVE_LEVEL, on the mounting caller's thread, holding the control mutex for the
-/// whole undo: the links' removal waits at most its memory budgets (about 2 s, and 2 s more
-/// to reopen the mount manager), a forced sequence at most 200 x 100 ms more.
+/// IRQL: PASSIVE_LEVEL, on the mounting caller's thread, without the control mutex (the
+/// opened value's drop, after `crate::control::pending::mount` released it; R13: a host that
+/// stalls the drain or its close holds up only this mount): the links' removal waits at most
+/// its memory budgets (about 2 s, and 2 s more to reopen the mount manager), a forced sequence
+/// at most 200 x 100 ms more.
 fn undo_publish(state: &DriverState, device: Arc<VolumeDevice>) {
     let (id, mut above, teardown) = above_and_teardown(state, device);
     match sequence::undo_failed_publish(&mut above, &teardown) {
@@ -1418,13 +1428,23 @@ struct Opened<'a> {
     owner: Sid,
     id: u32,
     letter: Option<char>,
+    /// Its device was published (links, the mount manager's record) but the volume never
+    /// reached the table: dropped, it is undone (`undo_publish`).
+    published: bool,
 }
 
+/// Dropped by `crate::control::pending::mount` after the control mutex is released (R13:
+/// the undo drains the volume, joins its threads and closes its host, which may stall).
 impl Drop for Opened<'_> {
     fn drop(&mut self) {
         if let Some(device) = self.device.take() {
-            // Never published: no link, no file system; its only reference.
-            drop(device);
+            if self.published {
+                // Not in the table: the undo's delete drops the device's only reference.
+                undo_publish(self.state, device);
+            } else {
+                // Never published: no link, no file system; its only reference.
+                drop(device);
+            }
             restore_unload(self.state);
         }
     }
@@ -1499,6 +1519,7 @@ fn open_volume<'a>(
         owner,
         id,
         letter: request.drive_letter,
+        published: false,
     })
 }
 
@@ -1550,15 +1571,22 @@ fn open_host_volume(
     Ok((volume, flags, read_only))
 }
 
-/// The end of a mount, under the control mutex: the table's room, the links, the entry.
+/// The end of a mount, under the control mutex: the table's room, the links, the entry. On
+/// failure the opened value goes back to `crate::control::pending::mount`, which drops it (the
+/// device deleted, or undone when published) after the mutex is released.
 #[inline(never)]
-fn publish_volume(state: &DriverState, mut opened: Opened<'_>) -> Reply {
+fn publish_volume<'a>(
+    state: &'a DriverState,
+    mut opened: Opened<'a>,
+) -> Result<Answer, (Status, Option<Opened<'a>>)> {
     // W6: the volume table's room for this entry, reserved under the control mutex (publishes
     // run one at a time under it; removals only free room), so the push below allocates
-    // nothing. A failure drops `opened`: device deleted, volume dismounted, hold ended.
-    reserve_entry(state)?;
+    // nothing.
+    if let Err(status) = reserve_entry(state) {
+        return Err((status, Some(opened)));
+    }
     let Some(device) = opened.device.take() else {
-        return Err(Status::InvalidParameter);
+        return Err((Status::InvalidParameter, Some(opened)));
     };
     let entry = Entry {
         device,
@@ -1567,18 +1595,29 @@ fn publish_volume(state: &DriverState, mut opened: Opened<'_>) -> Reply {
         closing: 0,
     };
     if let Err(status) = entry.device.publish() {
-        // Not in the table: the undo's delete drops the device's only reference;
-        // DriverUnload stays cleared (this mount's hold) until below.
-        undo_publish(state, entry.device);
-        restore_unload(state);
-        return Err(status);
+        // DriverUnload stays cleared (this mount's hold) until the undo.
+        opened.device = Some(entry.device);
+        opened.published = true;
+        return Err((status, Some(opened)));
     }
-    state.volumes.with(|v| {
+    // Shutdown's and Unload's close of the table takes this spin lock before the pending one:
+    // a volume is either in the table before the close (their dismount of every volume finds
+    // it) or refused here, with no barrier on the control mutex.
+    let pushed = state.volumes.with(|v| {
+        if let Err(status) = state.pending.with(|p| p.may_publish()) {
+            return Err((status, entry));
+        }
         v.push(entry);
         // The hold ends as the volume is in the table: it keeps DriverUnload cleared itself.
         MOUNTS_HOLDING.fetch_sub(1, Ordering::AcqRel);
         allow_unload(state, true);
+        Ok(())
     });
+    if let Err((status, entry)) = pushed {
+        opened.device = Some(entry.device);
+        opened.published = true;
+        return Err((status, Some(opened)));
+    }
     // W6: a fixed-size reply: nothing can fail once the volume is in the table.
     Ok(Answer::Small(
         MountReply {
@@ -1613,9 +1652,11 @@ fn claim_dismount(
 ) -> Reply {
     let request = VolumeRequest::parse(input).map_err(abi_err)?;
     let force = request.flags & DISMOUNT_FORCE != 0;
-    // Shutdown or Unload dismounts every volume itself: no new claim once it began.
-    state.pending.with(|p| p.may_publish())?;
     let device = state.volumes.with(|v| {
+        // Shutdown or Unload dismounts every volume itself: no new claim once it began. Their
+        // close takes this spin lock before the pending one, so a claim is either counted in
+        // `claims_pending` before the close (shutdown waits for it) or refused.
+        state.pending.with(|p| p.may_publish())?;
         let entry = v
             .iter_mut()
             .find(|e| e.is(request.target))
@@ -1625,11 +1666,11 @@ fn claim_dismount(
             return Err(sequence::IN_USE);
         }
         entry.dismounting = true;
+        // Shutdown waits for this claim until its thread has it (`start_dismount`), or until
+        // the IOCTL gives it back (`dispatch_device_control`).
+        state.claims_pending.fetch_add(1, Ordering::AcqRel);
         Ok(Arc::clone(&entry.device))
     })?;
-    // Shutdown waits for this claim until its thread has it (`start_dismount`), or until the
-    // IOCTL gives it back (`dispatch_device_control`).
-    state.claims_pending.fetch_add(1, Ordering::AcqRel);
     *claim = Some(Claim { device, force });
     Ok(Answer::Empty)
 }
