@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use vcdirect::control::last_reference::wait_until_sole;
 use vcdirect::control::order::{decide, Candidate, Next};
-use vcdirect::control::pending::{self, ControlLocks, Pending, LETTER_CLAIMED, SHUTTING_DOWN};
+use vcdirect::control::pending::{
+    self, ControlLocks, Pending, KEYS_ERASED_MEANWHILE, LETTER_CLAIMED, SHUTTING_DOWN,
+};
 use vcdirect::control::shutdown::{
     dismount_all, shutdown, DismountAll, Outcome, Picked, ShutdownSide,
 };
@@ -383,6 +385,14 @@ impl Control {
             Ok(())
         })
     }
+    /// Erase-keys: the table's volumes counted as erased; mounts claimed before are refused.
+    fn erase_keys(&self) -> usize {
+        self.serialized(|| {
+            let mut t = self.table.lock().unwrap();
+            t.1.keys_erased();
+            t.0.len()
+        })
+    }
     fn shut(&self) -> u32 {
         self.serialized(|| self.pending(|p| p.close(SHUTTING_DOWN)))
     }
@@ -586,6 +596,52 @@ fn r13_checks_catch_a_mount_that_opens_its_host_under_the_control_mutex() {
             .iter()
             .any(|f| f == "R13: list waited for a stalled host's open"),
         "{failures:?}"
+    );
+}
+
+#[test]
+fn r3_erase_keys_refuses_a_mount_claimed_before_it() {
+    let _g = switches();
+    let control = Arc::new(Control::default());
+    let stall = Arc::new(Stall::default());
+    let closes = Arc::new(Mutex::new(0));
+    let (opening_tx, opening_rx) = mpsc::channel();
+    let stalled = {
+        let (c, s, closes) = (
+            Arc::clone(&control),
+            Arc::clone(&stall),
+            Arc::clone(&closes),
+        );
+        thread::spawn(move || {
+            c.mount(1, 'S', move || {
+                let _ = opening_tx.send(());
+                s.wait();
+                Ok(Host(closes))
+            })
+        })
+    };
+    opening_rx
+        .recv_timeout(ANSWER)
+        .expect("the stalled mount reached its open");
+    // Erase-keys answers (no volume in the table yet) while the mount opens its host.
+    assert_eq!(within(&control, |c| c.erase_keys()), Some(0));
+    stall.release();
+    // The mount claimed before erase-keys does not publish with its live key.
+    assert_eq!(
+        stalled.join().unwrap(),
+        Err(KEYS_ERASED_MEANWHILE),
+        "R3: a mount claimed before erase-keys published after it"
+    );
+    assert_eq!(
+        *closes.lock().unwrap(),
+        1,
+        "R3: the refused mount kept its host"
+    );
+    assert!(control.list().is_empty());
+    // A mount claimed after erase-keys publishes.
+    assert_eq!(
+        control.mount(2, 'S', || Ok(Host(Arc::new(Mutex::new(0))))),
+        Ok(2)
     );
 }
 

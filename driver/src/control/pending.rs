@@ -13,7 +13,10 @@
 //! host: the host's share mode decides, as for a mount after a mount. A dismount of a volume
 //! being mounted finds nothing (it is not in the table yet). Shutdown and Unload close the
 //! table ([`Pending::close`]): no new claim, and a mount that has not published gives its
-//! volume back when its open returns; neither waits for a mount's open.
+//! volume back when its open returns; neither waits for a mount's open. Erase-keys counts a
+//! generation ([`Pending::keys_erased`]): a mount claimed before it is refused at its publish
+//! ([`KEYS_ERASED_MEANWHILE`]) and gives its volume back, key erased, so erase-keys never
+//! reports every key erased while a mount in progress publishes one afterwards.
 
 use crate::faults::{self, Fault};
 use crate::Status;
@@ -23,6 +26,10 @@ pub const LETTER_CLAIMED: Status = Status::Host(0xC000_0035);
 
 /// STATUS_SYSTEM_SHUTDOWN: a mount refused (or given back) because shutdown began.
 pub const SHUTTING_DOWN: Status = Status::Host(0xC000_02EB);
+
+/// STATUS_CANCELLED: a mount given back because erase-keys ran after its claim (R3: erase-keys
+/// reported every key erased; a volume claimed before it must not publish with a live key).
+pub const KEYS_ERASED_MEANWHILE: Status = Status::Host(0xC000_0120);
 
 /// The mounts in progress, kept beside the volume table (under its lock). Allocation-free:
 /// the letters are a bit set.
@@ -34,6 +41,8 @@ pub struct Pending {
     in_progress: u32,
     /// Set by shutdown or Unload: the status new claims and publishes get.
     closed: Option<Status>,
+    /// Counts erase-keys runs (R3): a claim made before the last one does not publish.
+    erase_generation: u32,
 }
 
 /// A mount's claim: given back exactly once, to [`Pending::end`].
@@ -41,6 +50,8 @@ pub struct Pending {
 #[must_use = "a claim is ended with Pending::end"]
 pub struct MountClaim {
     letter: Option<char>,
+    /// [`Pending`]'s erase generation when claimed.
+    erase_generation: u32,
 }
 
 impl MountClaim {
@@ -64,6 +75,7 @@ impl Pending {
             letters: 0,
             in_progress: 0,
             closed: None,
+            erase_generation: 0,
         }
     }
 
@@ -80,7 +92,10 @@ impl Pending {
             self.letters |= bit(c);
         }
         self.in_progress += 1;
-        Ok(MountClaim { letter })
+        Ok(MountClaim {
+            letter,
+            erase_generation: self.erase_generation,
+        })
     }
 
     /// True when a mount in progress holds letter `c`.
@@ -96,6 +111,23 @@ impl Pending {
     /// Whether a claimed mount may still publish: the closing status once closed.
     pub fn may_publish(&self) -> Result<(), Status> {
         self.closed.map_or(Ok(()), Err)
+    }
+
+    /// Whether `claim`'s mount may still publish: [`Pending::may_publish`], and
+    /// [`KEYS_ERASED_MEANWHILE`] when erase-keys ran since the claim (its volume holds a live
+    /// key that erase-keys did not see).
+    pub fn may_publish_claim(&self, claim: &MountClaim) -> Result<(), Status> {
+        self.may_publish()?;
+        if claim.erase_generation != self.erase_generation {
+            return Err(KEYS_ERASED_MEANWHILE);
+        }
+        Ok(())
+    }
+
+    /// Erase-keys runs (R3, under the control mutex, before it erases the table's keys): every
+    /// mount claimed before it is refused at publish.
+    pub fn keys_erased(&mut self) {
+        self.erase_generation = self.erase_generation.wrapping_add(1);
     }
 
     /// Ends a claim (published, failed or given back): its letter is free again for the next
@@ -175,7 +207,10 @@ where
     };
     let mut claim = Some(claim);
     let result = locks.serialized(|| {
-        let result = match (locks.pending(|p| p.may_publish()), opened.take()) {
+        let may = claim
+            .as_ref()
+            .map(|c| locks.pending(|p| p.may_publish_claim(c)));
+        let result = match (may.unwrap_or(Ok(())), opened.take()) {
             (Ok(()), Some(value)) => publish(value).map_err(|(status, back)| {
                 opened = back;
                 status

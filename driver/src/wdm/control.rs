@@ -1279,6 +1279,10 @@ fn handle(
             // table's lock (nonpaged pool; no room, no key erased: the caller is told).
             let all = state.volumes.with(|v| {
                 let mut all: Vec<Arc<VolumeDevice>> = crate::io::try_vec(v.len())?;
+                // R3: a mount claimed before now (opening its host without the control mutex)
+                // is refused at its publish, its key erased (`Pending::keys_erased`); this
+                // IOCTL and the publishes run under the control mutex.
+                state.pending.with(Pending::keys_erased);
                 all.extend(v.iter().map(|e| Arc::clone(&e.device)));
                 Ok::<_, Status>(all)
             })?;
@@ -1442,7 +1446,9 @@ impl Drop for Opened<'_> {
                 // Not in the table: the undo's delete drops the device's only reference.
                 undo_publish(self.state, device);
             } else {
-                // Never published: no link, no file system; its only reference.
+                // Never published: no link, no file system; its only reference. Its key is
+                // erased first (R3: refused because erase-keys ran meanwhile, among others).
+                device.mounted().volume.erase_keys();
                 drop(device);
             }
             restore_unload(self.state);
