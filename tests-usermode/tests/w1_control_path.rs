@@ -746,6 +746,8 @@ struct Table {
     stall: Stall,
     started: Mutex<Vec<thread::JoinHandle<()>>>,
     logged: Mutex<Vec<u32>>,
+    /// The volumes whose admission shutdown closed.
+    closed: Mutex<Vec<u32>>,
     kept: Mutex<Vec<thread::JoinHandle<()>>>,
 }
 
@@ -758,6 +760,7 @@ impl Table {
             stall: Stall::default(),
             started: Mutex::new(Vec::new()),
             logged: Mutex::new(Vec::new()),
+            closed: Mutex::new(Vec::new()),
             kept: Mutex::new(Vec::new()),
         })
     }
@@ -842,6 +845,9 @@ impl ShutdownSide for Shut {
             f(v.id);
         }
     }
+    fn close_left(&self, id: u32) {
+        self.0.closed.lock().unwrap().push(id);
+    }
     fn log_left(&self, id: u32, _waited_ms: u32) {
         self.0.logged.lock().unwrap().push(id);
     }
@@ -884,6 +890,13 @@ fn check_bounded_shutdown() -> Vec<String> {
         if logged != [3, 6] {
             v.push(format!(
                 "W1: shutdown logged {logged:?} as left, not [3, 6]"
+            ));
+        }
+        let mut closed = table.closed.lock().unwrap().clone();
+        closed.sort();
+        if closed != [3, 6] {
+            v.push(format!(
+                "W1: shutdown closed the admission of {closed:?}, not [3, 6]"
             ));
         }
         let order = table.order.lock().unwrap().clone();

@@ -229,7 +229,8 @@ where
         }
         result
     });
-    // A mount refused at publish gives its volume back outside the mutex, then its claim.
+    // A mount refused at (or failed in) its publish gives its volume back here, outside the
+    // mutex (the undo may wait on the host), then ends its claim.
     drop(opened);
     if let Some(claim) = claim.take() {
         locks.pending(|p| p.end(claim));

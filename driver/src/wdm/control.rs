@@ -486,9 +486,13 @@ unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
         if let Some(worker) = state.shutdown_worker.with(Option::take) {
             worker.join();
         }
-        for worker in state.workers.with(core::mem::take) {
-            worker.join();
-        }
+        // Under the dismount mutex: a dismount IOCTL's hand-off (`start_dismount`) spawns its
+        // thread and then stores it in `workers` under this mutex, so none is missed here.
+        state.dismount_mutex.with(|| {
+            for worker in state.workers.with(core::mem::take) {
+                worker.join();
+            }
+        });
         dismount_all_forced(state);
         // SAFETY: the control device registered in DriverEntry, not deleted yet.
         unsafe { IoUnregisterShutdownNotification(state.control.as_ptr()) };
@@ -666,16 +670,28 @@ impl ShutdownSide for KernelShutdown {
         self.0.shutdown_worker.with(|w| *w = Some(worker));
     }
     fn each_left(&self, f: &mut dyn FnMut(u32)) {
-        // One id at a time out of the spin lock (the log is written outside it).
-        for at in 0.. {
-            let Some(id) = self
-                .0
-                .volumes
-                .with(|v| v.get(at).map(|e| e.device.mounted().id))
-            else {
-                break;
-            };
+        // One id at a time out of the spin lock (the log is written outside it), in id order:
+        // the next id above the last one, so entries the kept threads remove meanwhile skip
+        // no other volume and repeat none (no allocation; O(n²) over a few volumes).
+        let mut last: Option<u32> = None;
+        while let Some(id) = self.0.volumes.with(|v| {
+            v.iter()
+                .map(|e| e.device.mounted().id)
+                .filter(|id| last.is_none_or(|l| *id > l))
+                .min()
+        }) {
             f(id);
+            last = Some(id);
+        }
+    }
+    fn close_left(&self, id: u32) {
+        let device = self.0.volumes.with(|v| {
+            v.iter()
+                .find(|e| e.device.mounted().id == id)
+                .map(|e| Arc::clone(&e.device))
+        });
+        if let Some(device) = device {
+            device.mounted().volume.close_admission();
         }
     }
     fn log_left(&self, id: u32, waited_ms: u32) {
@@ -788,7 +804,8 @@ fn probe_control_device() -> Result<(), Status> {
     use wdk_sys::ntddk::ZwClose;
     use wdk_sys::{FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE};
     // The IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
-    // without taking the control mutex this thread holds. PASSIVE_LEVEL.
+    // without taking the control mutex (this thread does not hold it here either: the probe
+    // runs during the host open, outside it). PASSIVE_LEVEL.
     let handle = zw_open(
         ZwName::Static(&DEVICE_NAME),
         ZwOpen {
