@@ -49,6 +49,12 @@ pub enum Fault {
     /// W10: IOCTL_DISK_VERIFY is served the old way: its host range is read synchronously on
     /// the sender's thread (into a buffer allocated per call), not queued to a path's thread.
     VerifyOnCallerThread = 1 << 15,
+    /// W1: the forced dismount of every volume goes highest id first, whatever lives on what
+    /// (a volume whose host is a file on another may lose its host first).
+    W1ForcedOrderById = 1 << 16,
+    /// R13: the control path waits on a stalled host: a mount opens and probes its host
+    /// holding the control mutex, and shutdown waits for its dismount thread without bound.
+    ControlPathHeldByHost = 1 << 17,
     /// W5, kernel glue: the mount keeps a by-value copy of the volume's cipher (both round-key
     /// schedules) in its own frame and never wipes it, as the old code's by-value request and
     /// cipher left them on the mounting thread's stack (the Wine memory check must find it).
@@ -57,6 +63,11 @@ pub enum Fault {
     /// the range ordering and the paths' FIFOs ahead of the volume's reads and writes, and
     /// dismount serves them all), instead of one at a time.
     VerifyUnlimited = 1 << 20,
+    /// W1: when no free volume qualifies, the forced dismount of every volume starts the
+    /// highest id among free hosts even while a volume on one of them is still dismounting
+    /// (three levels: C on A on B; A started while C runs), and a host starts while a volume
+    /// that left the table still closes its host file on it.
+    W1HostStartedWhileNestedRuns = 1 << 21,
 }
 
 #[cfg(feature = "fault-switches")]

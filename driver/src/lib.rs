@@ -15,6 +15,7 @@ pub mod abi;
 pub mod access;
 pub mod barrier;
 pub mod completion;
+pub mod control;
 pub mod crypto;
 pub mod direct;
 pub mod disk_ioctl;

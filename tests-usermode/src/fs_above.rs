@@ -128,9 +128,6 @@ impl<P: Platform<Request = TestRequest>> ModelDevice<P> {
 }
 
 impl<P: Platform<Request = TestRequest>> Teardown for ModelDevice<P> {
-    fn writable(&self) -> bool {
-        true
-    }
     fn keep_driver_loaded(&self) {
         self.kept_driver.store(true, Ordering::Release);
     }
@@ -312,9 +309,9 @@ impl<P: Platform<Request = TestRequest>> FsAbove<P> {
 pub struct FsHandle<P: Platform<Request = TestRequest>>(Arc<FsAbove<P>>);
 
 impl<P: Platform<Request = TestRequest>> VolumeAbove for FsHandle<P> {
-    /// The model filesystem is not NTFS (FSCTL_GET_NTFS_VOLUME_DATA fails on it).
-    fn is_ntfs(&mut self) -> bool {
-        self.0.device.step(Step::NtfsProbe);
+    /// The model filesystem lets go of the device at its dismount: nothing else holds it.
+    fn others_hold_device(&mut self) -> bool {
+        self.0.device.step(Step::ReferenceCheck);
         false
     }
     fn lock(&mut self) -> Result<(), Status> {
@@ -372,7 +369,7 @@ impl<P: Platform<Request = TestRequest>> VolumeAbove for FsHandle<P> {
 pub struct Unaware;
 
 impl VolumeAbove for Unaware {
-    fn is_ntfs(&mut self) -> bool {
+    fn others_hold_device(&mut self) -> bool {
         false
     }
     fn lock(&mut self) -> Result<(), Status> {

@@ -604,8 +604,8 @@ pub const LIST_UNLOAD_DISABLED: u32 = 1;
 
 /// What vcctl prints when the list reply carries [`LIST_UNLOAD_DISABLED`].
 pub const UNLOAD_DISABLED_NOTE: &str = "note: vcdirect stays loaded until reboot: a dismount left \
-    NTFS (writable volume) or open files holding a deleted volume device, so `sc stop` would \
-    lock vcctl out";
+    its file system or open files holding a deleted volume device, so `sc stop` would lock \
+    vcctl out";
 
 impl ListReply {
     /// Largest reply.

@@ -40,9 +40,13 @@ pub const VOLUME_DISMOUNTED: Status = Status::Host(0xC000_026E);
 /// volume again) and a failed open is a failed dismount, tried again like one (a sharing
 /// conflict may end, memory may come back, and the file system may still hold data).
 pub trait VolumeAbove {
-    /// Opens the volume (once) and sends FSCTL_GET_NTFS_VOLUME_DATA: true when it succeeded
-    /// (NTFS is mounted on the volume). Sent first, before the lock, as VeraCrypt does.
-    fn is_ntfs(&mut self) -> bool;
+    /// W3: something other than this sequence's own handle still holds the volume device
+    /// (the device's own reference state: the product reads the device object's
+    /// ReferenceCount, less the one its own open handle holds; a file system that keeps the
+    /// device referenced after its dismount, NTFS or any other, or files a forced dismount
+    /// left open, show there). Asked once, after the links are gone and before the device is
+    /// deleted.
+    fn others_hold_device(&mut self) -> bool;
     /// Opens the volume (once) and sends FSCTL_LOCK_VOLUME.
     fn lock(&mut self) -> Result<(), Status>;
     /// Sends FSCTL_DISMOUNT_VOLUME on the handle, opening the volume first when no earlier
@@ -63,8 +67,6 @@ pub trait VolumeAbove {
 
 /// The volume's own side of a dismount, in the order the sequence calls it.
 pub trait Teardown {
-    /// The volume was mounted writable.
-    fn writable(&self) -> bool;
     /// Latches "unload disabled" for the rest of the boot ([`keeps_driver`] said so): called
     /// before the device is deleted, so the last dismount never restores DriverUnload.
     fn keep_driver_loaded(&self);
@@ -89,8 +91,9 @@ pub struct Report {
     pub dismount: Option<Result<(), Status>>,
     /// The request was forced.
     pub forced: bool,
-    /// The filesystem above was NTFS (FSCTL_GET_NTFS_VOLUME_DATA succeeded).
-    pub ntfs: bool,
+    /// Something other than the sequence's handle still held the device before its deletion
+    /// ([`VolumeAbove::others_hold_device`]; false when not asked: nothing was mounted).
+    pub referenced: bool,
     /// The driver must stay loaded for the rest of the boot ([`keeps_driver`]).
     pub keeps_driver: bool,
 }
@@ -98,8 +101,8 @@ pub struct Report {
 /// One step of the sequence, in the order it ran (for the tests' recorders).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// FSCTL_GET_NTFS_VOLUME_DATA sent.
-    NtfsProbe,
+    /// Asked whether anything else holds the device ([`VolumeAbove::others_hold_device`]).
+    ReferenceCheck,
     /// FSCTL_LOCK_VOLUME sent.
     Lock,
     /// FSCTL_DISMOUNT_VOLUME sent.
@@ -121,14 +124,14 @@ pub enum Step {
 }
 
 /// The order a completed dismount runs its steps in when the driver may unload afterwards (a
-/// refused one: `NtfsProbe`, `Lock`, `Release`); one that [`keeps_driver`] adds
-/// `KeepDriverLoaded` before `DeleteDevice`.
+/// refused one: `Lock`, `Release`); one that [`keeps_driver`] adds `KeepDriverLoaded` before
+/// `DeleteDevice`.
 pub const ORDER: [Step; 7] = [
-    Step::NtfsProbe,
     Step::Lock,
     Step::Dismount,
     Step::Drain,
     Step::RemoveLinks,
+    Step::ReferenceCheck,
     Step::DeleteDevice,
     Step::Release,
 ];
@@ -153,20 +156,24 @@ fn worth_retrying(status: Option<Result<(), Status>>) -> bool {
     matches!(status, Some(s) if !dismounted(s))
 }
 
-/// W3 (VeraCrypt 1.26 does the same): after this dismount the driver must not unload again
-/// this boot. NTFS keeps the deleted volume device referenced after a dismount of a writable
-/// volume (Windows 7 and later), and a forced dismount whose lock failed leaves the files'
+/// W3: after this dismount the driver must not unload again this boot. A file system may
+/// keep the deleted volume device referenced after its dismount (NTFS does on a writable
+/// volume from Windows 7 on, which VeraCrypt 1.26 recognises by FSCTL_GET_NTFS_VOLUME_DATA;
+/// FAT, exFAT or ReFS may too), and a forced dismount whose lock failed leaves the files'
 /// handles (and their references) behind; with the device referenced, `sc stop` would only
 /// defer the unload and mark every device unload-pending, the control device included, so no
-/// later open of `\\.\vcdirect` would succeed until reboot.
-pub fn keeps_driver(ntfs: bool, writable: bool, forced: bool, lock: Result<(), Status>) -> bool {
-    (ntfs && writable) || (forced && lock.is_err())
+/// later open of `\\.\vcdirect` would succeed until reboot. Decided from the device's own
+/// reference state (`referenced`: anything but the sequence's handle holds it just before
+/// its deletion), not from the file system's kind.
+pub fn keeps_driver(referenced: bool, forced: bool, lock: Result<(), Status>) -> bool {
+    referenced || (forced && lock.is_err())
 }
 
-/// Dismounts: asks whether NTFS is mounted, then lock; if the lock fails and `force` is not
+/// Dismounts: lock; if the lock fails and `force` is not
 /// set, [`IN_USE`] and nothing changed (the volume keeps serving). Otherwise dismount the
 /// filesystem (a forced request sends it even when the lock failed, as VeraCrypt does), then
-/// drain, remove the links, latch the driver when [`keeps_driver`] says so, delete the device
+/// drain, remove the links, ask whether anything else holds the device, latch the driver when
+/// [`keeps_driver`] says so, delete the device
 /// and only then close the handle. A non-forced dismount the filesystem refuses is [`IN_USE`]
 /// too. Without a handle and with nothing mounted, the dismount is not asked for (`None`): a
 /// forced sequence goes on at once, and its failed lock latches nothing by itself; the mount
@@ -179,7 +186,6 @@ where
     A: VolumeAbove + ?Sized,
     T: Teardown + ?Sized,
 {
-    let ntfs = above.is_ntfs();
     let lock = above.lock();
     if lock.is_err() && !force {
         above.release();
@@ -199,12 +205,18 @@ where
         dismount = Some(above.dismount());
         attempts += 1;
     }
-    let keeps = dismount.is_some() && keeps_driver(ntfs, volume.writable(), force, lock);
     volume.drain();
     volume.remove_links();
-    // Not asked for (nothing was mounted at the check): only a file system that an open
-    // mounted since, while the links still led to the volume, holds the device (W3).
-    let keeps = keeps || (dismount.is_none() && above.file_system_mounted());
+    // Asked for: the device's reference state decides (W3). Not asked for (nothing was
+    // mounted at the check): only a file system that an open mounted since, while the links
+    // still led to the volume, holds the device.
+    let (keeps, referenced) = match dismount {
+        Some(_) => {
+            let referenced = above.others_hold_device();
+            (keeps_driver(referenced, force, lock), referenced)
+        }
+        None => (above.file_system_mounted(), false),
+    };
     if keeps {
         volume.keep_driver_loaded();
     }
@@ -214,7 +226,7 @@ where
         lock,
         dismount,
         forced: force,
-        ntfs,
+        referenced,
         keeps_driver: keeps,
     })
 }
@@ -274,7 +286,7 @@ where
             lock: Err(IN_USE),
             dismount: None,
             forced: true,
-            ntfs: false,
+            referenced: false,
             keeps_driver: false,
         },
     }
@@ -292,8 +304,8 @@ mod tests {
         steps: RefCell<Vec<Step>>,
         lock: Result<(), Status>,
         dismount: Result<(), Status>,
-        ntfs: bool,
-        writable: bool,
+        /// What the reference check answers.
+        referenced: bool,
         /// Dismount attempts refused before `dismount` answers.
         busy_dismounts: core::cell::Cell<u32>,
         /// The volume can be opened (false: every open fails, for lack of memory).
@@ -308,8 +320,7 @@ mod tests {
                 steps: RefCell::new(Vec::new()),
                 lock,
                 dismount,
-                ntfs: false,
-                writable: true,
+                referenced: false,
                 busy_dismounts: core::cell::Cell::new(0),
                 opens: true,
                 mounted: RefCell::new(Vec::new()),
@@ -326,9 +337,9 @@ mod tests {
         fn wait_before_retry(&mut self) {
             self.0.steps.borrow_mut().push(Step::Wait);
         }
-        fn is_ntfs(&mut self) -> bool {
-            self.0.steps.borrow_mut().push(Step::NtfsProbe);
-            self.0.ntfs
+        fn others_hold_device(&mut self) -> bool {
+            self.0.steps.borrow_mut().push(Step::ReferenceCheck);
+            self.0.referenced
         }
         fn lock(&mut self) -> Result<(), Status> {
             self.0.steps.borrow_mut().push(Step::Lock);
@@ -364,9 +375,6 @@ mod tests {
     }
 
     impl Teardown for Recorder {
-        fn writable(&self) -> bool {
-            self.writable
-        }
         fn keep_driver_loaded(&self) {
             self.steps.borrow_mut().push(Step::KeepDriverLoaded);
         }
@@ -404,7 +412,7 @@ mod tests {
     fn w1_lock_refused_without_force_is_in_use_and_changes_nothing() {
         let r = Recorder::new(Err(DENIED), Ok(()));
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
-        assert_eq!(r.steps(), [Step::NtfsProbe, Step::Lock, Step::Release]);
+        assert_eq!(r.steps(), [Step::Lock, Step::Release]);
     }
 
     #[test]
@@ -421,10 +429,7 @@ mod tests {
     fn w1_dismount_refused_without_force_is_in_use() {
         let r = Recorder::new(Ok(()), Err(DENIED));
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
-        assert_eq!(
-            r.steps(),
-            [Step::NtfsProbe, Step::Lock, Step::Dismount, Step::Release]
-        );
+        assert_eq!(r.steps(), [Step::Lock, Step::Dismount, Step::Release]);
         // An already dismounted filesystem is a dismount that happened.
         let r = Recorder::new(Ok(()), Err(VOLUME_DISMOUNTED));
         assert!(run(&mut Above(&r), &r, false).is_ok());
@@ -440,31 +445,41 @@ mod tests {
     }
 
     #[test]
-    fn w1_writable_ntfs_dismount_keeps_the_driver_loaded() {
-        let mut r = Recorder::new(Ok(()), Ok(()));
-        r.ntfs = true;
-        let report = run(&mut Above(&r), &r, false).unwrap();
-        assert_eq!(r.steps(), order_keeping_driver());
-        assert!(report.ntfs && report.keeps_driver);
-    }
-
-    #[test]
-    fn w1_read_only_ntfs_or_other_filesystem_lets_the_driver_unload() {
-        let mut r = Recorder::new(Ok(()), Ok(()));
-        r.ntfs = true;
-        r.writable = false;
-        assert!(!run(&mut Above(&r), &r, false).unwrap().keeps_driver);
-        assert_eq!(r.steps(), ORDER);
-        // Not NTFS, writable, forced but the lock succeeded: nothing stays behind.
-        let r = Recorder::new(Ok(()), Ok(()));
-        assert!(!run(&mut Above(&r), &r, true).unwrap().keeps_driver);
-        assert_eq!(r.steps(), ORDER);
+    fn w3_latch_follows_the_devices_reference_state_not_the_file_system() {
+        // (something else holds the device, forced, lock result) -> latched. No file system
+        // kind is asked: a FAT, exFAT or ReFS that keeps the device referenced latches like
+        // NTFS did.
+        let table: &[(bool, bool, Result<(), Status>, bool)] = &[
+            (true, false, Ok(()), true),
+            (true, true, Ok(()), true),
+            (false, false, Ok(()), false),
+            (false, true, Ok(()), false),
+            (false, true, Err(DENIED), true),
+            (true, true, Err(DENIED), true),
+        ];
+        for &(referenced, force, lock, latched) in table {
+            let mut r = Recorder::new(lock, Ok(()));
+            r.referenced = referenced;
+            let report = run(&mut Above(&r), &r, force).unwrap();
+            assert_eq!(
+                report.keeps_driver, latched,
+                "referenced {referenced}, forced {force}, lock {lock:?}"
+            );
+            assert_eq!(report.referenced, referenced);
+            let want = if latched {
+                order_keeping_driver()
+            } else {
+                ORDER.to_vec()
+            };
+            assert_eq!(r.steps(), want);
+            assert_eq!(keeps_driver(referenced, force, lock), latched);
+        }
     }
 
     #[test]
     fn w1_refused_dismount_latches_nothing() {
         let mut r = Recorder::new(Err(DENIED), Ok(()));
-        r.ntfs = true;
+        r.referenced = true;
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
         assert!(!r.steps().contains(&Step::KeepDriverLoaded));
     }
@@ -508,12 +523,13 @@ mod tests {
         assert!(!report.keeps_driver);
         let unasked = |late: bool| {
             let mut want = ORDER.to_vec();
-            let at = want.iter().position(|s| *s == Step::Dismount).unwrap();
-            want[at] = Step::MountCheck;
-            let at = want.iter().position(|s| *s == Step::DeleteDevice).unwrap();
-            want.insert(at, Step::MountCheck);
+            for step in [Step::Dismount, Step::ReferenceCheck] {
+                let at = want.iter().position(|s| *s == step).unwrap();
+                want[at] = Step::MountCheck;
+            }
             if late {
-                want.insert(at + 1, Step::KeepDriverLoaded);
+                let at = want.iter().position(|s| *s == Step::DeleteDevice).unwrap();
+                want.insert(at, Step::KeepDriverLoaded);
             }
             want
         };
@@ -531,7 +547,7 @@ mod tests {
         let mut r = Recorder::new(Err(Status::InsufficientResources), Ok(()));
         r.opens = false;
         assert_eq!(run(&mut Above(&r), &r, false), Err(IN_USE));
-        assert_eq!(r.steps(), [Step::NtfsProbe, Step::Lock, Step::Release]);
+        assert_eq!(r.steps(), [Step::Lock, Step::Release]);
     }
 
     #[test]
@@ -551,6 +567,7 @@ mod tests {
         assert!(steps.ends_with(&[
             Step::Drain,
             Step::RemoveLinks,
+            Step::ReferenceCheck,
             Step::KeepDriverLoaded,
             Step::DeleteDevice,
             Step::Release

@@ -48,6 +48,10 @@ use crate::abi::{
     MOUNT_PROTECT_HIDDEN, MOUNT_READ_ONLY, MOUNT_SHARED,
 };
 use crate::access::{self, Caller, Operation, Sid};
+use crate::control::last_reference::wait_until_sole;
+use crate::control::order::{self, Candidate, Next};
+use crate::control::pending::{self, ControlLocks, Pending, SHUTTING_DOWN};
+use crate::control::shutdown::{self as shut, DismountAll, Picked, ShutdownSide};
 use crate::dismount::{self as sequence, Teardown};
 use crate::namespace::{UniqueId, VolumeNames};
 use crate::platform::{Lock, Thread, UpperRequest};
@@ -63,9 +67,9 @@ static LINK_NAME: [u16; 20] = utf16("\\DosDevices\\vcdirect");
 
 /// The control device, for Unload.
 static CONTROL_DEVICE: AtomicPtr<DEVICE_OBJECT> = AtomicPtr::new(core::ptr::null_mut());
-/// W3: a dismount left NTFS (or a forced dismount's open files) holding a reference to a deleted
-/// volume device (`crate::dismount::keeps_driver`): DriverUnload stays cleared for the rest
-/// of the boot (the image is never unloaded once this is set, so the static lives as long).
+/// W3: a dismount left its file system (or a forced dismount's open files) holding a reference
+/// to a deleted volume device (`crate::dismount::keeps_driver`): DriverUnload stays cleared for
+/// the rest of the boot (the image is never unloaded once this is set, so the static lives as long).
 static UNLOAD_DISABLED: AtomicBool = AtomicBool::new(false);
 
 /// W3: mounts between their `hold_unload` and their entry in the table (or their failure):
@@ -99,6 +103,25 @@ struct DriverState {
     /// The system thread of the last dismount IOCTL (W1), joined by the next one and by
     /// Unload, so none runs in the image after it is gone (W3).
     workers: SpinLock<Vec<SystemThread>>,
+    /// Mounts between their claim and their publish (R13: a mount opens and probes its host
+    /// without the control mutex, `crate::control::pending`); closed by shutdown and Unload.
+    pending: SpinLock<Pending>,
+    /// Shutdown's dismount thread when its bounded wait ran out: it runs on with everything it
+    /// uses (`crate::control::shutdown`); Unload (if it ever comes) joins it.
+    shutdown_worker: SpinLock<Option<SystemThread>>,
+}
+
+/// The control mutex and the mounts in progress, as `crate::control::pending::mount` takes
+/// them.
+struct Locks<'a>(&'a DriverState);
+
+impl ControlLocks for Locks<'_> {
+    fn serialized<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.0.control_mutex.with(f)
+    }
+    fn pending<R>(&self, f: impl FnOnce(&mut Pending) -> R) -> R {
+        self.0.pending.with(f)
+    }
 }
 
 /// A mounted volume in the table: its device and the user who mounted it (W4).
@@ -107,6 +130,29 @@ struct Entry {
     owner: Sid,
     /// A dismount runs for it (a second one is refused as in use; shutdown skips it).
     dismounting: bool,
+    /// W1: volumes whose host file lives on this one that left the table and whose host is
+    /// not closed yet (their device is being deleted): the forced dismount of every volume
+    /// does not start this one meanwhile (its lock would race that close).
+    closing: u32,
+}
+
+/// W1: the forced dismount of every volume orders the table by the host relation
+/// (`crate::control::order`): a volume whose host file lives on another volume's device goes
+/// first.
+impl Candidate for Entry {
+    fn id(&self) -> u32 {
+        self.device.mounted().id
+    }
+    fn busy(&self) -> bool {
+        self.dismounting
+    }
+    fn hosted_on(&self, other: &Self) -> bool {
+        let below = self.device.mounted().volume.host().own_volume_below();
+        below == Some(other.device.device_object().as_ptr() as usize)
+    }
+    fn hosts_one_closing(&self) -> bool {
+        self.closing > 0
+    }
 }
 
 /// A dismount IOCTL's volume, claimed in the caller's thread (checks done), done on a system
@@ -343,6 +389,8 @@ pub unsafe fn driver_entry(
         dismount_mutex,
         claims_pending: AtomicUsize::new(0),
         workers: SpinLock::new(Vec::new()),
+        pending: SpinLock::new(Pending::new()),
+        shutdown_worker: SpinLock::new(None),
     });
     let state = match state {
         Ok(state) => state,
@@ -444,12 +492,22 @@ fn self_test(device: *mut DEVICE_OBJECT) {
 
 unsafe extern "C" fn driver_unload(_driver: *mut DRIVER_OBJECT) {
     if let Some(state) = state() {
+        // No mount publishes from here on. None is in progress: a mount IOCTL holds a handle
+        // to the control device, and the I/O manager unloads only a driver none is open on.
+        close_table(state, nts::DELETE_PENDING);
         // W3: Unload runs only with no volume mounted (it is cleared meanwhile); dismounting
         // whatever is left is the defensive path (W1, forced), after the last dismount
-        // thread finished, as at shutdown.
-        for worker in state.workers.with(core::mem::take) {
+        // thread (and shutdown's, if its wait ran out) finished.
+        if let Some(worker) = state.shutdown_worker.with(Option::take) {
             worker.join();
         }
+        // Under the dismount mutex: a dismount IOCTL's hand-off (`start_dismount`) spawns its
+        // thread and then stores it in `workers` under this mutex, so none is missed here.
+        state.dismount_mutex.with(|| {
+            for worker in state.workers.with(core::mem::take) {
+                worker.join();
+            }
+        });
         dismount_all_forced(state);
         // SAFETY: the control device registered in DriverEntry, not deleted yet.
         unsafe { IoUnregisterShutdownNotification(state.control.as_ptr()) };
@@ -564,30 +622,137 @@ unsafe extern "C" fn dispatch_shutdown(device: *mut DEVICE_OBJECT, irp: *mut IRP
     };
     if let Some(state) = state() {
         log("vcdirect: shutdown: dismounting every volume (forced)");
-        // No control IOCTL runs meanwhile (no mount can add a volume behind the loop), and a
-        // dismount IOCTL's thread finishes first (its volume is then gone, or unclaimed and
-        // dismounted here). The workers never take the control mutex: no deadlock.
-        state.control_mutex.with(|| {
-            // No new claim meanwhile (claims take the control mutex); a claim already made
-            // hands its volume to a thread under the dismount mutex soon: wait until none is
-            // pending, joining each dismount thread, so the loop below skips no volume a
-            // dismount was about to start on.
-            loop {
-                state.dismount_mutex.with(|| {
-                    for worker in state.workers.with(core::mem::take) {
-                        worker.join();
-                    }
-                });
-                if state.claims_pending.load(Ordering::Acquire) == 0 {
-                    break;
-                }
-                super::dismount::wait_ms(10);
+        // No mount publishes and no dismount is claimed from here on (both look under the
+        // control mutex; closing takes only the table's spin lock, so a publish waiting on
+        // the mount manager does not hold shutdown up). Mounts still opening their hosts give
+        // their volumes back when their opens return; nobody waits for them.
+        let opening = close_table(state, SHUTTING_DOWN);
+        if opening > 0 {
+            // SAFETY: NUL-terminated format with one `%u` argument.
+            unsafe {
+                DbgPrint(
+                    c"vcdirect: shutdown: %u mounts in progress will not publish\n".as_ptr(),
+                    opening,
+                )
+            };
+        }
+        // The dismounts run on a thread of ours; shutdown waits for it a bounded time only.
+        match shut::shutdown(&KernelShutdown(state), shut::SHUTDOWN_WAIT_MS) {
+            shut::Outcome::Finished => log("vcdirect: shutdown: every volume dismounted"),
+            shut::Outcome::Inline => {
+                log("vcdirect: shutdown: no thread: every volume dismounted on shutdown's")
             }
-            dismount_all_forced(state);
-        });
+            // SAFETY: NUL-terminated format with two `%u` arguments.
+            shut::Outcome::Left(n) => unsafe {
+                DbgPrint(
+                    c"vcdirect: shutdown: %u volumes left mounted after %u ms; shutdown goes on\n"
+                        .as_ptr(),
+                    n as u32,
+                    shut::SHUTDOWN_WAIT_MS,
+                );
+            },
+        }
     }
     irp.complete(Status::Success, 0);
     nt(Status::Success)
+}
+
+/// Shutdown's side of `crate::control::shutdown`: its dismount thread, the bounded wait on it
+/// (a thread of this driver: R13), and the volumes left.
+struct KernelShutdown(&'static DriverState);
+
+impl ShutdownSide for KernelShutdown {
+    type Worker = SystemThread;
+    fn start(&self) -> Result<SystemThread, Status> {
+        // W6: the body is allocated fallibly; without it (or a thread) the dismounts run on
+        // shutdown's thread.
+        let body = pool::try_box(|| {
+            // The driver state outlives this thread: Unload joins it before freeing it.
+            if let Some(state) = state() {
+                shutdown_dismounts(state);
+            }
+        })?;
+        SystemThread::spawn(body)
+    }
+    fn wait(&self, worker: &SystemThread, ms: Option<u32>) -> bool {
+        worker.wait_for(ms)
+    }
+    fn run_here(&self) {
+        shutdown_dismounts(self.0);
+    }
+    fn keep(&self, worker: SystemThread) {
+        // It runs on with its references (nothing it uses is freed); Unload would join it.
+        self.0.shutdown_worker.with(|w| *w = Some(worker));
+    }
+    fn each_left(&self, f: &mut dyn FnMut(u32)) {
+        // One id at a time out of the spin lock (the log is written outside it), in id order:
+        // the next id above the last one, so entries the kept threads remove meanwhile skip
+        // no other volume and repeat none (no allocation; O(n²) over a few volumes).
+        let mut last: Option<u32> = None;
+        while let Some(id) = self.0.volumes.with(|v| {
+            v.iter()
+                .map(|e| e.device.mounted().id)
+                .filter(|id| last.is_none_or(|l| *id > l))
+                .min()
+        }) {
+            f(id);
+            last = Some(id);
+        }
+    }
+    fn close_left(&self, id: u32) {
+        let device = self.0.volumes.with(|v| {
+            v.iter()
+                .find(|e| e.device.mounted().id == id)
+                .map(|e| Arc::clone(&e.device))
+        });
+        if let Some(device) = device {
+            device.mounted().volume.close_admission();
+        }
+    }
+    fn log_left(&self, id: u32, waited_ms: u32) {
+        // SAFETY: NUL-terminated format with two `%u` arguments.
+        unsafe {
+            DbgPrint(
+                c"vcdirect: shutdown: VcVolume%u not dismounted after %u ms: left as it is\n"
+                    .as_ptr(),
+                id,
+                waited_ms,
+            )
+        };
+    }
+}
+
+/// Shutdown and Unload close the table: no mount publishes and no dismount is claimed from
+/// here on. Taken under the table's spin lock, then the pending one (the order the publish's
+/// push and the dismount claim take them), so each of those decided either before the close
+/// (the volume in the table, the claim counted) or after it (refused). Returns the mounts in
+/// progress.
+fn close_table(state: &DriverState, why: Status) -> u32 {
+    state.volumes.with(|_| state.pending.with(|p| p.close(why)))
+}
+
+/// Shutdown's dismount thread: every volume, forced, in host order (each on a thread of its
+/// own, so one that never finishes holds up only the volumes its host lives on), then the
+/// dismount IOCTLs' threads joined; again while a claim was handed back.
+///
+/// IRQL: PASSIVE_LEVEL, on a system thread of this driver.
+fn shutdown_dismounts(state: &DriverState) {
+    // No barrier: a publish or a dismount claim decided under the table's spin lock before
+    // the close (`close_table`) has its volume in the table or its claim counted.
+    loop {
+        dismount_all_forced(state);
+        state.dismount_mutex.with(|| {
+            for worker in state.workers.with(core::mem::take) {
+                worker.join();
+            }
+        });
+        let claimed = state.claims_pending.load(Ordering::Acquire) != 0;
+        // A dismount IOCTL refused (not forced) gives its volume back: dismounted here next.
+        if !claimed && state.volumes.with(|v| v.iter().all(|e| e.dismounting)) {
+            break;
+        }
+        super::dismount::wait_ms(10);
+    }
 }
 
 /// W3: DriverUnload is cleared while any volume is mounted (a legacy driver cannot veto an
@@ -654,7 +819,8 @@ fn probe_control_device() -> Result<(), Status> {
     use wdk_sys::ntddk::ZwClose;
     use wdk_sys::{FILE_READ_ATTRIBUTES, FILE_SHARE_READ, FILE_SHARE_WRITE};
     // The IRP_MJ_CREATE it sends reaches our own control device, whose dispatch completes it
-    // without taking the control mutex this thread holds. PASSIVE_LEVEL.
+    // without taking the control mutex (this thread does not hold it here either: the probe
+    // runs during the host open, outside it). PASSIVE_LEVEL.
     let handle = zw_open(
         ZwName::Static(&DEVICE_NAME),
         ZwOpen {
@@ -764,12 +930,6 @@ struct TableTeardown<'a> {
 }
 
 impl Teardown for TableTeardown<'_> {
-    fn writable(&self) -> bool {
-        self.device
-            .borrow()
-            .as_ref()
-            .is_some_and(|d| d.mounted().flags & MOUNT_READ_ONLY == 0)
-    }
     fn keep_driver_loaded(&self) {
         if !UNLOAD_DISABLED.swap(true, Ordering::AcqRel) {
             // SAFETY: NUL-terminated format with one `%u` argument.
@@ -796,18 +956,42 @@ impl Teardown for TableTeardown<'_> {
         let Some(ours) = self.device.borrow_mut().take() else {
             return;
         };
-        let entry = self.state.volumes.with(|v| {
+        // W1: the volume our host file lives on (if any, and still in the table) counts us as
+        // closing until our host is closed below, so a forced dismount of every volume does
+        // not lock it before that.
+        let below = ours.mounted().volume.host().own_volume_below();
+        let (entry, host_id) = self.state.volumes.with(|v| {
             let entry = v
                 .iter()
                 .position(|e| Arc::ptr_eq(&e.device, &ours))
                 .map(|at| v.remove(at));
+            let host = below.and_then(|b| {
+                v.iter_mut()
+                    .find(|e| e.device.device_object().as_ptr() as usize == b)
+            });
+            let host_id = host.map(|e| {
+                e.closing += 1;
+                e.device.mounted().id
+            });
             allow_unload(self.state, !v.is_empty());
-            entry
+            (entry, host_id)
         });
-        // The last reference normally (a concurrent status call may hold another for a
-        // moment): its Drop deletes the device at PASSIVE_LEVEL, here.
         drop(entry);
+        // W1: a status or erase-keys IOCTL that found the volume before its entry went may
+        // hold a reference for a moment (only while it builds its reply, under the control
+        // mutex, waiting on nothing of ours): wait until ours is the last, so its Drop
+        // deletes the device here, before the handle is closed and the dismount completes,
+        // never afterwards in that IOCTL's thread (`crate::control::last_reference`).
+        wait_until_sole(|| Arc::strong_count(&ours), || super::dismount::wait_ms(1));
+        // The device is deleted and our host closed here (the last reference).
         drop(ours);
+        if let Some(id) = host_id {
+            self.state.volumes.with(|v| {
+                if let Some(e) = v.iter_mut().find(|e| e.device.mounted().id == id) {
+                    e.closing = e.closing.saturating_sub(1);
+                }
+            });
+        }
         // SAFETY: NUL-terminated format with one `%u` argument.
         unsafe { DbgPrint(c"vcdirect: VcVolume%u deleted\n".as_ptr(), self.id) };
     }
@@ -819,9 +1003,10 @@ impl Teardown for TableTeardown<'_> {
 /// into the teardown, so its `delete_device` drops the last reference (the device is deleted
 /// there, before the handle is closed, not when this function returns).
 ///
-/// IRQL: PASSIVE_LEVEL. Threads: our dismount thread (the dismount IOCTL) and the thread that
-/// sends IRP_MJ_SHUTDOWN (`dismount_all_forced`), which holds the control mutex for the whole
-/// sequence, its waits included.
+/// IRQL: PASSIVE_LEVEL. Threads: our dismount thread (the dismount IOCTL), and the threads of
+/// `dismount_all_forced` (shutdown's dismount thread, Unload); none holds the control mutex,
+/// so a sequence waiting for its file system or its host holds up no control IOCTL (and the
+/// last-reference wait in `TableTeardown::delete_device` never waits for its own holder).
 fn dismount_volume(
     state: &DriverState,
     device: Arc<VolumeDevice>,
@@ -894,15 +1079,17 @@ fn log_dismount(id: u32, report: &sequence::Report) {
     };
 }
 
-/// Undoes a mount whose device was published but whose links could not all be made, in the
-/// engine's order (`crate::dismount::undo_failed_publish`): the links and the mount manager's
+/// Undoes a mount whose device was published but whose links could not all be made (or whose
+/// entry shutdown or Unload refused after the links were made), in the engine's order (`crate::dismount::undo_failed_publish`): the links and the mount manager's
 /// record first, then the forced W1 sequence only if a file system mounted on the volume
 /// (the device's VPB), else drain and delete without opening it, latching the driver if a
 /// file system mounted in between (W3).
 ///
-/// IRQL: PASSIVE_LEVEL, on the mounting caller's thread, holding the control mutex for the
-/// whole undo: the links' removal waits at most its memory budgets (about 2 s, and 2 s more
-/// to reopen the mount manager), a forced sequence at most 200 x 100 ms more.
+/// IRQL: PASSIVE_LEVEL, on the mounting caller's thread, without the control mutex (the
+/// opened value's drop, after `crate::control::pending::mount` released it; R13: a host that
+/// stalls the drain or its close holds up only this mount): the links' removal waits at most
+/// its memory budgets (about 2 s, and 2 s more to reopen the mount manager), a forced sequence
+/// at most 200 x 100 ms more.
 fn undo_publish(state: &DriverState, device: Arc<VolumeDevice>) {
     let (id, mut above, teardown) = above_and_teardown(state, device);
     match sequence::undo_failed_publish(&mut above, &teardown) {
@@ -925,22 +1112,73 @@ fn undo_publish(state: &DriverState, device: Arc<VolumeDevice>) {
     }
 }
 
-/// Dismounts every volume no dismount runs for, forced (shutdown, Unload), the highest id first:
-/// a volume mounted from a file or partition of another of our volumes (nested) was mounted
-/// after its host, so it goes before it.
+/// Dismounts every volume no dismount runs for, forced (shutdown, Unload), in the order of
+/// the host relation (`crate::control::order`: a volume whose host file lives on another of
+/// our volumes goes first, whatever the ids), each on a system thread of its own as soon as
+/// nothing still in the table lives on it (`crate::control::shutdown::dismount_all`), and
+/// returns once each has finished.
+///
+/// IRQL: PASSIVE_LEVEL (Unload, shutdown's dismount thread).
 fn dismount_all_forced(state: &DriverState) {
-    loop {
-        let next = state.volumes.with(|v| {
-            v.iter_mut()
-                .filter(|e| !e.dismounting)
-                .max_by_key(|e| e.device.mounted().id)
-                .map(|e| {
-                    e.dismounting = true;
-                    Arc::clone(&e.device)
-                })
+    shut::dismount_all(&ForcedAll {
+        state,
+        started: SpinLock::new(Vec::new()),
+    });
+}
+
+/// The table's side of `crate::control::shutdown::dismount_all`.
+struct ForcedAll<'a> {
+    state: &'a DriverState,
+    /// The threads started, joined at the end.
+    started: SpinLock<Vec<SystemThread>>,
+}
+
+impl DismountAll for ForcedAll<'_> {
+    type Volume = Arc<VolumeDevice>;
+    fn next(&self) -> Picked<Arc<VolumeDevice>> {
+        self.state.volumes.with(|v| match order::decide(v) {
+            Next::Dismount(at) => {
+                v[at].dismounting = true;
+                Picked::Dismount(Arc::clone(&v[at].device))
+            }
+            Next::Wait => Picked::Wait,
+            Next::Done => Picked::Done,
+        })
+    }
+    fn start(&self, device: Arc<VolumeDevice>) -> Result<(), Arc<VolumeDevice>> {
+        // W6: the thread's room and body are allocated fallibly; without them (or a thread)
+        // the dismount runs on the calling thread.
+        if self.started.with(|s| s.try_reserve(1)).is_err() {
+            return Err(device);
+        }
+        let back = Arc::clone(&device);
+        let body = pool::try_box(move || {
+            // The driver state outlives this thread: `join_started` joins it before the
+            // caller (Unload, or shutdown's thread, which Unload joins) returns.
+            if let Some(state) = state() {
+                let _ = dismount_volume(state, device, true);
+            }
         });
-        let Some(device) = next else { break };
-        let _ = dismount_volume(state, device, true);
+        match body.and_then(|body| SystemThread::spawn(body)) {
+            Ok(thread) => {
+                // The sequence's delete waits for this reference too (`wait_until_sole`).
+                drop(back);
+                self.started.with(|s| s.push(thread));
+                Ok(())
+            }
+            Err(_) => Err(back),
+        }
+    }
+    fn dismount_here(&self, device: Arc<VolumeDevice>) {
+        let _ = dismount_volume(self.state, device, true);
+    }
+    fn pause(&self) {
+        super::dismount::wait_ms(10);
+    }
+    fn join_started(&self) {
+        for thread in self.started.with(core::mem::take) {
+            thread.join();
+        }
     }
 }
 
@@ -952,7 +1190,8 @@ fn abi_err(e: AbiError) -> Status {
     e.status()
 }
 
-/// Runs one control IOCTL under the control mutex. Input is copied out of the system buffer,
+/// Runs one control IOCTL (under the control mutex, but a mount's host open and probe: R13).
+/// Input is copied out of the system buffer,
 /// which is then wiped, before the reply is written over it; a reply larger than the caller's
 /// output buffer is STATUS_BUFFER_TOO_SMALL. With no driver state (not ready) or an unknown
 /// code the system buffer is wiped all the same and the request refused.
@@ -1003,20 +1242,26 @@ fn control_ioctl(
     };
     // W5: `serve` copies the input out and zeroes the whole system buffer before the handler
     // runs, so no request byte (a mount's key) is left in it on any path out.
-    state.control_mutex.with(|| {
-        abi::buffer::serve(
-            buf,
-            input_len as usize,
-            output_len as usize,
-            |input, output_len| {
-                let caller = identity::caller()?;
-                handle(state, &caller, code, input, output_len, claim)
-            },
-        )
-    })
+    abi::buffer::serve(
+        buf,
+        input_len as usize,
+        output_len as usize,
+        |input, output_len| {
+            let caller = identity::caller()?;
+            match code {
+                // R13: a mount takes the control mutex itself for the steps that need it,
+                // never while it opens and probes its host (`mount_volume`).
+                abi::IOCTL_MOUNT => mount(state, &caller, input, output_len),
+                _ => state
+                    .control_mutex
+                    .with(|| handle(state, &caller, code, input, output_len, claim)),
+            }
+        },
+    )
 }
 
-/// Runs one control IOCTL for `caller`, who the policy checks before anything changes.
+/// Runs one control IOCTL but a mount for `caller`, who the policy checks before anything
+/// changes, under the control mutex.
 fn handle(
     state: &DriverState,
     caller: &Caller,
@@ -1026,7 +1271,6 @@ fn handle(
     claim: &mut Option<Claim>,
 ) -> Reply {
     match code {
-        abi::IOCTL_MOUNT => mount(state, caller, input, output_len),
         abi::IOCTL_DISMOUNT => claim_dismount(state, caller, input, claim),
         abi::IOCTL_LIST => list(state, caller, input, output_len),
         abi::IOCTL_STATUS => status(state, caller, input, output_len),
@@ -1067,6 +1311,10 @@ fn handle(
             // table's lock (nonpaged pool; no room, no key erased: the caller is told).
             let all = state.volumes.with(|v| {
                 let mut all: Vec<Arc<VolumeDevice>> = crate::io::try_vec(v.len())?;
+                // R3: a mount claimed before now (opening its host without the control mutex)
+                // is refused at its publish, its key erased (`Pending::keys_erased`); this
+                // IOCTL and the publishes run under the control mutex.
+                state.pending.with(Pending::keys_erased);
                 all.extend(v.iter().map(|e| Arc::clone(&e.device)));
                 Ok::<_, Status>(all)
             })?;
@@ -1147,6 +1395,11 @@ fn mount(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) 
     mount_volume(state, caller, input, output_len)
 }
 
+/// A mount (R13: no control mutex while the host is opened and probed): its checks, unique id
+/// and letter claim under the control mutex; the host's open and probe, the volume and its
+/// still initializing device without it (`open_volume`); the publish under the mutex again
+/// (`publish_volume`), or, when shutdown or Unload closed the table meanwhile, everything
+/// given back (STATUS_SYSTEM_SHUTDOWN). The sequence is `crate::control::pending::mount`.
 fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: usize) -> Reply {
     let request = MountRequest::parse(input, cfg!(feature = "wine-host")).map_err(abi_err)?;
     // Refused before any host open.
@@ -1154,8 +1407,38 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
     if output_len < MountReply::SIZE {
         return Err(nts::BUFFER_TOO_SMALL);
     }
-    if let Some(c) = request.drive_letter {
-        // Any user's volume holds the letter (the control mutex keeps it so until we add ours).
+    let letter = request.drive_letter;
+    let unique_id = core::cell::Cell::new(None);
+    let reply = pending::mount(
+        &Locks(state),
+        letter,
+        || {
+            unique_id.set(Some(check_mount(state, letter)?));
+            Ok(())
+        },
+        || {
+            let id = unique_id.take().ok_or(Status::InvalidParameter)?;
+            open_volume(state, caller, &request, id)
+        },
+        |opened| publish_volume(state, opened),
+    );
+    // W5 fault switch (Wine build only, compiled out of product images: check-sys.sh refuses a
+    // product map naming `fault_key_copy_on_stack`): the mount's last call leaves a copy of the
+    // cipher on this thread's stack.
+    #[cfg(feature = "wine-host")]
+    if reply.is_ok() && crate::faults::is_on(crate::faults::Fault::W5KeyCopyOnMountStack) {
+        fault_key_copy_on_stack(&request.key);
+    }
+    reply
+}
+
+/// A mount's checks under the control mutex: the letter free (the table, and any link of
+/// that name the caller could see), and the mount manager's unique id of the volume. A letter
+/// claimed by a mount in progress is refused by the claim that follows.
+#[inline(never)]
+fn check_mount(state: &DriverState, letter: Option<char>) -> Result<UniqueId, Status> {
+    if let Some(c) = letter {
+        // Any user's volume holds the letter.
         if state
             .volumes
             .with(|v| v.iter().any(|e| e.is(Target::Letter(c))))
@@ -1169,14 +1452,144 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
     // W2: the mount manager's unique id of this volume: its letter's (one database entry per
     // letter, whatever the number of mounts), or fresh bytes without a letter (never the slot).
     // A mounted volume may answer the letter's id already (moved to another letter with
-    // mountvol): then fresh bytes, so one id never belongs to two live volumes.
+    // mountvol): then fresh bytes, so one id never belongs to two live volumes. A mount in
+    // progress holds another letter (the claim), so it never has this letter's id.
     let live = |id: &UniqueId| {
         state.volumes.with(|v| {
             v.iter()
                 .any(|e| e.device.mounted().names.unique_id() == id.as_bytes())
         })
     };
-    let unique_id = UniqueId::for_mount(request.drive_letter, live, fresh_uuid)?;
+    UniqueId::for_mount(letter, live, fresh_uuid)
+}
+
+/// A mount's volume and device, made without the control mutex and not yet published. Dropped
+/// unpublished (a failure, or shutdown meanwhile), it deletes the device (which dismounts the
+/// volume and closes the host) and ends the mount's DriverUnload hold.
+struct Opened<'a> {
+    state: &'a DriverState,
+    device: Option<Arc<VolumeDevice>>,
+    owner: Sid,
+    id: u32,
+    letter: Option<char>,
+    /// Its device was published (links, the mount manager's record) but the volume never
+    /// reached the table: dropped, it is undone (`undo_publish`).
+    published: bool,
+}
+
+/// Dropped by `crate::control::pending::mount` after the control mutex is released (R13:
+/// the undo drains the volume, joins its threads and closes its host, which may stall).
+impl Drop for Opened<'_> {
+    fn drop(&mut self) {
+        if let Some(device) = self.device.take() {
+            if self.published {
+                // Not in the table: the undo's delete drops the device's only reference.
+                undo_publish(self.state, device);
+            } else {
+                // Never published: no link, no file system; its only reference. Its key is
+                // erased first (R3: refused because erase-keys ran meanwhile, among others).
+                device.mounted().volume.erase_keys();
+                drop(device);
+            }
+            restore_unload(self.state);
+        }
+    }
+}
+
+/// The part of a mount that may wait on its host, in the caller's thread without the control
+/// mutex: the user's context, the host's open and probe, the volume, and its device created
+/// still initializing (no links). Everything fallible of the mount but the table's room and
+/// the links happens here.
+// Not inlined: the opened host and the mount's parameters stay out of the frames above it,
+// and the device's names out of this one's callee chain (W13).
+#[inline(never)]
+fn open_volume<'a>(
+    state: &'a DriverState,
+    caller: &Caller,
+    request: &MountRequest,
+    unique_id: UniqueId,
+) -> Result<Opened<'a>, Status> {
+    let (volume, flags, read_only) = open_host_volume(state, request)?;
+    // W3: no unload may start from here on (DriverUnload cleared before the device exists), and
+    // none may be pending already (the probe).
+    if let Err(status) = hold_unload(state) {
+        volume.dismount();
+        return Err(status);
+    }
+    // W6: the owner's SID copied for the entry (asks the injection).
+    let owner = match caller.sid.try_clone() {
+        Ok(owner) => owner,
+        Err(status) => {
+            volume.dismount();
+            restore_unload(state);
+            return Err(status);
+        }
+    };
+    let id = state.next_id.fetch_add(1, Ordering::AcqRel);
+    // W6: the names are allocated fallibly, and `create` makes the links' names and records'
+    // room (kept in the device), so nothing of ours allocates after `publish`.
+    let device = VolumeNames::new(id, request.drive_letter, unique_id).and_then(|names| {
+        // SAFETY: `state.driver` is our driver object.
+        unsafe {
+            VolumeDevice::create(
+                state.driver,
+                id,
+                flags,
+                names,
+                read_only,
+                Arc::clone(&volume),
+                &caller.sid,
+            )
+        }
+    });
+    let device = match device {
+        Ok(d) => d,
+        Err(status) => {
+            volume.dismount();
+            restore_unload(state);
+            return Err(status);
+        }
+    };
+    // W5, Wine build: where this volume's round keys live, for the memory check
+    // (w5-wine-key-bytes-*): the one block every copy of them must be in.
+    #[cfg(feature = "wine-host")]
+    if let Some((at, len)) = volume.key().block() {
+        // SAFETY: NUL-terminated format; `%u` gets a u32, `%p` a pointer-sized value.
+        unsafe {
+            DbgPrint(
+                c"vcdirect: W5 key block of volume %u at %p, %u bytes\n".as_ptr(),
+                id,
+                at as *const u8,
+                len as u32,
+            )
+        };
+    }
+    // W6: the device is still initializing and has no links: a failure drops it, which
+    // dismounts the volume and deletes the device (PASSIVE_LEVEL, here).
+    let device = match pool::try_arc(device) {
+        Ok(device) => device,
+        Err(status) => {
+            restore_unload(state);
+            return Err(status);
+        }
+    };
+    Ok(Opened {
+        state,
+        device: Some(device),
+        owner,
+        id,
+        letter: request.drive_letter,
+        published: false,
+    })
+}
+
+/// The host's open and probe and the volume on it (`open_volume`'s first part): the volume,
+/// its `MOUNT_*` flags and whether it is read-only.
+#[inline(never)]
+fn open_host_volume(
+    state: &DriverState,
+    request: &MountRequest,
+) -> Result<(Arc<Volume<KernelPlatform>>, u32, bool), Status> {
     let asked_read_only = request.flags & MOUNT_READ_ONLY != 0;
     // R11: the mounting user's context, captured in the caller's thread.
     let security = ClientSecurity::capture()?;
@@ -1215,103 +1628,61 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
     // completion stage makes its own pool of `max_work_items` (`Platform::work_items`).
     let platform = unsafe { KernelPlatform::new(state.control, Some(security)) }?;
     let volume = Volume::mount(platform, host, &request.key, params)?;
-    // W3: no unload may start from here on (DriverUnload cleared before the device exists), and
-    // none may be pending already (the probe).
-    if let Err(status) = hold_unload(state) {
-        volume.dismount();
-        return Err(status);
+    Ok((volume, flags, read_only))
+}
+
+/// The end of a mount, under the control mutex: the table's room, the links, the entry. On
+/// failure the opened value goes back to `crate::control::pending::mount`, which drops it (the
+/// device deleted, or undone when published) after the mutex is released.
+#[inline(never)]
+fn publish_volume<'a>(
+    state: &'a DriverState,
+    mut opened: Opened<'a>,
+) -> Result<Answer, (Status, Option<Opened<'a>>)> {
+    // W6: the volume table's room for this entry, reserved under the control mutex (publishes
+    // run one at a time under it; removals only free room), so the push below allocates
+    // nothing.
+    if let Err(status) = reserve_entry(state) {
+        return Err((status, Some(opened)));
     }
-    // W6: the volume table's room for this entry, reserved before the device exists (mounts
-    // run one at a time under the control mutex; removals only free room), so the push below
-    // allocates nothing; and the owner's SID copied for the entry. Both ask the injection.
-    let owner = match reserve_entry(state).and_then(|()| caller.sid.try_clone()) {
-        Ok(owner) => owner,
-        Err(status) => {
-            volume.dismount();
-            restore_unload(state);
-            return Err(status);
-        }
+    let Some(device) = opened.device.take() else {
+        return Err((Status::InvalidParameter, Some(opened)));
     };
-    let id = state.next_id.fetch_add(1, Ordering::AcqRel);
-    // W6: the names are allocated fallibly, and `create` makes the links' names and records'
-    // room (`prepared`), so nothing of ours allocates after `publish`.
-    let device = VolumeNames::new(id, request.drive_letter, unique_id).and_then(|names| {
-        // SAFETY: `state.driver` is our driver object.
-        unsafe {
-            VolumeDevice::create(
-                state.driver,
-                id,
-                flags,
-                names,
-                read_only,
-                Arc::clone(&volume),
-                &caller.sid,
-            )
-        }
-    });
-    let (device, prepared) = match device {
-        Ok(d) => d,
-        Err(status) => {
-            volume.dismount();
-            restore_unload(state);
-            return Err(status);
-        }
-    };
-    // W6: the device is still initializing and has no links: a failure drops it, which
-    // dismounts the volume and deletes the device (PASSIVE_LEVEL, here).
-    let device = match pool::try_arc(device) {
-        Ok(device) => device,
-        Err(status) => {
-            restore_unload(state);
-            return Err(status);
-        }
-    };
-    // Everything fallible of the mount is done but the links: the entry is ready before the
-    // device is published, and the push below allocates nothing (room reserved above).
     let entry = Entry {
         device,
-        owner,
+        owner: opened.owner.clone(),
         dismounting: false,
+        closing: 0,
     };
-    if let Err(status) = entry.device.publish(prepared) {
-        // Not in the table: the undo's delete drops the device's only reference;
-        // DriverUnload stays cleared (this mount's hold) until below.
-        undo_publish(state, entry.device);
-        restore_unload(state);
-        return Err(status);
+    if let Err(status) = entry.device.publish() {
+        // DriverUnload stays cleared (this mount's hold) until the undo.
+        opened.device = Some(entry.device);
+        opened.published = true;
+        return Err((status, Some(opened)));
     }
-    // W5, Wine build: where this volume's round keys live, for the memory check
-    // (w5-wine-key-bytes-*): the one block every copy of them must be in.
-    #[cfg(feature = "wine-host")]
-    if let Some((at, len)) = volume.key().block() {
-        // SAFETY: NUL-terminated format; `%u` gets a u32, `%p` a pointer-sized value.
-        unsafe {
-            DbgPrint(
-                c"vcdirect: W5 key block of volume %u at %p, %u bytes\n".as_ptr(),
-                id,
-                at as *const u8,
-                len as u32,
-            )
-        };
-    }
-    state.volumes.with(|v| {
+    // Shutdown's and Unload's close of the table takes this spin lock before the pending one:
+    // a volume is either in the table before the close (their dismount of every volume finds
+    // it) or refused here, with no barrier on the control mutex.
+    let pushed = state.volumes.with(|v| {
+        if let Err(status) = state.pending.with(|p| p.may_publish()) {
+            return Err((status, entry));
+        }
         v.push(entry);
         // The hold ends as the volume is in the table: it keeps DriverUnload cleared itself.
         MOUNTS_HOLDING.fetch_sub(1, Ordering::AcqRel);
         allow_unload(state, true);
+        Ok(())
     });
-    // W5 fault switch (Wine build only, compiled out of product images: check-sys.sh refuses a
-    // product map naming `fault_key_copy_on_stack`): the mount's last call leaves a copy of the
-    // cipher on this thread's stack.
-    #[cfg(feature = "wine-host")]
-    if crate::faults::is_on(crate::faults::Fault::W5KeyCopyOnMountStack) {
-        fault_key_copy_on_stack(&request.key);
+    if let Err((status, entry)) = pushed {
+        opened.device = Some(entry.device);
+        opened.published = true;
+        return Err((status, Some(opened)));
     }
     // W6: a fixed-size reply: nothing can fail once the volume is in the table.
     Ok(Answer::Small(
         MountReply {
-            volume_id: id,
-            drive_letter: request.drive_letter,
+            volume_id: opened.id,
+            drive_letter: opened.letter,
         }
         .build(),
     ))
@@ -1353,6 +1724,10 @@ fn claim_dismount(
     let request = VolumeRequest::parse(input).map_err(abi_err)?;
     let force = request.flags & DISMOUNT_FORCE != 0;
     let device = state.volumes.with(|v| {
+        // Shutdown or Unload dismounts every volume itself: no new claim once it began. Their
+        // close takes this spin lock before the pending one, so a claim is either counted in
+        // `claims_pending` before the close (shutdown waits for it) or refused.
+        state.pending.with(|p| p.may_publish())?;
         let entry = v
             .iter_mut()
             .find(|e| e.is(request.target))
@@ -1362,11 +1737,11 @@ fn claim_dismount(
             return Err(sequence::IN_USE);
         }
         entry.dismounting = true;
+        // Shutdown waits for this claim until its thread has it (`start_dismount`), or until
+        // the IOCTL gives it back (`dispatch_device_control`).
+        state.claims_pending.fetch_add(1, Ordering::AcqRel);
         Ok(Arc::clone(&entry.device))
     })?;
-    // Shutdown waits for this claim until its thread has it (`start_dismount`), or until the
-    // IOCTL gives it back (`dispatch_device_control`).
-    state.claims_pending.fetch_add(1, Ordering::AcqRel);
     *claim = Some(Claim { device, force });
     Ok(Answer::Empty)
 }

@@ -20,12 +20,6 @@ use crate::Status;
 pub(crate) const FSCTL_LOCK_VOLUME: u32 = 0x0009_0018;
 /// FSCTL_DISMOUNT_VOLUME (function 8).
 pub(crate) const FSCTL_DISMOUNT_VOLUME: u32 = 0x0009_0020;
-/// FSCTL_GET_NTFS_VOLUME_DATA (function 25, METHOD_BUFFERED, FILE_ANY_ACCESS).
-pub(crate) const FSCTL_GET_NTFS_VOLUME_DATA: u32 = 0x0009_0064;
-const _: () = assert!(FSCTL_GET_NTFS_VOLUME_DATA == (9 << 16) | (25 << 2));
-/// Room for NTFS_VOLUME_DATA_BUFFER (96 bytes; NTFS fails the request with less).
-#[cfg(not(feature = "wine-host"))]
-const NTFS_VOLUME_DATA_BYTES: usize = 128;
 
 /// Waits `crate::dismount::RETRY_INTERVAL_MS` on the calling thread (a forced dismount's
 /// retry). IRQL: PASSIVE_LEVEL, on a system thread (the dismount's).
@@ -57,12 +51,9 @@ pub(crate) fn wait_ms(ms: u32) {
 /// open, which copies it fallibly).
 pub(crate) struct KernelVolumeAbove {
     device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
-    #[cfg(not(feature = "wine-host"))]
     mounted: Arc<MountedVolume>,
     #[cfg(not(feature = "wine-host"))]
     handle: wdk_sys::HANDLE,
-    #[cfg(feature = "wine-host")]
-    _mounted: Arc<MountedVolume>,
 }
 
 impl KernelVolumeAbove {
@@ -71,20 +62,18 @@ impl KernelVolumeAbove {
     ///
     /// # Safety
     /// `device` is a volume device of this driver that stays undeleted until the sequence's
-    /// `Teardown::delete_device` (every request or look that uses it, `is_ntfs`, `lock`,
-    /// `dismount` and `file_system_mounted`, comes before that; `release` does not touch it).
+    /// `Teardown::delete_device` (every request or look that uses it, `lock`, `dismount`,
+    /// `file_system_mounted` and `others_hold_device`, comes before that; `release` does not
+    /// touch it).
     pub(crate) unsafe fn new(
         device: core::ptr::NonNull<wdk_sys::DEVICE_OBJECT>,
         mounted: &Arc<MountedVolume>,
     ) -> Self {
         KernelVolumeAbove {
             device,
-            #[cfg(not(feature = "wine-host"))]
             mounted: Arc::clone(mounted),
             #[cfg(not(feature = "wine-host"))]
             handle: core::ptr::null_mut(),
-            #[cfg(feature = "wine-host")]
-            _mounted: Arc::clone(mounted),
         }
     }
 }
@@ -98,10 +87,7 @@ mod product {
 
     use super::super::host::{fs_control, zw_open, ZwName, ZwOpen};
     use super::super::strings::OwnedUnicode;
-    use super::{
-        KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_GET_NTFS_VOLUME_DATA, FSCTL_LOCK_VOLUME,
-        NTFS_VOLUME_DATA_BYTES,
-    };
+    use super::{KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_LOCK_VOLUME};
     use crate::dismount::VolumeAbove;
     use crate::Status;
 
@@ -144,9 +130,22 @@ mod product {
     }
 
     impl VolumeAbove for KernelVolumeAbove {
-        fn is_ntfs(&mut self) -> bool {
-            let mut data = [0u8; NTFS_VOLUME_DATA_BYTES];
-            self.fsctl(FSCTL_GET_NTFS_VOLUME_DATA, &mut data).is_ok()
+        /// W3: the volume device's ReferenceCount (the I/O manager counts each file object
+        /// opened on the device, a file system's own stream file objects included) above the
+        /// one our own handle holds: something else keeps the device referenced, whatever the
+        /// file system. Read as a snapshot (the I/O manager changes it with interlocked
+        /// operations); the sequence asks after the links are gone, just before the deletion.
+        ///
+        /// IRQL: any; called at PASSIVE_LEVEL.
+        fn others_hold_device(&mut self) -> bool {
+            // SAFETY: our volume device, undeleted while this value is used (`new`'s
+            // contract); taking a field's address touches nothing.
+            let field = unsafe { &raw const (*self.device.as_ptr()).ReferenceCount };
+            // SAFETY: an aligned LONG of a live device object; a volatile read of a value the
+            // I/O manager updates atomically.
+            let references = unsafe { core::ptr::read_volatile(field) };
+            let ours = i32::from(!self.handle.is_null());
+            references > ours
         }
         fn lock(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_LOCK_VOLUME, &mut [])
@@ -195,9 +194,9 @@ mod product {
 
 #[cfg(feature = "wine-host")]
 mod wine {
-    use super::{
-        KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_GET_NTFS_VOLUME_DATA, FSCTL_LOCK_VOLUME,
-    };
+    use core::sync::atomic::Ordering;
+
+    use super::{KernelVolumeAbove, FSCTL_DISMOUNT_VOLUME, FSCTL_LOCK_VOLUME};
     use crate::dismount::VolumeAbove;
     use crate::Status;
 
@@ -211,8 +210,11 @@ mod wine {
     }
 
     impl VolumeAbove for KernelVolumeAbove {
-        fn is_ntfs(&mut self) -> bool {
-            self.fsctl(FSCTL_GET_NTFS_VOLUME_DATA).is_ok()
+        /// W3: handles still open on the volume device (its CREATE minus CLOSE count: the
+        /// stand-in's open files), the reference state the Wine build can see (no file
+        /// system mounts there, and the sequence opens no handle of its own).
+        fn others_hold_device(&mut self) -> bool {
+            self.mounted.open_handles.load(Ordering::Acquire) > 0
         }
         fn lock(&mut self) -> Result<(), Status> {
             self.fsctl(FSCTL_LOCK_VOLUME)
@@ -240,8 +242,7 @@ mod wine {
 /// The wine-host build's filesystem stand-in, in the volume device's dispatch: answers
 /// FSCTL_LOCK_VOLUME with STATUS_ACCESS_DENIED while any handle is open on the volume (what
 /// RAW and NTFS do with open files; a client holding the device open plays "files open"),
-/// otherwise success, FSCTL_DISMOUNT_VOLUME with success and FSCTL_GET_NTFS_VOLUME_DATA with
-/// STATUS_INVALID_DEVICE_REQUEST (not NTFS: what RAW answers); each answer goes to the
+/// otherwise success, and FSCTL_DISMOUNT_VOLUME with success; each answer goes to the
 /// debugger log, so the Wine test sees their order. `None`: not one of its codes.
 #[cfg(feature = "wine-host")]
 pub(crate) fn fs_stand_in(id: u32, open_handles: u32, code: u32) -> Option<Status> {
@@ -249,7 +250,6 @@ pub(crate) fn fs_stand_in(id: u32, open_handles: u32, code: u32) -> Option<Statu
         FSCTL_LOCK_VOLUME if open_handles > 0 => (c"lock", Status::Host(0xC000_0022)),
         FSCTL_LOCK_VOLUME => (c"lock", Status::Success),
         FSCTL_DISMOUNT_VOLUME => (c"dismount", Status::Success),
-        FSCTL_GET_NTFS_VOLUME_DATA => (c"ntfs-data", Status::InvalidDeviceRequest),
         _ => return None,
     };
     // SAFETY: NUL-terminated format; `%u`/`%x` get u32 arguments, `%s` a NUL-terminated static

@@ -230,8 +230,10 @@ pub fn try_arc<T>(value: T) -> Result<Arc<T>, crate::Status> {
     Ok(arc)
 }
 
-/// The blocks [`try_arc`] reserved, one per thread making one (mounts run one at a time; a
-/// few slots let other threads make their own at the same time).
+/// The blocks [`try_arc`] reserved, one per thread making one: [`SLOTS`] (four) shared by every
+/// thread making one at the same time (mounts open their hosts side by side, outside the
+/// control mutex, so concurrent mounts share these slots with each other and with the other
+/// threads; one that finds none free allocates as it would without the reserve).
 mod reserve {
     use core::alloc::Layout;
     use core::ffi::c_void;
@@ -488,7 +490,9 @@ pub mod injection {
     /// True when this fallible allocation is the one to fail. Only the mounting thread's
     /// allocations count (keyed by its KTHREAD, stable per thread under Wine), so another
     /// thread's (a serving volume's, a dismount's, the engine threads the mount starts)
-    /// cannot shift n; mounts run one at a time (the control mutex).
+    /// cannot shift n. One mounting thread is armed at a time: the Wine tests that inject
+    /// allocation failures mount one volume at a time (mounts may run side by side
+    /// otherwise, their host opens outside the control mutex).
     fn fails() -> bool {
         if !mounting_thread() {
             return false;

@@ -201,6 +201,33 @@ unsafe extern "C" fn thread_start(context: PVOID) {
     let _ = unsafe { PsTerminateSystemThread(nt(Status::Success)) };
 }
 
+impl SystemThread {
+    /// Waits at most `ms` milliseconds for the thread to end (`None`: without bound); true
+    /// when it ended. A finite wait on a thread of this driver, never on another driver's
+    /// object (R13): shutdown's bound on its own dismount thread.
+    ///
+    /// IRQL: PASSIVE_LEVEL.
+    pub fn wait_for(&self, ms: Option<u32>) -> bool {
+        irql::check(Call::JoinThread);
+        // Relative time (negative), in 100 ns units.
+        let mut timeout = wdk_sys::LARGE_INTEGER {
+            QuadPart: -(i64::from(ms.unwrap_or(0)) * 10_000),
+        };
+        let timeout_ptr = match ms {
+            Some(_) => &mut timeout as *mut wdk_sys::LARGE_INTEGER,
+            None => core::ptr::null_mut(),
+        };
+        // SAFETY: `object` is a referenced thread object (held until `drop`), signalled when
+        // the thread terminates; `timeout` lives across the call; kernel-mode, non-alertable
+        // wait at PASSIVE_LEVEL (this function's contract).
+        let status = unsafe {
+            KeWaitForSingleObject(self.object, Executive, KernelMode as i8, 0, timeout_ptr)
+        };
+        // STATUS_SUCCESS: ended; STATUS_TIMEOUT (0x102): still running.
+        status == 0
+    }
+}
+
 impl Thread for SystemThread {
     #[cfg_attr(feature = "wine-host", track_caller)]
     fn join(self) {

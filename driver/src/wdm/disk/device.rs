@@ -78,6 +78,9 @@ pub struct VolumeDevice {
     /// memory); `None` for a letterless mount, once the links are removed, or when it could
     /// not be opened.
     mount_manager: SpinLock<Option<KernelMountManager>>,
+    /// The links' names and records' room made by `create`, kept here until `publish` (W13:
+    /// not carried through the mount's frames).
+    prepared: SpinLock<Option<PreparedLinks>>,
 }
 
 // SAFETY: the device object is ours until `delete`; its routines may run on any thread.
@@ -92,9 +95,9 @@ impl VolumeDevice {
     /// no links until [`VolumeDevice::publish`]: everything fallible of the mount happens
     /// between the two (W6), so a failure there deletes a device nobody could open. The caller
     /// checked that the letter is free (`crate::namespace::letter_free`) before anything of
-    /// the mount was created. Also returns the links' names and records' room, made here
-    /// (W6: `Links::prepare`), for [`VolumeDevice::publish`]. On failure the volume is not
-    /// dismounted (the caller's).
+    /// the mount was created. The links' names and records' room are made here (W6:
+    /// `Links::prepare`) and kept in the device for [`VolumeDevice::publish`]. On failure the
+    /// volume is not dismounted (the caller's).
     ///
     /// IRQL: PASSIVE_LEVEL.
     ///
@@ -108,7 +111,7 @@ impl VolumeDevice {
         read_only: bool,
         volume: Arc<Volume<KernelPlatform>>,
         owner: &crate::access::Sid,
-    ) -> Result<(VolumeDevice, PreparedLinks), Status> {
+    ) -> Result<VolumeDevice, Status> {
         let drive_letter = names.letter();
         // W6: every name and record of the links, before anything exists.
         let prepared = Links::prepare(&DIRS, &names)?;
@@ -175,6 +178,7 @@ impl VolumeDevice {
             mounted,
             links: SpinLock::new(Links::default()),
             mount_manager: SpinLock::new(None),
+            prepared: SpinLock::new(Some(prepared)),
         };
         // W4: raw opens for system, administrators and the mounting user, set before the
         // device can be opened; on failure Drop deletes the device.
@@ -188,11 +192,11 @@ impl VolumeDevice {
             drop(this);
             return Err(status);
         }
-        Ok((this, prepared))
+        Ok(this)
     }
 
     /// Makes the created device usable: clears DO_DEVICE_INITIALIZING, then creates its
-    /// links from `prepared` (what `create` returned; once the device can be opened: the
+    /// links from what `create` prepared ( once the device can be opened: the
     /// mount manager asks it its names; a letterless mount never reaches the mount manager).
     /// The caller made everything else of the mount first, and the links' names and records
     /// were made by `create`, so only the kernel's link calls can fail from here (W6: their
@@ -210,7 +214,10 @@ impl VolumeDevice {
     /// if one did).
     ///
     /// IRQL: PASSIVE_LEVEL. Called once per device.
-    pub fn publish(self: &Arc<Self>, prepared: PreparedLinks) -> Result<(), Status> {
+    pub fn publish(self: &Arc<Self>) -> Result<(), Status> {
+        let Some(prepared) = self.prepared.with(Option::take) else {
+            return Err(Status::InvalidParameter);
+        };
         let device = self.device;
         // SAFETY: our live volume device (type invariant); nobody dispatches to it while it
         // is initializing, and the I/O manager reads Flags only after we clear the bit.

@@ -66,6 +66,10 @@ pub struct KernelHost {
     children: RemoveLock,
     /// A raw host that answered IOCTL_DISK_IS_WRITABLE with STATUS_MEDIA_WRITE_PROTECTED (W11).
     write_protected: bool,
+    /// W1: the address of the volume device of this driver the host file lives on (a
+    /// container on a file system mounted on one of our volumes), for the order of a forced
+    /// dismount of every volume; only compared, never dereferenced.
+    below: Option<usize>,
 }
 
 // SAFETY: the raw pointers are referenced kernel objects valid until Drop; the kernel routines
@@ -103,6 +107,13 @@ impl KernelHost {
     /// the mount is then read-only whatever was asked, as VeraCrypt's (W11).
     pub fn write_protected(&self) -> bool {
         self.write_protected
+    }
+
+    /// W1: the address of the volume device of this driver the host file lives on, if any
+    /// (compare with `VolumeDevice::device_object`; the host's file object keeps that device
+    /// referenced, so the address names no other device while this host is open).
+    pub fn own_volume_below(&self) -> Option<usize> {
+        self.below
     }
 
     /// The host device's AlignmentRequirement (the volume device takes it, W11).

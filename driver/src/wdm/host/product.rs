@@ -129,6 +129,9 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         own_volume: unsafe { reached.as_ref() }
             .is_some_and(|d| core::ptr::eq(d.DriverObject, params.own_driver)),
     };
+    // W1: a container on one of our volumes: that volume must outlive this one in a forced
+    // dismount of every volume (`crate::control::order`).
+    let below = (facts.own_volume && !raw).then_some(reached as usize);
     if let Err(status) = check_host_type(&facts) {
         // SAFETY: as above, undo the reference and the handle.
         unsafe { ObfDereferenceObject(object) };
@@ -173,6 +176,7 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         handle,
         children,
         write_protected: false,
+        below,
     };
     if raw {
         // Lets reads and writes reach the whole device past the file system's idea of

@@ -105,6 +105,8 @@ pub(super) fn open(params: &OpenParams<'_>) -> Result<KernelHost, Status> {
         driver,
         children,
         write_protected: false,
+        // The Wine build's host is a test disk's device, never a file on one of our volumes.
+        below: None,
     };
     let probed =
         // SAFETY: the device of the driver referenced above, until `host` drops.
