@@ -1509,7 +1509,21 @@ fn open_volume<'a>(
     request: &MountRequest,
     unique_id: UniqueId,
 ) -> Result<Opened<'a>, Status> {
-    let (volume, flags, read_only) = open_host_volume(state, request)?;
+    let opened = open_host_volume(state, request)?;
+    create_volume_device(state, caller, request, unique_id, opened)
+}
+
+/// The rest of `open_volume` once the volume is mounted: the unload hold, the owner, the id
+/// and the device, still initializing. A frame of its own, beside the host's open rather than
+/// above it, so the device's names are not on the stack while the volume is built (W13).
+#[inline(never)]
+fn create_volume_device<'a>(
+    state: &'a DriverState,
+    caller: &Caller,
+    request: &MountRequest,
+    unique_id: UniqueId,
+    (volume, flags, read_only): (Arc<Volume<KernelPlatform>>, u32, bool),
+) -> Result<Opened<'a>, Status> {
     // W3: no unload may start from here on (DriverUnload cleared before the device exists), and
     // none may be pending already (the probe).
     if let Err(status) = hold_unload(state) {
