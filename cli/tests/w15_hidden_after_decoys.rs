@@ -446,6 +446,160 @@ fn w15_add_hidden_reads_the_fat_veracrypt_wrote_and_computes_its_maximum() {
     assert_eq!(sha(&std::fs::read(&committed).unwrap()), committed_hash);
 }
 
+/// The decoy files make-volumes.sh copied into decoy-outer.hc: numbered lines
+/// ("NAME line 000001\n", ...), cut to the file's size, in the order they were copied.
+/// The FAT serial number VeraCrypt gave decoy-outer.hc.
+const SERIAL_DECOY_OUTER: u32 = 0x8A8B_E646;
+
+const VC_DECOYS: [(&str, usize); 3] = [
+    ("REPORT.TXT", 102_400),
+    ("PHOTOS.DAT", 307_200),
+    ("NOTE.TXT", 1000),
+];
+
+fn numbered_lines(name: &str, len: usize) -> Vec<u8> {
+    let mut out: Vec<u8> = (1..=20_000)
+        .flat_map(|i| format!("{name} line {i:06}\n").into_bytes())
+        .collect();
+    out.truncate(len);
+    out
+}
+
+/// The decrypted data area of decoy-outer.hc (or a copy of it at `path`).
+fn vc_outer_area(path: &std::path::Path) -> Vec<u8> {
+    let creds = Credentials {
+        password: Zeroizing::new(b"decoy outer volume password".to_vec()),
+        prf: Some(Prf::Sha512),
+        pim: 0,
+        keyfiles: Vec::new(),
+    };
+    let mut file = File::open(path).unwrap();
+    let opened = vcctl::volume::open_file(&mut file, &creds, Kind::Normal).unwrap();
+    let mut area = DataArea::of(&mut file, &opened);
+    let mut out = Vec::new();
+    area.read_to_end(&mut out).unwrap();
+    out
+}
+
+/// Every decoy file reads back from the FAT of the decrypted data area `area`, and nothing else
+/// is in its root directory.
+fn assert_vc_decoys(area: Vec<u8>) {
+    let fs = fatfs::FileSystem::new(std::io::Cursor::new(area), fatfs::FsOptions::new()).unwrap();
+    let names: Vec<String> = fs
+        .root_dir()
+        .iter()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, VC_DECOYS.map(|(n, _)| n.to_string()));
+    for (name, len) in VC_DECOYS {
+        let mut back = Vec::new();
+        fs.root_dir()
+            .open_file(name)
+            .unwrap()
+            .read_to_end(&mut back)
+            .unwrap();
+        assert!(
+            back == numbered_lines(name, len),
+            "{name} did not read back identically"
+        );
+    }
+}
+
+#[test]
+fn w15_add_hidden_max_after_the_files_copied_into_a_veracrypt_outer_volume() {
+    // decoy-outer.hc: 4 MiB, written and formatted (FAT) by VeraCrypt 1.26.20, then mounted by
+    // VeraCrypt (FUSE, no file system) and three files copied in by mtools. A copy: the
+    // committed file is never changed.
+    let committed = written("decoy-outer.hc");
+    let committed_hash = sha(&std::fs::read(&committed).unwrap());
+    let area = vc_outer_area(&committed);
+    let data = area.len() as u64;
+    assert_eq!(data, (4 << 20) - 262_144);
+    let b = bpb(&area[..512]);
+    // VeraCrypt's boot sector: FAT12 (serial 8A8B-E646), 1 KiB clusters, 2 reserved sectors,
+    // 2 FATs of 12 sectors, 512 root entries: the data clusters start at byte 29696.
+    assert_eq!(&area[3..11], b"MSDOS5.0");
+    assert_eq!(&area[0x27..0x2B], &SERIAL_DECOY_OUTER.to_le_bytes());
+    assert_eq!((b.fat_type, b.cluster, b.data_start), (12, 1024, 29_696));
+    // mtools allocated each file in whole clusters from cluster 2 on, in the order copied:
+    // 100 + 300 + 1 clusters, the last one 402; the FAT has nothing after its entry.
+    let clusters: u64 = VC_DECOYS
+        .iter()
+        .map(|(_, l)| (*l as u64).div_ceil(b.cluster))
+        .sum();
+    let last = 2 + clusters - 1;
+    assert_eq!(last, 402);
+    let table = &area[b.fat_start as usize..(b.fat_start + b.fat_size) as usize];
+    let scanned = table.chunks_exact(4).rposition(|w| w != [0; 4]).unwrap() as u64 * 4;
+    assert_eq!(scanned, last_word(&b, last));
+    // The rule: the last non-zero word is at 604 (entry 402's last byte is byte 603 + 1),
+    // cluster number 604 x 8 / 12 = 402. Room: 3932160 - 29696 - 1024 - 402 x 1024 = 3489792;
+    // reserve 3932160 / 200 = 19660; 3470132 down to a multiple of 512: 3469824.
+    let want = veracrypt_max(&b, data, last);
+    assert_eq!(want, 3_469_824);
+    assert_vc_decoys(area);
+
+    let f = TempPath::new("vc-decoys");
+    std::fs::copy(&committed, &f.0).unwrap();
+    let pw = "decoy outer volume password\nhidden\n";
+    let path = f.0.to_str().unwrap();
+    let run = |size: &str| {
+        vcctl(
+            &[
+                "volume",
+                "add-hidden",
+                path,
+                "--password-stdin",
+                "--prf",
+                "sha512",
+                "--size",
+                size,
+                "--yes",
+                "--hidden-prf",
+                "sha256",
+                "--hidden-pim",
+                "1",
+            ],
+            pw,
+        )
+    };
+    // One sector over the maximum is refused, nothing written.
+    let err = fails(run(&(want + 512).to_string()));
+    assert!(err.contains(&format!("at most {want} bytes")), "{err}");
+    assert_eq!(sha(&std::fs::read(&f.0).unwrap()), committed_hash);
+    let added = json(&ok(run("max")));
+    assert_eq!(added["outer_filesystem"], "FAT12");
+    assert_eq!(u(&added["last_used_cluster"]), last);
+    assert_eq!(u(&added["used_end"]), b.data_start + (last - 1) * b.cluster);
+    assert_eq!(u(&added["max_hidden_size"]), want);
+    assert_eq!(u(&added["hidden_size"]), want);
+    // The footprint ends at the outer data end, past the files; from 2 MiB on VeraCrypt keeps
+    // 128 KiB of it out of the hidden data area.
+    let hs = u(&added["hidden_data_offset"]);
+    assert_eq!(hs, 131_072 + data - want);
+    assert!(hs > 131_072 + u(&added["used_end"]));
+    assert_eq!(u(&added["hidden_data_size"]), want - 131_072);
+    let j = json(&ok(vcctl(
+        &[
+            "volume",
+            "inspect",
+            path,
+            "--password-stdin",
+            "--prf",
+            "sha256",
+            "--pim",
+            "1",
+            "--hidden",
+        ],
+        "hidden\n",
+    )));
+    assert_eq!(j["kind"], "hidden");
+    assert_eq!(j["data_offset"], added["hidden_data_offset"]);
+    // Every decoy still reads back from the copy; the committed file is unchanged.
+    assert_vc_decoys(vc_outer_area(&f.0));
+    assert_eq!(sha(&std::fs::read(&committed).unwrap()), committed_hash);
+}
+
 #[test]
 fn w15_bad_add_hidden_input_is_one_line_exit_2_and_changes_nothing() {
     let f = TempPath::new("bad");

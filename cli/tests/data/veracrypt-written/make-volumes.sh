@@ -3,14 +3,15 @@
 # Usage: VERACRYPT=/path/to/veracrypt ./make-volumes.sh [VOLUME.hc...]   (run inside this folder)
 # With no argument every volume is written again; with names, only those are (a hidden host
 # with its hidden volume), and every other volume keeps its bytes.
-# keyfile-a and keyfile-b are committed too and reused.
+# keyfile-a and keyfile-b are committed too and reused. decoy-outer.hc also needs FUSE (root, or
+# a user allowed to mount FUSE and loop devices), losetup and mtools.
 set -eu
 VC=${VERACRYPT:-veracrypt}
 
 # Every volume this script writes, in the order it writes them.
 VOLUMES="whirlpool-aes.hc blake2s-aes.hc streebog-aes.hc sha512-pim7-aes.hc
 keyfiles-sha512-aes.hc hidden-host.hc serpent.hc aes-twofish.hc sha256-aes.hc sha512-aes.hc
-hidden-2m-host.hc"
+hidden-2m-host.hc decoy-outer.hc"
 WANTED=${*:-$VOLUMES}
 
 # Whether the word $1 is one of the words of $2.
@@ -100,6 +101,31 @@ vc --create hidden-2m-host.hc --volume-type=normal --size=2560K --encryption=AES
 vc --create hidden-2m-host.hc --volume-type=hidden --size=2M --encryption=AES \
     --hash=sha256 --filesystem=FAT --pim=0 --keyfiles= \
     --password='large hidden volume password'
+
+# An outer volume with files in it, for the largest hidden volume after them. VeraCrypt mounts
+# it without a file system and without the kernel's crypto (FUSE): the decrypted volume is the
+# file behind the loop device it attaches, and mtools writes the FAT there. The files are
+# numbered lines, "NAME line 000001" to "NAME line 020000", cut to the file's size.
+vc --create decoy-outer.hc --volume-type=normal --size=4M --encryption=AES \
+    --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='decoy outer volume password'
+if want decoy-outer.hc; then
+    files=$(mktemp -d)
+    seq -f 'REPORT.TXT line %06g' 1 20000 | head -c 102400 > "$files/REPORT.TXT"
+    seq -f 'PHOTOS.DAT line %06g' 1 20000 | head -c 307200 > "$files/PHOTOS.DAT"
+    seq -f 'NOTE.TXT line %06g' 1 20000 | head -c 1000 > "$files/NOTE.TXT"
+    "$VC" --text --non-interactive --mount decoy-outer.hc --filesystem=none \
+        --mount-options=nokernelcrypto --protect-hidden=no --pim=0 --keyfiles= \
+        --password='decoy outer volume password'
+    # `--list VOLUME` prints "SLOT: VOLUME DEVICE MOUNT-POINT".
+    device=$("$VC" --text --list decoy-outer.hc | cut -d' ' -f3)
+    image=$(losetup -n -O BACK-FILE "$device")
+    MTOOLS_SKIP_CHECK=1 mcopy -i "$image" "$files/REPORT.TXT" "$files/PHOTOS.DAT" \
+        "$files/NOTE.TXT" ::
+    MTOOLS_SKIP_CHECK=1 mdir -i "$image" ::
+    "$VC" --text --non-interactive --dismount decoy-outer.hc
+    rm -r "$files"
+fi
 
 for name in $WANTED; do
     ls -l "./$name"
