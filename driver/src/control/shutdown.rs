@@ -6,10 +6,11 @@
 //! a thread of this driver, and shutdown waits for that thread at most [`SHUTDOWN_WAIT_MS`]
 //! (a finite wait on its own thread, never on an object another driver owns). A volume whose
 //! dismount has not finished by then stays as it is: nothing it uses is freed (the thread
-//! keeps its references and runs on), its admission is closed (new requests from a file system
-//! above fail at once, so shutdown's own flushes do not wait on it either), it is logged, and
-//! shutdown goes on. Data a file system cached for such a volume is lost either way: its
-//! host does not answer.
+//! keeps its references and runs on), it is logged, and shutdown goes on. Its admission stays
+//! open: a volume left may only be waiting (a host whose nested volume is still dismounting, or
+//! a slow but healthy chain), and the system flushes its file systems after this returns;
+//! refusing those writes would lose the data of a healthy volume. A volume whose host is dead
+//! can then still hold up the file systems' own shutdown flush (only Windows shows how long).
 
 use crate::faults::{self, Fault};
 use crate::Status;
@@ -34,10 +35,6 @@ pub trait ShutdownSide {
     fn keep(&self, worker: Self::Worker);
     /// Calls `f` with the id of every volume still in the table.
     fn each_left(&self, f: &mut dyn FnMut(u32));
-    /// Closes the admission of one volume left, without waiting: new requests from above
-    /// fail at once; the requests in flight and their child requests stay the volume's (R13),
-    /// finished by the kept thread's dismount if the host ever answers.
-    fn close_left(&self, id: u32);
     /// Logs one volume left as it is.
     fn log_left(&self, id: u32, waited_ms: u32);
 }
@@ -71,7 +68,6 @@ pub fn shutdown<S: ShutdownSide>(side: &S, wait_ms: u32) -> Outcome {
     side.keep(worker);
     let mut left = 0;
     side.each_left(&mut |id| {
-        side.close_left(id);
         side.log_left(id, wait_ms);
         left += 1;
     });

@@ -663,13 +663,6 @@ impl<P: Platform> Volume<P> {
         self.context.key.erase();
     }
 
-    /// Refuses new requests with STATUS_DEVICE_NOT_READY, without waiting for the admitted
-    /// ones (shutdown, for a volume whose dismount did not finish in time: W1, R13); a later
-    /// [`Volume::dismount`] still serves and waits for those.
-    pub fn close_admission(&self) {
-        self.admitted.close();
-    }
-
     /// True once dismount has begun.
     pub fn is_dismounted(&self) -> bool {
         self.dismounted.load(Ordering::Acquire)

@@ -94,7 +94,8 @@ struct DriverState {
     /// Serializes the dismount IOCTLs' hand-off to their system thread: the join of the
     /// previous dismount thread (up to about 20 s for a forced dismount whose file system
     /// keeps refusing) happens under it, never under `control_mutex`, so list, status and
-    /// mount go on meanwhile. Lock order: `control_mutex` before `dismount_mutex` (shutdown).
+    /// mount go on meanwhile. Neither is taken under the other's hold by the dismount and
+    /// shutdown paths; Unload takes `dismount_mutex` before it joins the dismount threads.
     dismount_mutex: KernelMutex,
     /// Dismount IOCTLs that claimed their volume (under the control mutex) and have not yet
     /// handed it to their thread (under the dismount mutex): shutdown waits for them, so no
@@ -697,16 +698,6 @@ impl ShutdownSide for KernelShutdown {
         }) {
             f(id);
             last = Some(id);
-        }
-    }
-    fn close_left(&self, id: u32) {
-        let device = self.0.volumes.with(|v| {
-            v.iter()
-                .find(|e| e.device.mounted().id == id)
-                .map(|e| Arc::clone(&e.device))
-        });
-        if let Some(device) = device {
-            device.mounted().volume.close_admission();
         }
     }
     fn log_left(&self, id: u32, waited_ms: u32) {
