@@ -36,8 +36,8 @@ total_start=$(date +%s)
 #   wine           builds of the test disk, client, shim and vcctl, then the Wine end to end
 CI_LIMIT=4500
 declare -A budget=(
-    [setup]=360 [lint]=420 [windows-check]=300 [unit]=600 [lone-clone]=420
-    [sim]=480 [fuzz]=360 [sys]=840 [wine]=540
+    [setup]=360 [lint]=420 [windows-check]=300 [unit]=720 [lone-clone]=420
+    [sim]=480 [fuzz]=360 [sys]=720 [wine]=540
 )
 sum=0
 for s in "${!budget[@]}"; do sum=$((sum + budget[$s])); done
