@@ -48,6 +48,10 @@ pub enum Fault {
     /// the range ordering and the paths' FIFOs ahead of the volume's reads and writes, and
     /// dismount serves them all), instead of one at a time.
     VerifyUnlimited = 1 << 20,
+    /// W10: an IOCTL_DISK_VERIFY sent while another is in service is refused at once with
+    /// STATUS_DEVICE_BUSY instead of waiting its turn (chkdsk /r and full format then record
+    /// good sectors as bad).
+    VerifyRefusedWhenBusy = 1 << 22,
 }
 
 #[cfg(feature = "fault-switches")]
