@@ -141,6 +141,36 @@ impl<P: Platform> Volume<P> {
         None
     }
 
+    /// `claim_taken` for a VERIFY taken out of the VERIFYs' line (by the thread that hands it
+    /// its turn, or dismount): `None` when its cancel routine won; it is then completed
+    /// cancelled (here, or by the routine, which finds it parked), never through `finish`
+    /// (it holds no range and is not the one in service).
+    pub(super) fn claim_waiting_verify(
+        &self,
+        mut request: P::Request,
+    ) -> Option<IoJob<P::Request>> {
+        if request.disarm_cancel() {
+            return Some(IoJob::unpark(request));
+        }
+        let key = request.cancel_key();
+        let ours = self
+            .cancels
+            .with(|book| match book.fired.iter().position(|k| *k == key) {
+                Some(i) => {
+                    book.fired.swap_remove(i);
+                    Some(request)
+                }
+                None => {
+                    book.parked.push_back(request);
+                    None
+                }
+            });
+        if let Some(request) = ours {
+            self.verify_unserved(request, Status::Cancelled);
+        }
+        None
+    }
+
     pub(super) fn finish_cancelled(&self, job: IoJob<P::Request>) {
         // A VERIFY taken from the VERIFYs' line: never registered, it holds no range and is
         // not the one in service.

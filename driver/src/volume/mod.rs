@@ -507,12 +507,22 @@ impl<P: Platform> Volume<P> {
                 next
             });
             // A waiting VERIFY whose cancel routine won is completed cancelled (here or by the
-            // routine, `claim_taken`): the next one is tried.
-            // The line stays busy meanwhile: no new VERIFY overtakes the waiting ones.
-            if let Some(job) = self.claim_taken(IoJob::unpark(request?)) {
+            // routine): the next one is tried. The line stays busy meanwhile: no new VERIFY
+            // overtakes the waiting ones.
+            if let Some(job) = self.claim_waiting_verify(request?) {
                 return Some(job);
             }
         }
+    }
+
+    /// The VERIFY in service is finished: the next waiting one is admitted on this thread like
+    /// a new one (its range after those just released). Returns it, parked, when it was
+    /// cancelled before it reached its path: the caller finishes it (a loop, not a recursion).
+    /// Not inlined: `finish`'s frame stays small (the cancel path's stack budget).
+    #[inline(never)]
+    fn verify_hand_over(&self) -> Option<P::Request> {
+        let job = self.enter_order(self.verify_next()?)?;
+        self.start(job).err().map(IoJob::park)
     }
 
     /// Dismount: every waiting VERIFY completes STATUS_DEVICE_NOT_READY, one at a time (each
@@ -526,7 +536,7 @@ impl<P: Platform> Volume<P> {
             let Some(request) = next else {
                 return;
             };
-            if let Some(job) = self.claim_taken(IoJob::unpark(request)) {
+            if let Some(job) = self.claim_waiting_verify(request) {
                 self.verify_unserved(job.park(), Status::DeviceNotReady);
             }
         }
@@ -813,12 +823,6 @@ impl<P: Platform> Finisher<P> for Volume<P> {
             if kind == JobKind::Write {
                 self.context.writes.write_finished();
             }
-            // The next waiting VERIFY, handed over before this one's completion is queued.
-            let verify = if kind == JobKind::Verify {
-                self.verify_next()
-            } else {
-                None
-            };
             if !status.is_success() {
                 Counters::add(&self.counters.failed, 1);
             }
@@ -847,10 +851,10 @@ impl<P: Platform> Finisher<P> for Volume<P> {
                     }
                 }
             });
-            // Admitted on this thread like a new one (its range after those released above).
-            if let Some(job) = verify.and_then(|job| self.enter_order(job)) {
-                if let Err(job) = self.start(job) {
-                    cancelled.push_back(job.park());
+            // The next waiting VERIFY, handed over before this one's completion is queued.
+            if kind == JobKind::Verify {
+                if let Some(request) = self.verify_hand_over() {
+                    cancelled.push_back(request);
                 }
             }
             self.completer.push(Finished {
