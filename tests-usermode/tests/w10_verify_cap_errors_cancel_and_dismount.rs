@@ -456,7 +456,10 @@ fn w10_the_verify_turn_never_sticks() {
         let (vol, host) = mount_on(&platform, gates);
         let path = path_name(gates);
         let later = |what: &str| {
-            let c = verify(&vol, VERIFY_AT as i64, VERIFY_LEN);
+            let (rx, _) = verify_later(&vol);
+            let c = rx.recv_timeout(WAIT).unwrap_or_else(|_| {
+                panic!("{path}: a VERIFY after {what} never completed (the turn stuck)")
+            });
             assert_eq!(c.status, Status::Success, "{path}: a VERIFY after {what}");
         };
         // Cancelled while waiting.
