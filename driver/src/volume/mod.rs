@@ -3,8 +3,10 @@
 //!
 //! Owns: the checks VeraCrypt makes before a request reaches its queue (statuses of
 //! docs/design.md §4), hidden-volume protection, the choice between the legacy queue and the
-//! direct path (recorded with its reason), the volume's range lock, and dismount (docs/review.md
-//! R13: close admission, serve what was admitted, wait for every child request, erase keys).
+//! direct path (recorded with its reason), the volume's range lock, the VERIFYs' line (one in
+//! service, the others waiting their turn), and dismount (docs/review.md R13: refuse the waiting
+//! VERIFYs, close admission, serve what was admitted, wait for every child request, erase
+//! keys).
 //! Never: does host I/O or crypto itself.
 //! Hands to: `queue` or `direct`, granted requests (each path gets the volume's
 //! `PathContext` and gives every job back through `Finisher`, which the volume implements);
