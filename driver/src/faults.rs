@@ -68,6 +68,10 @@ pub enum Fault {
     /// (three levels: C on A on B; A started while C runs), and a host starts while a volume
     /// that left the table still closes its host file on it.
     W1HostStartedWhileNestedRuns = 1 << 21,
+    /// W10: an IOCTL_DISK_VERIFY sent while another is in service is refused at once with
+    /// STATUS_DEVICE_BUSY instead of waiting its turn (chkdsk /r and full format then record
+    /// good sectors as bad).
+    VerifyRefusedWhenBusy = 1 << 22,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -53,8 +53,8 @@ const MEDIA_WRITE_PROTECTED: u32 = 0x0000_0100;
 /// may send it), so one call is bounded: it holds its range in the volume's ordering and a
 /// path's thread for at most 4 MiB of host reads (a legacy item for 16 fragments; the direct
 /// workers take a VERIFY of 1 MiB at most, as they take reads), as long as a 4 MiB read, never
-/// longer. And one at a time per volume: another sent while one is admitted is refused at
-/// once with STATUS_DEVICE_BUSY (`Volume::dispatch`).
+/// longer. And one at a time per volume: another sent while one is in service waits its turn
+/// (`Volume::dispatch`).
 /// File systems verify cluster runs far shorter than this.
 pub const VERIFY_MAX: u32 = 4 << 20;
 /// The partition type VeraCrypt reports for a mounted volume (PARTITION_ENTRY_UNUSED).

@@ -11,7 +11,9 @@
 //! The protocol, with `arm`/`disarm` the request's atomic exchange of its cancel hook (in the
 //! kernel: `IoSetCancelRoutine`):
 //! - the hook is armed as the job enters a path's FIFO, under the FIFO's lock (a job waiting
-//!   for its range is not armed: cancelled there, it completes as it reaches the FIFO);
+//!   for its range is not armed: cancelled there, it completes as it reaches the FIFO), or the
+//!   VERIFYs' line, under its lock (a VERIFY waiting for the one in service; the thread that
+//!   hands it its turn, or dismount, is its taker);
 //! - the cancel routine runs only if it won the hook: it takes the job out of a path's FIFO
 //!   if it is there (leaving a tombstone), else looks for it among the jobs whose taker lost the
 //!   race (`parked`), else leaves its key in `fired` for the taker to find;
@@ -29,13 +31,16 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::Volume;
+use crate::barrier::Ticket;
 use crate::direct::WORKERS;
 use crate::io::{Finisher, IoJob};
 use crate::platform::{Lock, Platform, RequestList, UpperRequest};
 use crate::Status;
 
-/// Threads that take jobs off a path's FIFO: the direct workers and the legacy main thread.
-const TAKERS: usize = WORKERS + 1;
+/// Threads that take jobs off a path's FIFO or the VERIFYs' line: the direct workers, the
+/// legacy main thread, the finisher of the VERIFY in service (it hands over the next) and
+/// dismount (it refuses the waiting ones, one at a time).
+const TAKERS: usize = WORKERS + 3;
 
 /// Jobs and keys in the middle of the hand-shake.
 pub(crate) struct CancelBook<R: UpperRequest> {
@@ -73,6 +78,15 @@ impl<P: Platform> Volume<P> {
             .or_else(|| self.legacy.input.take_queued(key))
         {
             self.finish_cancelled(job);
+            return;
+        }
+        // A VERIFY waiting for the one in service: it holds no range.
+        let verify = self.verifies.with(|line| {
+            line.waiting
+                .remove_first(&mut |request| request.cancel_key() == key)
+        });
+        if let Some(request) = verify {
+            self.verify_unserved(request, Status::Cancelled);
             return;
         }
         let parked = self.cancels.with(|book| {
@@ -127,7 +141,43 @@ impl<P: Platform> Volume<P> {
         None
     }
 
+    /// `claim_taken` for a VERIFY taken out of the VERIFYs' line (by the thread that hands it
+    /// its turn, or dismount): `None` when its cancel routine won; it is then completed
+    /// cancelled (here, or by the routine, which finds it parked), never through `finish`
+    /// (it holds no range and is not the one in service).
+    pub(super) fn claim_waiting_verify(
+        &self,
+        mut request: P::Request,
+    ) -> Option<IoJob<P::Request>> {
+        if request.disarm_cancel() {
+            return Some(IoJob::unpark(request));
+        }
+        let key = request.cancel_key();
+        let ours = self
+            .cancels
+            .with(|book| match book.fired.iter().position(|k| *k == key) {
+                Some(i) => {
+                    book.fired.swap_remove(i);
+                    Some(request)
+                }
+                None => {
+                    book.parked.push_back(request);
+                    None
+                }
+            });
+        if let Some(request) = ours {
+            self.verify_unserved(request, Status::Cancelled);
+        }
+        None
+    }
+
     pub(super) fn finish_cancelled(&self, job: IoJob<P::Request>) {
+        // A VERIFY taken from the VERIFYs' line: never registered, it holds no range and is
+        // not the one in service.
+        if job.ticket.raw() == Ticket::placeholder().raw() {
+            self.verify_unserved(job.park(), Status::Cancelled);
+            return;
+        }
         let IoJob {
             request,
             buf,

@@ -3,8 +3,10 @@
 //!
 //! Owns: the checks VeraCrypt makes before a request reaches its queue (statuses of
 //! docs/design.md §4), hidden-volume protection, the choice between the legacy queue and the
-//! direct path (recorded with its reason), the volume's range lock, and dismount (docs/review.md
-//! R13: close admission, serve what was admitted, wait for every child request, erase keys).
+//! direct path (recorded with its reason), the volume's range lock, the VERIFYs' line (one in
+//! service, the others waiting their turn), and dismount (docs/review.md R13: refuse the waiting
+//! VERIFYs, close admission, serve what was admitted, wait for every child request, erase
+//! keys).
 //! Never: does host I/O or crypto itself.
 //! Hands to: `queue` or `direct`, granted requests (each path gets the volume's
 //! `PathContext` and gives every job back through `Finisher`, which the volume implements);
@@ -87,6 +89,18 @@ struct Admission<R: UpperRequest> {
     granted: Vec<Ticket>,
 }
 
+/// The VERIFYs of a volume: the one in service and those waiting their turn.
+struct VerifyLine<R: UpperRequest> {
+    /// A VERIFY is in service (admitted into the range ordering, not yet finished).
+    busy: bool,
+    /// Dismount began: no waiting VERIFY is served any more.
+    closed: bool,
+    /// VERIFYs waiting for the one in service, in arrival order, parked with their cancel hook
+    /// armed (linked through their requests: never full, allocates nothing, W6). Each holds
+    /// its place among the admitted requests (`Volume::admitted`).
+    waiting: R::List,
+}
+
 /// A mounted volume.
 pub struct Volume<P: Platform> {
     /// What both paths read and count: host, key, platform, geometry, counters, encryption
@@ -104,10 +118,10 @@ pub struct Volume<P: Platform> {
     admitted: Rundown<P>,
     threads: P::Lock<Vec<P::Thread>>,
     protection_tripped: AtomicBool,
-    /// An IOCTL_DISK_VERIFY is admitted and not yet finished: at most one per volume holds a
-    /// place in the range ordering and a path's FIFO; another sent meanwhile is refused at once
-    /// with STATUS_DEVICE_BUSY (docs/design.md, "IOCTL_DISK_VERIFY").
-    verify_busy: AtomicBool,
+    /// IOCTL_DISK_VERIFYs one at a time: at most one per volume holds a place in the range
+    /// ordering and a path's FIFO; the others wait here, in arrival order (docs/design.md,
+    /// "IOCTL_DISK_VERIFY").
+    verifies: P::Lock<VerifyLine<P::Request>>,
     /// Path counters (the same ones the paths' context counts in).
     pub counters: Arc<Counters>,
     dismounted: AtomicBool,
@@ -222,7 +236,11 @@ impl<P: Platform> Volume<P> {
                 direct,
                 completer,
                 admitted: Rundown::new()?,
-                verify_busy: AtomicBool::new(false),
+                verifies: P::Lock::new(VerifyLine {
+                    busy: false,
+                    closed: false,
+                    waiting: RequestList::new(),
+                }),
                 threads: P::Lock::new(try_vec(MAX_THREADS)?),
                 protection_tripped: AtomicBool::new(false),
                 counters,
@@ -342,18 +360,7 @@ impl<P: Platform> Volume<P> {
                 return;
             }
         };
-        // One VERIFY at a time (FILE_ANY_ACCESS: any handle may flood them); cleared when it
-        // is finished (`finish`) or refused below. The fault switch lifts the limit.
-        if kind == JobKind::Verify
-            && self.verify_busy.swap(true, Ordering::AcqRel)
-            && !faults::is_on(Fault::VerifyUnlimited)
-        {
-            Counters::add(&self.counters.rejected, 1);
-            request.complete(Status::DeviceBusy, 0);
-            return;
-        }
         if !self.admitted.enter() {
-            self.verify_done(kind);
             Counters::add(&self.counters.rejected, 1);
             if let Some(buf) = buf {
                 request.put_buffer(buf);
@@ -362,25 +369,55 @@ impl<P: Platform> Volume<P> {
             return;
         }
         // Already cancelled: complete at once, nothing issued. The cancel hook itself is armed
-        // only when the job enters a path's FIFO (`JobQueue::push`, under the FIFO's lock), so a
-        // cancel routine never has to look for a job waiting for its range (docs/review.md
-        // W6: the fired keys stay within their room); one cancelled while it waits completes as
-        // it reaches the FIFO.
+        // only when the job enters a path's FIFO (`JobQueue::push`, under the FIFO's lock) or
+        // the VERIFYs' line, so a cancel routine never has to look for a job waiting for its
+        // range (docs/review.md W6: the fired keys stay within their room); one cancelled
+        // while it waits completes as it reaches the FIFO.
         if request.is_cancelled() {
             Counters::add(&self.counters.failed, 1);
             if let Some(buf) = buf {
                 request.put_buffer(buf);
             }
-            self.verify_done(kind);
             request.complete(Status::Cancelled, 0);
             self.admitted.exit();
             return;
         }
+        let job = IoJob {
+            request,
+            buf,
+            kind,
+            offset,
+            length,
+            ticket: Ticket::placeholder(),
+            path: Path::Legacy,
+        };
+        // One VERIFY at a time (FILE_ANY_ACCESS: any handle may send them): another waits in
+        // the VERIFYs' line until the one in service is finished (`finish`). The fault switch
+        // lifts the limit.
+        let job = if kind == JobKind::Verify && !faults::is_on(Fault::VerifyUnlimited) {
+            match self.verify_turn(job) {
+                Some(job) => job,
+                None => return,
+            }
+        } else {
+            job
+        };
+        if let Some(job) = self.enter_order(job) {
+            if let Err(job) = self.start_here(job) {
+                self.finish_cancelled(job);
+            }
+        }
+    }
+
+    /// Chooses an admitted job's path and registers it in the range ordering: the job when
+    /// its range is granted at once (the caller starts it), else `None` (it waits).
+    fn enter_order(&self, mut job: IoJob<P::Request>) -> Option<IoJob<P::Request>> {
         // A VERIFY has no caller buffer: it is read into an engine buffer, aligned for the
         // host (address 0 stands for it).
-        let path = match kind {
+        let address = job.buf.as_ref().map_or(0, |b| b.address());
+        job.path = match job.kind {
             JobKind::Flush => Path::Direct,
-            _ => match self.choose_path(kind, length, buf.as_ref().map_or(0, |b| b.address())) {
+            kind => match self.choose_path(kind, job.length, address) {
                 Ok(()) => Path::Direct,
                 Err(reason) => {
                     // A VERIFY moves no caller data: the reasons (R6, R10) count reads and
@@ -392,15 +429,6 @@ impl<P: Platform> Volume<P> {
                 }
             },
         };
-        let job = IoJob {
-            request,
-            buf,
-            kind,
-            offset,
-            length,
-            ticket: Ticket::placeholder(),
-            path,
-        };
         let granted = self.order.with(|admission| {
             if !admission.backlog.is_empty() || admission.lock.is_full() {
                 admission.backlog.push_back(job.park());
@@ -408,19 +436,111 @@ impl<P: Platform> Volume<P> {
             }
             Some(Self::register(admission, job))
         });
-        if let Some(Some(job)) = granted {
-            if let Err(job) = self.start_here(job) {
-                self.finish_cancelled(job);
+        match granted {
+            Some(Some(job)) => Some(job),
+            Some(None) => {
+                Counters::add(&self.counters.range_waits, 1);
+                None
             }
-        } else if let Some(None) = granted {
-            Counters::add(&self.counters.range_waits, 1);
+            None => None,
         }
     }
 
-    /// A VERIFY admitted by `dispatch` is finished: the next one may enter.
-    fn verify_done(&self, kind: JobKind) {
-        if kind == JobKind::Verify {
-            self.verify_busy.store(false, Ordering::Release);
+    /// An admitted VERIFY takes its turn: the VERIFY when none is in service (it is served
+    /// now), else `None`: it waits in the line with its cancel hook armed (one already
+    /// cancelled completes STATUS_CANCELLED; during dismount, STATUS_DEVICE_NOT_READY).
+    fn verify_turn(&self, job: IoJob<P::Request>) -> Option<IoJob<P::Request>> {
+        let refused = self.verifies.with(|line| {
+            if !line.busy {
+                line.busy = true;
+                return Ok(Some(job));
+            }
+            if line.closed {
+                return Err((job.park(), Status::DeviceNotReady));
+            }
+            if faults::is_on(Fault::VerifyRefusedWhenBusy) {
+                return Err((job.park(), Status::DeviceBusy));
+            }
+            let mut request = job.park();
+            if !request.arm_cancel() {
+                return Err((request, Status::Cancelled));
+            }
+            line.waiting.push_back(request);
+            Ok(None)
+        });
+        match refused {
+            Ok(job) => job,
+            Err((request, status)) => {
+                self.verify_unserved(request, status);
+                None
+            }
+        }
+    }
+
+    /// A VERIFY that waited in the line (or would have) ends unserved with `status`
+    /// (cancelled, or refused at dismount): nothing read, no range held, its admission
+    /// released.
+    fn verify_unserved(&self, request: P::Request, status: Status) {
+        if status == Status::Cancelled {
+            Counters::add(&self.counters.failed, 1);
+        } else {
+            Counters::add(&self.counters.rejected, 1);
+        }
+        self.completer.push(Finished {
+            request,
+            status,
+            information: 0,
+        });
+        self.admitted.exit();
+    }
+
+    /// The VERIFY in service is finished: the next waiting one (in arrival order) is handed
+    /// over, claimed from its cancel routine, to be admitted like a new one; `None` when none
+    /// waits or dismount began (the line is then free).
+    fn verify_next(&self) -> Option<IoJob<P::Request>> {
+        loop {
+            let request = self.verifies.with(|line| {
+                let next = if line.closed {
+                    None
+                } else {
+                    line.waiting.pop_front()
+                };
+                line.busy = next.is_some();
+                next
+            });
+            // A waiting VERIFY whose cancel routine won is completed cancelled (here or by the
+            // routine): the next one is tried. The line stays busy meanwhile: no new VERIFY
+            // overtakes the waiting ones.
+            if let Some(job) = self.claim_waiting_verify(request?) {
+                return Some(job);
+            }
+        }
+    }
+
+    /// The VERIFY in service is finished: the next waiting one is admitted on this thread like
+    /// a new one (its range after those just released). Returns it, parked, when it was
+    /// cancelled before it reached its path: the caller finishes it (a loop, not a recursion).
+    /// Not inlined: `finish`'s frame stays small (the cancel path's stack budget).
+    #[inline(never)]
+    fn verify_hand_over(&self) -> Option<P::Request> {
+        let job = self.enter_order(self.verify_next()?)?;
+        self.start(job).err().map(IoJob::park)
+    }
+
+    /// Dismount: every waiting VERIFY completes STATUS_DEVICE_NOT_READY, one at a time (each
+    /// claimed from its cancel routine first); only the one in service is served (R13).
+    fn verify_refuse_waiting(&self) {
+        loop {
+            let next = self.verifies.with(|line| {
+                line.closed = true;
+                line.waiting.pop_front()
+            });
+            let Some(request) = next else {
+                return;
+            };
+            if let Some(job) = self.claim_waiting_verify(request) {
+                self.verify_unserved(job.park(), Status::DeviceNotReady);
+            }
         }
     }
 
@@ -642,6 +762,7 @@ impl<P: Platform> Volume<P> {
             self.context.key.erase();
             return;
         }
+        self.verify_refuse_waiting();
         self.admitted.close_and_wait();
         self.legacy.stop();
         self.direct.stop();
@@ -704,8 +825,6 @@ impl<P: Platform> Finisher<P> for Volume<P> {
             if kind == JobKind::Write {
                 self.context.writes.write_finished();
             }
-            // Before its completion is queued: whoever sees it complete may send the next.
-            self.verify_done(kind);
             if !status.is_success() {
                 Counters::add(&self.counters.failed, 1);
             }
@@ -734,6 +853,12 @@ impl<P: Platform> Finisher<P> for Volume<P> {
                     }
                 }
             });
+            // The next waiting VERIFY, handed over before this one's completion is queued.
+            if kind == JobKind::Verify {
+                if let Some(request) = self.verify_hand_over() {
+                    cancelled.push_back(request);
+                }
+            }
             self.completer.push(Finished {
                 request,
                 status,

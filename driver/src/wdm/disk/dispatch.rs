@@ -149,8 +149,8 @@ pub(crate) unsafe fn dispatch(device: *mut DEVICE_OBJECT, irp: *mut IRP) -> NTST
             // I/O, into a buffer allocated at mount: never a host read on the sender's thread
             // (a storage stack nested under the sender's, outside the mount's impersonation).
             // A short input is refused here; the engine checks the range and its length cap,
-            // carries the range it checked, and admits one VERIFY per volume at a time (another
-            // meanwhile: STATUS_DEVICE_BUSY at once, so a flood never queues).
+            // carries the range it checked, and serves one VERIFY per volume at a time (another
+            // meanwhile waits its turn, cancellable, holding no place in the volume's I/O).
             if request.kind() == RequestKind::Verify {
                 if let Err(status) = request.verify_range() {
                     request.complete(status, 0);
