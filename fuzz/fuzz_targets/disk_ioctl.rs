@@ -85,7 +85,6 @@ fuzz_target!(|data: &[u8]| {
         size: SIZE,
         sector_size: if flags & 0x40 == 0 { 512 } else { 4096 },
         read_only: flags & 0x20 != 0,
-        data_offset: OFFSET,
         volume_id: 7,
         device_name: &device,
         unique_id: &[0xAB; 20],

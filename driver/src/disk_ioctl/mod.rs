@@ -70,8 +70,6 @@ pub struct DiskFacts<'a> {
     pub sector_size: u32,
     /// Mounted read-only.
     pub read_only: bool,
-    /// Host byte offset of the volume's data area (hidden volumes: the hidden data area).
-    pub data_offset: u64,
     /// The mount's id (the MBR disk signature is its CRC-32, as VeraCrypt derives it from its
     /// unique volume id).
     pub volume_id: u32,

@@ -115,7 +115,6 @@ fn with_facts<T>(read_only: bool, f: impl FnOnce(&DiskFacts<'_>) -> T) -> T {
         size: SIZE,
         sector_size: 512,
         read_only,
-        data_offset: OFFSET,
         volume_id: 3,
         device_name: &device,
         unique_id: &id,

@@ -24,7 +24,6 @@ pub(super) fn disk_control(mounted: &MountedVolume, request: &mut Irp) -> (Statu
         size: volume.size(),
         sector_size: mounted.sector_size,
         read_only: mounted.read_only,
-        data_offset: volume.params.data_offset,
         volume_id: mounted.id,
         device_name: mounted.names.device_name(),
         unique_id: mounted.names.unique_id(),
