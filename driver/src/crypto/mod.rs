@@ -14,6 +14,7 @@
 //! `--cfg aes_armv8` build). `aes` 0.9 would prefer VAES on YMM/ZMM, which needs
 //! KeSaveExtendedProcessorState around every call. See [`backend`].
 
+pub mod ciphers;
 mod key;
 mod pool;
 mod threads;
