@@ -10,6 +10,11 @@
 //! the value lives, so a schedule placed in a volume's key block leaves no copy on a stack),
 //! and wipes it in place ([`BlockCipher256::clear`], also on drop).
 
+mod camellia;
+mod kuznyechik;
+pub use camellia::Camellia256;
+pub use kuznyechik::Kuznyechik;
+
 /// Bytes in one cipher block.
 pub const BLOCK: usize = 16;
 
