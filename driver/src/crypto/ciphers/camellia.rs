@@ -4,7 +4,7 @@
 //! Owns: the 34 subkeys of 64 bits (kw, k, ke) in encryption order and again in decryption
 //! order, written in place by [`Camellia256::set_key`]; the SP tables (the S-boxes and the
 //! P-function combined into four 256-entry tables of `u32`, computed at compile time).
-//! Never: allocates, or keeps key material in a local once `set_key` returns.
+//! Never: allocates; `set_key` wipes every local that held key material before it returns.
 //!
 //! Not constant-time: every F-function is eight table lookups indexed by bytes of the state
 //! XORed with a subkey, as in VeraCrypt's own C implementation; the tables are 4 KiB and sit
@@ -220,7 +220,7 @@ fn crypt<const N: usize>(k: &Subkeys, blocks: &mut [[u8; BLOCK]; N]) {
     }
 }
 
-/// Eight bytes read big-endian (fewer than eight: the ones given).
+/// Eight bytes read big-endian.
 #[inline(always)]
 fn be64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0, |w, &b| (w << 8) | u64::from(b))
@@ -364,7 +364,8 @@ mod tests {
         );
     }
 
-    /// VeraCrypt's second Camellia self-test vector (src/Common/Tests.c, `camellia_vectors`).
+    /// VeraCrypt's second Camellia self-test vector (src/Common/Tests.c, `camellia_vectors`),
+    /// one of the NESSIE project's Camellia-256 vectors.
     #[test]
     fn camellia_known_answer_veracrypt_self_test_vector() {
         known_answer(
