@@ -11,7 +11,9 @@ VC=${VERACRYPT:-veracrypt}
 # Every volume this script writes, in the order it writes them.
 VOLUMES="whirlpool-aes.hc blake2s-aes.hc streebog-aes.hc sha512-pim7-aes.hc
 keyfiles-sha512-aes.hc hidden-host.hc serpent.hc aes-twofish.hc sha256-aes.hc sha512-aes.hc
-hidden-2m-host.hc decoy-outer.hc"
+hidden-2m-host.hc decoy-outer.hc twofish.hc camellia.hc kuznyechik.hc aes-twofish-serpent.hc
+serpent-aes.hc serpent-twofish-aes.hc twofish-serpent.hc camellia-kuznyechik.hc
+camellia-serpent.hc kuznyechik-aes.hc kuznyechik-serpent-camellia.hc kuznyechik-twofish.hc"
 WANTED=${*:-$VOLUMES}
 
 # Whether the word $1 is one of the words of $2.
@@ -126,6 +128,56 @@ if want decoy-outer.hc; then
     "$VC" --text --non-interactive --dismount decoy-outer.hc
     rm -r "$files"
 fi
+
+# The remaining ciphers and cascades, one volume each, named as VeraCrypt's `--encryption` names
+# them (a cascade's first name is the cipher applied last when encrypting, the outermost).
+vc --create twofish.hc --volume-type=normal --size=300K \
+    --encryption=Twofish --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='twofish volume password'
+
+vc --create camellia.hc --volume-type=normal --size=300K \
+    --encryption=Camellia --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='camellia volume password'
+
+vc --create kuznyechik.hc --volume-type=normal --size=300K \
+    --encryption=Kuznyechik --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='kuznyechik volume password'
+
+vc --create aes-twofish-serpent.hc --volume-type=normal --size=300K \
+    --encryption=AES-Twofish-Serpent --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='aes twofish serpent volume password'
+
+vc --create serpent-aes.hc --volume-type=normal --size=300K \
+    --encryption=Serpent-AES --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='serpent aes volume password'
+
+vc --create serpent-twofish-aes.hc --volume-type=normal --size=300K \
+    --encryption=Serpent-Twofish-AES --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='serpent twofish aes volume password'
+
+vc --create twofish-serpent.hc --volume-type=normal --size=300K \
+    --encryption=Twofish-Serpent --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='twofish serpent volume password'
+
+vc --create camellia-kuznyechik.hc --volume-type=normal --size=300K \
+    --encryption=Camellia-Kuznyechik --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='camellia kuznyechik volume password'
+
+vc --create camellia-serpent.hc --volume-type=normal --size=300K \
+    --encryption=Camellia-Serpent --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='camellia serpent volume password'
+
+vc --create kuznyechik-aes.hc --volume-type=normal --size=300K \
+    --encryption=Kuznyechik-AES --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='kuznyechik aes volume password'
+
+vc --create kuznyechik-serpent-camellia.hc --volume-type=normal --size=300K \
+    --encryption=Kuznyechik-Serpent-Camellia --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='kuznyechik serpent camellia volume password'
+
+vc --create kuznyechik-twofish.hc --volume-type=normal --size=300K \
+    --encryption=Kuznyechik-Twofish --hash=sha512 --filesystem=FAT --pim=0 --keyfiles= \
+    --password='kuznyechik twofish volume password'
 
 for name in $WANTED; do
     ls -l "./$name"
