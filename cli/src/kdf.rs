@@ -130,7 +130,7 @@ pub fn derive_from(
 /// Bytes of header key VeraCrypt asks Argon2id for, whatever the cipher: the largest key area
 /// of its ciphers (a three-cipher cascade's six 256-bit keys). Unlike PBKDF2's, Argon2's output
 /// is not a prefix of a longer one, so a 64-byte AES key is the first 64 of these 192 bytes
-/// (VeraCrypt's issue 1614).
+/// (VeraCrypt's public issue "Possible Argon2id incorrect derived key").
 pub const ARGON2_KEY_LEN: usize = 192;
 
 /// Argon2id's memory cost in KiB and time cost (passes) for `pim`, as VeraCrypt's

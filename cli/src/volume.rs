@@ -2,7 +2,8 @@
 //!
 //! Owns: where headers live (primary at 0, hidden at 65536, backups at size-131072 and
 //! size-65536), the parallel trial of PRFs (one thread per PRF, the others cancelled once one
-//! succeeds), the notice of which PRF a slow open is trying ([`with_prf_notice`]), cipher
+//! succeeds; Argon2id, which cannot be cancelled, last and only once no PBKDF2 PRF opened the
+//! header), the notice of which PRF a slow open is trying ([`with_prf_notice`]), cipher
 //! identification, and the data-area read with absolute XTS data-unit numbers.
 //! Never: writes to a volume (see `create`).
 
