@@ -77,7 +77,7 @@ pub fn iterations(pim: u32) -> u32 {
     }
 }
 
-/// The PBKDF2 run was cancelled before it finished (or [`derive`] was asked for Argon2id,
+/// The PBKDF2 run was cancelled before it finished (or [`derive()`] was asked for Argon2id,
 /// which is not PBKDF2: see [`header_key`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cancelled;
