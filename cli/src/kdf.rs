@@ -250,6 +250,16 @@ pub fn argon2id(password: &[u8], salt: &[u8], pim: u32, out: &mut [u8]) -> Resul
     })
 }
 
+/// `count` zeroed Argon2 memory blocks, or `None` when the system cannot give them (a failed
+/// allocation is an error, never an abort). W5: the blocks hold values derived from the
+/// password; they are wiped when dropped, on every path.
+fn allocate_blocks(count: usize) -> Option<Zeroizing<Vec<argon2::Block>>> {
+    let mut blocks = Zeroizing::new(Vec::new());
+    blocks.try_reserve_exact(count).ok()?;
+    blocks.resize(count, argon2::Block::new());
+    Some(blocks)
+}
+
 /// Argon2id version 0x13 with every RFC 9106 input (`secret`, associated data `ad`, `lanes`),
 /// memory checked, allocated fallibly and wiped. [`argon2id`] is VeraCrypt's use of it; the
 /// tests run RFC 9106's own vector through it.
@@ -288,12 +298,7 @@ pub fn argon2id_with(
             return Err(memory(Some(a)));
         }
     }
-    // W5: the blocks hold values derived from the password; wiped when dropped, on every path.
-    let mut memory_blocks: Zeroizing<Vec<Block>> = Zeroizing::new(Vec::new());
-    memory_blocks
-        .try_reserve_exact(blocks)
-        .map_err(|_| memory(None))?;
-    memory_blocks.resize(blocks, Block::new());
+    let mut memory_blocks = allocate_blocks(blocks).ok_or_else(|| memory(None))?;
     let context = if secret.is_empty() {
         Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
     } else {
@@ -494,6 +499,13 @@ mod tests {
         let mut full = [0u8; 192];
         header_key(Prf::Argon2, pw, &salt, 1, &mut full, &never).unwrap();
         assert_eq!(hex(&full), want);
+    }
+
+    #[test]
+    fn argon2_memory_the_allocator_refuses_is_an_error_not_an_abort() {
+        // 2^40 blocks of 1 KiB (1 PiB): no machine gives it; the refusal comes back as None.
+        assert!(allocate_blocks(1 << 40).is_none());
+        assert_eq!(allocate_blocks(8).map(|b| b.len()), Some(8));
     }
 
     #[test]
