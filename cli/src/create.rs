@@ -186,17 +186,32 @@ pub fn seal(
     let mut bytes = header::encode_header(h, salt);
     let mut key = Zeroizing::new(vec![0u8; alg.key_len()]);
     let never = AtomicBool::new(false);
-    kdf::derive(
-        spec.prf,
-        &spec.password,
-        salt,
-        kdf::iterations(spec.pim),
-        &mut key,
-        &never,
-    )
-    .map_err(|_| VolumeError::BadLayout("key derivation cancelled".into()))?;
+    kdf::header_key(spec.prf, &spec.password, salt, spec.pim, &mut key, &never).map_err(
+        |e| match e {
+            kdf::KdfError::Argon2(e) => VolumeError::Kdf(e),
+            kdf::KdfError::Cancelled => VolumeError::BadLayout("key derivation cancelled".into()),
+        },
+    )?;
     alg.encrypt(&key, &mut bytes[SALT_SIZE..], 0);
     Ok(*bytes)
+}
+
+/// VeraCrypt 1.26.29's rule for a new Argon2 header: a PIM below its default of 12 (PIM 0 is
+/// the default) needs a password of at least 20 bytes (keyfiles applied: a keyfile lengthens
+/// the password to 64 bytes or more, as VeraCrypt's keyfile pool does). Checked before
+/// anything is derived or written.
+pub fn check_argon2_password(spec: &VolumeSpec) -> Result<(), VolumeError> {
+    let short = spec.prf.is_argon2()
+        && (1..12).contains(&spec.pim)
+        && spec.password.len() < 20
+        && !crate::faults::is_on(crate::faults::Fault::Argon2AllowsShortPassword);
+    if short {
+        return Err(VolumeError::Argon2ShortPassword {
+            pim: spec.pim,
+            length: spec.password.len(),
+        });
+    }
+    Ok(())
 }
 
 /// A header slot: the header followed by random bytes up to 64 KiB.
@@ -232,6 +247,10 @@ pub fn create_with_progress(
         )));
     }
     let lay = layout(spec.size, spec.hidden.as_ref().map(|h| h.0))?;
+    check_argon2_password(&spec.outer)?;
+    if let Some((_, hidden)) = &spec.hidden {
+        check_argon2_password(hidden)?;
+    }
     if spec.hidden.is_some() && spec.fill == Fill::Zero {
         // Zeros under the outer key would make the hidden volume the only non-zero region
         // anyone with the outer password sees (W15).
@@ -591,6 +610,13 @@ pub fn add_hidden(
 ) -> Result<(Layout, Room), VolumeError> {
     // The hidden keyfiles are read before anything else (a missing one stops here).
     let hidden_password = hidden.effective_password()?;
+    if let Some(prf) = hidden.prf {
+        check_argon2_password(&VolumeSpec {
+            password: hidden_password.clone(),
+            prf,
+            pim: hidden.pim,
+        })?;
+    }
     let mut file = crate::volume::open_exclusive(path)?;
     let container = file.metadata().map_err(VolumeError::Read)?.len();
     let opened = crate::volume::open_file(&mut file, outer, crate::volume::Kind::Normal)?;
@@ -644,6 +670,7 @@ pub fn add_hidden(
         prf: hidden.prf.unwrap_or(opened.prf),
         pim: hidden.pim,
     };
+    check_argon2_password(&hidden)?;
     let mut key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
     random(&mut key[..])?;
     let primary = sealed_header(&hidden, AES, &key, area, area.1)?;
@@ -680,6 +707,25 @@ mod tests {
             .hidden
             .unwrap();
         assert_eq!(hs + hl + 4096, (8 << 20) - 131_072);
+    }
+
+    #[test]
+    fn argon2_short_password_rule_is_veracrypts_pim_below_12() {
+        let spec = |prf, pim, len: usize| VolumeSpec {
+            password: Zeroizing::new(vec![b'x'; len]),
+            prf,
+            pim,
+        };
+        for pim in 1..12 {
+            assert!(check_argon2_password(&spec(Prf::Argon2, pim, 19)).is_err());
+            assert!(check_argon2_password(&spec(Prf::Argon2, pim, 20)).is_ok());
+        }
+        // PIM 0 is VeraCrypt's default, 12; 12 and more need no long password; PBKDF2 is
+        // not held to this rule.
+        for pim in [0, 12, 13, 100] {
+            assert!(check_argon2_password(&spec(Prf::Argon2, pim, 1)).is_ok());
+        }
+        assert!(check_argon2_password(&spec(Prf::Sha512, 1, 1)).is_ok());
     }
 
     #[test]

@@ -69,6 +69,15 @@ pub enum VolumeError {
     Random(String),
     /// The volume file is mounted or open (locked) elsewhere.
     InUse(String),
+    /// A header key could not be derived: Argon2id's memory (checked before it starts).
+    Kdf(kdf::Argon2Error),
+    /// Argon2 with a PIM below 12 and a password shorter than 20 bytes (VeraCrypt refuses it).
+    Argon2ShortPassword {
+        /// The PIM asked for.
+        pim: u32,
+        /// The password's length in bytes.
+        length: usize,
+    },
 }
 
 impl VolumeError {
@@ -88,7 +97,7 @@ impl fmt::Display for VolumeError {
             ),
             VolumeError::WrongPassword { prfs, pim } => write!(
                 f,
-                "wrong password, PIM ({pim}), PRF ({prfs}) or keyfiles, or not a VeraCrypt volume: no header decrypted"
+                "wrong password, PIM ({pim}), PRF ({prfs}) or keyfiles, or a header key derivation vcctl does not know, or not a VeraCrypt volume: no header decrypted"
             ),
             VolumeError::DamagedHeader(e) => write!(f, "damaged volume header: {e}"),
             VolumeError::Unsupported(e) => write!(f, "unsupported volume: {e}"),
@@ -110,6 +119,11 @@ impl fmt::Display for VolumeError {
             ),
             VolumeError::BadLayout(s) => write!(f, "{s}"),
             VolumeError::Random(s) => write!(f, "OS random generator failed: {s}"),
+            VolumeError::Kdf(e) => write!(f, "{e}"),
+            VolumeError::Argon2ShortPassword { pim, length } => write!(
+                f,
+                "--prf argon2 with PIM {pim} needs a password of at least 20 characters (this one has {length}): VeraCrypt refuses an Argon2 PIM below 12 with a shorter password; use PIM 0 (VeraCrypt's default, 12) or 12 and more, or a longer password"
+            ),
             VolumeError::InUse(p) => write!(
                 f,
                 "{p} is in use: mounted by vcdirect or open in another program that locks it; dismount or close it first"

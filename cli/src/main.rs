@@ -172,10 +172,11 @@ enum VolumeCommand {
         /// Also create a hidden volume of this size (its password: second stdin line).
         #[arg(long)]
         hidden_size: Option<u64>,
-        /// PRF for the header key.
-        #[arg(long, value_enum)]
+        /// Header key derivation: a PBKDF2 PRF, or argon2 (Argon2id, VeraCrypt's --hash argon2).
+        #[arg(long, value_enum, alias = "hash")]
         prf: PrfArg,
-        /// PIM (0: VeraCrypt's default 500,000 iterations).
+        /// PIM (0: VeraCrypt's default: 500,000 PBKDF2 iterations, or Argon2id's PIM 12;
+        /// with argon2 a PIM below 12 needs a password of 20 characters or more).
         #[arg(long, default_value_t = 0)]
         pim: u32,
         /// Keyfile (repeatable, order matters).
@@ -257,6 +258,8 @@ enum PrfArg {
     Whirlpool,
     Blake2s,
     Streebog,
+    /// Argon2id (VeraCrypt 1.26.25 and later).
+    Argon2,
 }
 
 impl From<PrfArg> for Prf {
@@ -267,6 +270,7 @@ impl From<PrfArg> for Prf {
             PrfArg::Whirlpool => Prf::Whirlpool,
             PrfArg::Blake2s => Prf::Blake2s,
             PrfArg::Streebog => Prf::Streebog,
+            PrfArg::Argon2 => Prf::Argon2,
         }
     }
 }
@@ -282,8 +286,9 @@ struct OpenArgs {
     /// Read the password from the first line of stdin (an empty line is an empty password).
     #[arg(long)]
     password_stdin: bool,
-    /// PRF (default: try all, in parallel).
-    #[arg(long, value_enum)]
+    /// Header key derivation: a PBKDF2 PRF or argon2 (Argon2id) (default: try all, in
+    /// parallel, in VeraCrypt's order, Argon2id last).
+    #[arg(long, value_enum, alias = "hash")]
     prf: Option<PrfArg>,
     /// PIM (0: VeraCrypt's default).
     #[arg(long, default_value_t = 0)]
@@ -300,8 +305,8 @@ struct OpenArgs {
 /// --hidden-size`); each defaults to the outer volume's.
 #[derive(Args)]
 struct HiddenArgs {
-    /// PRF of the hidden volume's header (default: the outer's --prf).
-    #[arg(long, value_enum)]
+    /// PRF or argon2 of the hidden volume's header (default: the outer's --prf).
+    #[arg(long, value_enum, alias = "hidden-hash")]
     hidden_prf: Option<PrfArg>,
     /// PIM of the hidden volume's header (default: the outer's --pim).
     #[arg(long)]

@@ -2,7 +2,8 @@
 //!
 //! Owns: where headers live (primary at 0, hidden at 65536, backups at size-131072 and
 //! size-65536), the parallel trial of PRFs (one thread per PRF, the others cancelled once one
-//! succeeds), the notice of which PRF a slow open is trying ([`with_prf_notice`]), cipher
+//! succeeds; Argon2id, which cannot be cancelled, last and only once no PBKDF2 PRF opened the
+//! header), the notice of which PRF a slow open is trying ([`with_prf_notice`]), cipher
 //! identification, and the data-area read with absolute XTS data-unit numbers.
 //! Never: writes to a volume (see `create`).
 
@@ -205,6 +206,8 @@ enum Trial {
     NoMatch,
     /// Some key gave the right magic but a later check failed: the header is damaged.
     Damaged(HeaderError),
+    /// Argon2id could not run (the memory its PIM asks for): the header may be Argon2id's.
+    Kdf(kdf::Argon2Error),
 }
 
 /// Opens `path` with `creds`: AES-256-XTS on the primary then the backup header, then the
@@ -328,6 +331,7 @@ pub fn open_candidates<R: Read + Seek>(
     // A header that decrypts but whose data area does not fit the volume is damaged like a
     // failed CRC: the next copy is tried, and the first such error is reported if none opens.
     let mut unfit = None;
+    let mut kdf_failed = None;
     let mut first_keys = Vec::with_capacity(headers.len());
     for (copy, raw) in &headers {
         let (trial, keys) = try_header_aes(
@@ -344,6 +348,7 @@ pub fn open_candidates<R: Read + Seek>(
             },
             Trial::Damaged(e) if e.is_unsupported() => return Err(VolumeError::Unsupported(e)),
             Trial::Damaged(e) => damaged = damaged.or(Some(e)),
+            Trial::Kdf(e) => kdf_failed = kdf_failed.or(Some(e)),
             Trial::NoMatch => {}
         }
         first_keys.push(keys);
@@ -357,15 +362,19 @@ pub fn open_candidates<R: Read + Seek>(
             },
             Trial::Damaged(e) if e.is_unsupported() => return Err(VolumeError::Unsupported(e)),
             Trial::Damaged(e) => damaged = damaged.or(Some(e)),
+            Trial::Kdf(e) => kdf_failed = kdf_failed.or(Some(e)),
             Trial::NoMatch => {}
         }
     }
     if let Some(e) = unfit {
         return Err(e);
     }
-    match damaged {
-        Some(e) => Err(VolumeError::DamagedHeader(e)),
-        None => Err(VolumeError::WrongPassword {
+    // No header opened: a damaged one names its check; else Argon2id that could not run is the
+    // cause to tell (the header may be Argon2id's); else the password or parameters are wrong.
+    match (damaged, kdf_failed) {
+        (Some(e), _) => Err(VolumeError::DamagedHeader(e)),
+        (None, Some(e)) => Err(VolumeError::Kdf(e)),
+        (None, None) => Err(VolumeError::WrongPassword {
             prfs: prfs.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
             pim: creds.pim,
         }),
@@ -389,8 +398,10 @@ fn finish(mut o: Opened, kind: Kind, copy: HeaderCopy, size: u64) -> Result<Open
     Ok(o)
 }
 
-/// First 64 bytes of each PRF's derived key (`None` where the derivation was cancelled).
-type FirstKeys = Vec<Option<Zeroizing<[u8; 64]>>>;
+/// Each PRF's key of the first pass (`None` where the derivation was cancelled or failed): the
+/// first 64 bytes of PBKDF2's, or Argon2id's whole 192 (not a prefix of a longer derivation,
+/// so it is derived whole at once).
+type FirstKeys = Vec<Option<Zeroizing<Vec<u8>>>>;
 
 /// Runs `job` for every PRF index. Like VeraCrypt, PRFs run in parallel on a pool of one thread
 /// per CPU, taken in VeraCrypt's order; a job that opens the header cancels the others. With
@@ -438,9 +449,12 @@ fn parallel<T: Send>(
                         .wait_timeout(p, deadline - now)
                         .map_or_else(|e| e.into_inner().0, |r| r.0);
                 }
-                p.past = true;
-                for &i in &p.running {
-                    a.say(prfs[i]);
+                // A worker that started a job past the deadline may have named them already.
+                if !p.past {
+                    p.past = true;
+                    for &i in &p.running {
+                        a.say(prfs[i]);
+                    }
                 }
             });
         }
@@ -459,6 +473,13 @@ fn parallel<T: Send>(
                             p.running.push(i);
                             if p.past {
                                 a.say(prfs[i]);
+                            } else if a.start.elapsed() >= a.notice.after {
+                                // Past the deadline before the notice thread woke (a job can be
+                                // quicker than its wake-up): name what runs now, this one too.
+                                p.past = true;
+                                for &j in &p.running {
+                                    a.say(prfs[j]);
+                                }
                             }
                         }
                         let r = job(i, cancel);
@@ -486,16 +507,52 @@ fn parallel<T: Send>(
     })
 }
 
+/// Runs `job` for every PRF index as [`parallel`] does, the PBKDF2 PRFs first and Argon2id
+/// only once none of them opened the header (VeraCrypt's order either way): an Argon2id run
+/// cannot be cancelled once started (the crate runs all its passes in one call), so it never
+/// runs beside a PBKDF2 PRF that may open the header, and an open that a PBKDF2 PRF can do never
+/// waits for it.
+fn staged<T: Send>(
+    prfs: &[Prf],
+    announce: Option<&Announce>,
+    job: impl Fn(usize, &AtomicBool) -> T + Sync,
+    opened: impl Fn(&T) -> bool + Sync,
+) -> Vec<(usize, T)> {
+    let mut out = Vec::with_capacity(prfs.len());
+    for argon2 in [false, true] {
+        let group: Vec<usize> = (0..prfs.len())
+            .filter(|&i| prfs[i].is_argon2() == argon2)
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        let sub: Vec<Prf> = group.iter().map(|&i| prfs[i]).collect();
+        let results = parallel(&sub, announce, |j, cancel| job(group[j], cancel), &opened);
+        let done = results.iter().any(|(_, r)| opened(r));
+        out.extend(results.into_iter().map(|(j, r)| (group[j], r)));
+        if done {
+            break;
+        }
+    }
+    out
+}
+
 fn merge(results: impl IntoIterator<Item = Trial>) -> Trial {
     let mut damaged = None;
+    let mut kdf = None;
     for r in results {
         match r {
             Trial::Opened(o) => return Trial::Opened(o),
             Trial::Damaged(e) => damaged = damaged.or(Some(e)),
+            Trial::Kdf(e) => kdf = kdf.or(Some(e)),
             Trial::NoMatch => {}
         }
     }
-    damaged.map_or(Trial::NoMatch, Trial::Damaged)
+    match (damaged, kdf) {
+        (Some(e), _) => Trial::Damaged(e),
+        (None, Some(e)) => Trial::Kdf(e),
+        (None, None) => Trial::NoMatch,
+    }
 }
 
 /// Pass 1: AES-256-XTS with every PRF; also returns each PRF's first 64 key bytes.
@@ -506,17 +563,23 @@ fn try_header_aes(
     pim: u32,
     announce: Option<&Announce>,
 ) -> (Trial, FirstKeys) {
-    let iterations = kdf::iterations(pim);
-    let results = parallel(
+    let results = staged(
         prfs,
         announce,
         |i, cancel| {
-            let mut key = Zeroizing::new([0u8; 64]);
+            let len = if prfs[i].is_argon2() {
+                kdf::ARGON2_KEY_LEN
+            } else {
+                64
+            };
+            let mut key = Zeroizing::new(vec![0u8; len]);
             let salt = &raw[..SALT_SIZE];
-            if kdf::derive(prfs[i], password, salt, iterations, &mut key[..], cancel).is_err() {
-                return (Trial::NoMatch, None);
+            match kdf::header_key(prfs[i], password, salt, pim, &mut key[..], cancel) {
+                Ok(()) => {}
+                Err(kdf::KdfError::Cancelled) => return (Trial::NoMatch, None),
+                Err(kdf::KdfError::Argon2(e)) => return (Trial::Kdf(e), None),
             }
-            let t = try_algorithm(raw, &key[..], AES, prfs[i]);
+            let t = try_algorithm(raw, &key[..64], AES, prfs[i]);
             (t, Some(key))
         },
         |(t, _)| matches!(t, Trial::Opened(_)),
@@ -540,7 +603,7 @@ fn try_header_others(
     announce: Option<&Announce>,
 ) -> Trial {
     let iterations = kdf::iterations(pim);
-    let results = parallel(
+    let results = staged(
         prfs,
         announce,
         |i, cancel| {
@@ -548,18 +611,21 @@ fn try_header_others(
                 return Trial::NoMatch;
             };
             let mut key = Zeroizing::new([0u8; 192]);
-            key[..64].copy_from_slice(&start[..]);
+            let have = start.len().min(192);
+            key[..have].copy_from_slice(&start[..have]);
             let salt = &raw[..SALT_SIZE];
-            if kdf::derive_from(
-                prfs[i],
-                password,
-                salt,
-                iterations,
-                64,
-                &mut key[64..],
-                cancel,
-            )
-            .is_err()
+            // Argon2id's first pass derived all 192 bytes; PBKDF2 continues from byte 64.
+            if have < 192
+                && kdf::derive_from(
+                    prfs[i],
+                    password,
+                    salt,
+                    iterations,
+                    64,
+                    &mut key[64..],
+                    cancel,
+                )
+                .is_err()
             {
                 return Trial::NoMatch;
             }

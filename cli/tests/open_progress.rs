@@ -107,9 +107,16 @@ fn a_slow_open_names_the_prfs_it_tries_on_stderr_and_nothing_with_quiet() {
     let out = vcctl_after(&inspect, "wrong\n", Some(0));
     assert_eq!(out.status.code(), Some(2));
     let lines = stderr_lines(&out);
-    assert_eq!(lines.len(), 4 * 5 + 1, "{lines:?}");
-    assert!(lines[20].starts_with("vcctl: wrong password"), "{lines:?}");
-    for prf in ["sha512", "sha256", "blake2s", "whirlpool", "streebog"] {
+    assert_eq!(lines.len(), 4 * 6 + 1, "{lines:?}");
+    assert!(lines[24].starts_with("vcctl: wrong password"), "{lines:?}");
+    for prf in [
+        "sha512",
+        "sha256",
+        "blake2s",
+        "whirlpool",
+        "streebog",
+        "argon2",
+    ] {
         let n = lines
             .iter()
             .filter(|l| l.starts_with(&format!("vcctl: trying PRF {prf} on ")))
