@@ -10,6 +10,12 @@
 //! the value lives, so a schedule placed in a volume's key block leaves no copy on a stack),
 //! and wipes it in place ([`BlockCipher256::clear`], also on drop).
 
+mod serpent;
+mod twofish;
+
+pub use serpent::Serpent;
+pub use twofish::Twofish;
+
 /// Bytes in one cipher block.
 pub const BLOCK: usize = 16;
 
