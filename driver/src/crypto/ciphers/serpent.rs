@@ -152,28 +152,72 @@ type Block = [u32; 4];
 type Group = [[u32; LANES]; 4];
 
 /// Applies formula `F` (an S-box or its inverse) to every bit position of one block's words.
+/// Written without loops: every choice below is a constant, so what is left after compiling is
+/// the formula's ANDs, XORs and NOTs, and the lane loops around it stay simple to vectorise.
 #[inline(always)]
 fn sbox<const F: usize>(x: &mut Block) {
     let f = const { FORMULAS[F] };
-    let mut input = [0u32; 4];
-    for (i, word) in input.iter_mut().enumerate() {
-        *word = x[i] ^ if (f.flip >> i) & 1 == 1 { u32::MAX } else { 0 };
-    }
-    // products[m] = AND of the inputs in the bits of m (products[0] = all ones); the ones no
-    // output uses are dropped by the compiler, the rest are shared.
-    let mut products = [u32::MAX; 16];
-    for m in 1..16usize {
-        products[m] = products[m & (m - 1)] & input[m.trailing_zeros() as usize];
-    }
-    for (b, word) in x.iter_mut().enumerate() {
-        let mut y = 0u32;
-        for (m, product) in products.iter().enumerate() {
-            if (f.terms[b] >> m) & 1 == 1 {
-                y ^= product;
+    let flip = |i: usize| if (f.flip >> i) & 1 == 1 { u32::MAX } else { 0 };
+    let (a, b, c, d) = (
+        x[0] ^ flip(0),
+        x[1] ^ flip(1),
+        x[2] ^ flip(2),
+        x[3] ^ flip(3),
+    );
+    // The products of the inputs, named by their bits (the ones no output uses are dropped by
+    // the compiler, the rest are shared between the outputs).
+    let (ab, ac, bc, ad, bd, cd) = (a & b, a & c, b & c, a & d, b & d, c & d);
+    let (abc, abd, acd, bcd) = (ab & c, ab & d, ac & d, bc & d);
+    let abcd = ab & cd;
+    let products = [
+        u32::MAX,
+        a,
+        b,
+        ab,
+        c,
+        ac,
+        bc,
+        abc,
+        d,
+        ad,
+        bd,
+        abd,
+        cd,
+        acd,
+        bcd,
+        abcd,
+    ];
+    let output = |terms: u16| {
+        let term = |m: usize| {
+            if (terms >> m) & 1 == 1 {
+                products[m]
+            } else {
+                0
             }
-        }
-        *word = y;
-    }
+        };
+        term(0)
+            ^ term(1)
+            ^ term(2)
+            ^ term(3)
+            ^ term(4)
+            ^ term(5)
+            ^ term(6)
+            ^ term(7)
+            ^ term(8)
+            ^ term(9)
+            ^ term(10)
+            ^ term(11)
+            ^ term(12)
+            ^ term(13)
+            ^ term(14)
+            ^ term(15)
+    };
+    *x = [
+        output(f.terms[0]),
+        output(f.terms[1]),
+        output(f.terms[2]),
+        output(f.terms[3]),
+    ];
 }
 
 /// The linear transformation LT (specification section 2, bitslice mode).
@@ -205,29 +249,33 @@ fn lane(g: &Group, l: usize) -> Block {
 
 #[inline(always)]
 fn set_lane(g: &mut Group, l: usize, x: &Block) {
-    for (word, value) in g.iter_mut().zip(x) {
-        word[l] = *value;
-    }
+    g[0][l] = x[0];
+    g[1][l] = x[1];
+    g[2][l] = x[2];
+    g[3][l] = x[3];
 }
 
-fn add_key(g: &mut Group, key: &Block) {
-    for (word, k) in g.iter_mut().zip(key) {
-        for value in word.iter_mut() {
-            *value ^= k;
-        }
-    }
+#[inline(always)]
+fn xor(x: &mut Block, key: &Block) {
+    x[0] ^= key[0];
+    x[1] ^= key[1];
+    x[2] ^= key[2];
+    x[3] ^= key[3];
 }
 
-/// One round on every lane: key addition, S-box `F`, then LT unless it is the last round.
-#[inline]
-fn encrypt_round<const F: usize, const LT: bool>(g: &mut Group, key: &Block) {
+/// One round on every lane: key addition, S-box `F`, then LT; the last round (`LAST`) adds
+/// the final round key `last` instead of LT.
+/// Not inlined, so that the vector registers it saves (Windows x64 preserves xmm6-xmm15) and
+/// its spills are not added to the frame that holds the group: each frame stays small.
+#[inline(never)]
+fn encrypt_round<const F: usize, const LAST: bool>(g: &mut Group, key: &Block, last: &Block) {
     for l in 0..LANES {
         let mut x = lane(g, l);
-        for (value, k) in x.iter_mut().zip(key) {
-            *value ^= k;
-        }
+        xor(&mut x, key);
         sbox::<F>(&mut x);
-        if LT {
+        if LAST {
+            xor(&mut x, last);
+        } else {
             transform(&mut x);
         }
         set_lane(g, l, &x);
@@ -235,17 +283,17 @@ fn encrypt_round<const F: usize, const LT: bool>(g: &mut Group, key: &Block) {
 }
 
 /// The inverse of [`encrypt_round`] on every lane (`F` names the inverse S-box).
-#[inline]
-fn decrypt_round<const F: usize, const LT: bool>(g: &mut Group, key: &Block) {
+#[inline(never)]
+fn decrypt_round<const F: usize, const LAST: bool>(g: &mut Group, key: &Block, last: &Block) {
     for l in 0..LANES {
         let mut x = lane(g, l);
-        if LT {
+        if LAST {
+            xor(&mut x, last);
+        } else {
             untransform(&mut x);
         }
         sbox::<F>(&mut x);
-        for (value, k) in x.iter_mut().zip(key) {
-            *value ^= k;
-        }
+        xor(&mut x, key);
         set_lane(g, l, &x);
     }
 }
@@ -310,38 +358,38 @@ impl Serpent {
     }
 
     fn encrypt_group(&self, g: &mut Group) {
+        let last = &self.last;
         for (i, k) in self.keys.chunks_exact(8).enumerate() {
-            encrypt_round::<0, true>(g, &k[0]);
-            encrypt_round::<1, true>(g, &k[1]);
-            encrypt_round::<2, true>(g, &k[2]);
-            encrypt_round::<3, true>(g, &k[3]);
-            encrypt_round::<4, true>(g, &k[4]);
-            encrypt_round::<5, true>(g, &k[5]);
-            encrypt_round::<6, true>(g, &k[6]);
+            encrypt_round::<0, false>(g, &k[0], last);
+            encrypt_round::<1, false>(g, &k[1], last);
+            encrypt_round::<2, false>(g, &k[2], last);
+            encrypt_round::<3, false>(g, &k[3], last);
+            encrypt_round::<4, false>(g, &k[4], last);
+            encrypt_round::<5, false>(g, &k[5], last);
+            encrypt_round::<6, false>(g, &k[6], last);
             if i < ROUNDS / 8 - 1 {
-                encrypt_round::<7, true>(g, &k[7]);
+                encrypt_round::<7, false>(g, &k[7], last);
             } else {
-                encrypt_round::<7, false>(g, &k[7]);
+                encrypt_round::<7, true>(g, &k[7], last);
             }
         }
-        add_key(g, &self.last);
     }
 
     fn decrypt_group(&self, g: &mut Group) {
-        add_key(g, &self.last);
+        let last = &self.last;
         for (i, k) in self.keys.chunks_exact(8).rev().enumerate() {
             if i == 0 {
-                decrypt_round::<15, false>(g, &k[7]);
+                decrypt_round::<15, true>(g, &k[7], last);
             } else {
-                decrypt_round::<15, true>(g, &k[7]);
+                decrypt_round::<15, false>(g, &k[7], last);
             }
-            decrypt_round::<14, true>(g, &k[6]);
-            decrypt_round::<13, true>(g, &k[5]);
-            decrypt_round::<12, true>(g, &k[4]);
-            decrypt_round::<11, true>(g, &k[3]);
-            decrypt_round::<10, true>(g, &k[2]);
-            decrypt_round::<9, true>(g, &k[1]);
-            decrypt_round::<8, true>(g, &k[0]);
+            decrypt_round::<14, false>(g, &k[6], last);
+            decrypt_round::<13, false>(g, &k[5], last);
+            decrypt_round::<12, false>(g, &k[4], last);
+            decrypt_round::<11, false>(g, &k[3], last);
+            decrypt_round::<10, false>(g, &k[2], last);
+            decrypt_round::<9, false>(g, &k[1], last);
+            decrypt_round::<8, false>(g, &k[0], last);
         }
     }
 }
