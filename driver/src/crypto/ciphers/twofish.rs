@@ -1,12 +1,12 @@
 //! Twofish with a 256-bit key (Schneier, Kelsey, Whiting, Wagner, Hall, Ferguson, "Twofish: A
-//! 128-Bit Block Cipher", 1998; section numbers below are that paper's).
+//! 128-Bit Block Cipher", 1998; the sections named below are that paper's).
 //!
 //! Owns: the key-dependent S-box tables and the 40 round subkeys of one Twofish key, and Twofish
 //! encryption and decryption of independent blocks, two at a time.
 //! Never: knows about XTS, data units or cascades (the XTS layer does).
 //!
 //! Not constant-time: the function g is four lookups in key-dependent tables indexed by state
-//! bytes (the "full keying" option of section 7.3: each table is the q-permutation chain of one
+//! bytes (the "full keying" option of the paper's performance discussion: each table is the q-permutation chain of one
 //! byte position, with the key's S vector mixed in, already multiplied by its column of the MDS
 //! matrix), so the addresses touched depend on key and data, as in VeraCrypt's own C
 //! implementation. Two blocks are interleaved round by round to hide the lookups' latency.
@@ -22,7 +22,7 @@ const ROUNDS: usize = 16;
 /// Blocks processed together.
 const INTERLEAVE: usize = 2;
 
-/// The 4-bit permutations t0..t3 that build q0 and q1 (section 4.3.5).
+/// The 4-bit permutations t0..t3 that build q0 and q1 (section "The Permutations q0 and q1").
 const Q_PARTS: [[[u8; 16]; 4]; 2] = [
     [
         [
@@ -54,7 +54,7 @@ const Q_PARTS: [[[u8; 16]; 4]; 2] = [
     ],
 ];
 
-/// q0 or q1 from its four parts (section 4.3.5).
+/// q0 or q1 from its four parts (same section).
 const fn permutation(t: &[[u8; 16]; 4]) -> [u8; 256] {
     let mut q = [0u8; 256];
     let mut x = 0;
@@ -79,7 +79,7 @@ const fn permutation(t: &[[u8; 16]; 4]) -> [u8; 256] {
 static Q: [[u8; 256]; 2] = [permutation(&Q_PARTS[0]), permutation(&Q_PARTS[1])];
 
 /// For each byte position of h's input, which q (0 or 1) is applied at each stage, first stage
-/// first; for a 256-bit key there are five (section 4.3.2, figure 2, k = 4).
+/// first; for a 256-bit key there are five (section 4.3.2, "The Function h", k = 4).
 const Q_ORDER: [[usize; 5]; 4] = [
     [1, 1, 0, 0, 1],
     [0, 1, 1, 0, 0],
@@ -87,7 +87,7 @@ const Q_ORDER: [[usize; 5]; 4] = [
     [1, 0, 1, 1, 0],
 ];
 
-/// The MDS matrix (section 4.3.2), over GF(2^8) with the polynomial 0x169.
+/// The MDS matrix (section "The Function g"), over GF(2^8) with the polynomial 0x169.
 const MDS: [[u8; 4]; 4] = [
     [0x01, 0xEF, 0x5B, 0x5B],
     [0x5B, 0xEF, 0xEF, 0x01],
@@ -95,7 +95,7 @@ const MDS: [[u8; 4]; 4] = [
     [0xEF, 0x01, 0xEF, 0x5B],
 ];
 
-/// The Reed-Solomon matrix that derives the S vector (section 4.3), polynomial 0x14D.
+/// The Reed-Solomon matrix that derives the S vector (section "The Key Schedule"), polynomial 0x14D.
 const RS: [[u8; 8]; 4] = [
     [0x01, 0xA4, 0x55, 0x87, 0x5A, 0x58, 0xDB, 0x9E],
     [0xA4, 0x56, 0x82, 0xF3, 0x1E, 0xC6, 0x68, 0xE5],
@@ -150,7 +150,7 @@ fn column(j: usize, y: u8) -> u32 {
 pub struct Twofish {
     /// g's four tables: `sbox[j][b]` is byte position `j`'s contribution to g for byte `b`.
     sbox: [[u32; 256]; 4],
-    /// Whitening subkeys K0..K7 (section 4.3.4): input, then output.
+    /// Whitening subkeys K0..K7 (section "The Expanded Key Words K_j"): input, then output.
     whitening: [u32; 8],
     /// Round subkeys K8..K39, two per round.
     round: [u32; 2 * ROUNDS],
@@ -166,7 +166,7 @@ impl Twofish {
         }
     }
 
-    /// The function g (section 4.3.2): h with the key's S vector, read from the tables.
+    /// The function g ("The Function g"): h with the key's S vector, read from the tables.
     #[inline(always)]
     fn g(&self, x: u32) -> u32 {
         self.sbox[0][usize::from(x as u8)]
@@ -300,7 +300,7 @@ impl BlockCipher256 for Twofish {
         for (word, bytes) in m.iter_mut().zip(key.chunks_exact(4)) {
             *word = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
         }
-        // Subkeys (section 4.3.4): A_i = h(2i*rho, Me), B_i = h((2i+1)*rho, Mo) <<< 8.
+        // Subkeys ("The Expanded Key Words K_j"): A_i = h(2i*rho, Me), B_i = h((2i+1)*rho, Mo) <<< 8.
         let mut even = [m[0], m[2], m[4], m[6]];
         let mut odd = [m[1], m[3], m[5], m[7]];
         const RHO: u32 = 0x0101_0101;
@@ -312,7 +312,7 @@ impl BlockCipher256 for Twofish {
             pair[0] = a.wrapping_add(b);
             pair[1] = a.wrapping_add(b.wrapping_mul(2)).rotate_left(9);
         }
-        // The S vector (section 4.3): S_i = RS . (key bytes 8i..8i+8), and g uses the list
+        // The S vector ("The Key Schedule"): S_i = RS . (key bytes 8i..8i+8), and g uses the list
         // (S3, S2, S1, S0) as h's (L0, L1, L2, L3).
         let mut s = [0u32; 4];
         for (i, chunk) in key.chunks_exact(8).enumerate() {
@@ -397,8 +397,8 @@ mod tests {
         out
     }
 
-    /// The paper's 256-bit full-encryption vector (appendix A.2, also the submission's
-    /// ecb_ival.txt): key 0123..., plaintext zero.
+    /// The paper's 256-bit full-encryption vector (its test-vector appendix, with the
+    /// intermediate values; the AES submission's ecb_ival.txt): key 0123..., plaintext zero.
     const FULL_KEY: (&str, &str, &str) = (
         "0123456789abcdeffedcba987654321000112233445566778899aabbccddeeff",
         "00000000000000000000000000000000",
@@ -416,10 +416,11 @@ mod tests {
         assert_eq!(blocks[0], hex::<16>(plain), "decrypt");
     }
 
-    /// The paper's iterated 256-bit table (appendix A.1, the submission's ecb_tbl.txt): start
-    /// with key and plaintext zero; each step's key is the previous plaintext followed by the
-    /// first half of the previous key, and its plaintext the previous ciphertext. The first
-    /// five and the 49th ciphertexts are listed (the 4th is also VeraCrypt's self-test vector).
+    /// The iterated 256-bit table (the paper's test-vector appendix; the AES submission's
+    /// ecb_tbl.txt, KEYSIZE=256): start with key and plaintext zero; each step's key is the
+    /// previous plaintext followed by the first half of the previous key, and its plaintext the
+    /// previous ciphertext. Checked: ciphertexts I=1..5 and the last, I=49 (I=4 is also the
+    /// vector VeraCrypt's own self-test checks, its Tests.c).
     #[test]
     fn twofish_iterated_known_answers() {
         let listed = [
