@@ -467,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    fn twofish_clear_wipes_the_schedule_and_rekeying_works() {
+    fn r3_twofish_clear_wipes_the_schedule_and_rekeying_works() {
         let (key, plain, expected) = FULL_KEY;
         let mut c = keyed(&hex(key));
         assert!(c.schedule_words_left() > 0);
