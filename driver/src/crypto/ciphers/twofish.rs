@@ -118,7 +118,7 @@ fn gf_mul(mut a: u8, mut b: u8, poly: u16) -> u8 {
 /// The byte at position `j` of `h(x, l)` before the MDS multiply: the q chain of position
 /// `j` with the bytes of l3, l2, l1, l0 added between its stages (section 4.3.2).
 fn q_chain(j: usize, x: u8, l: &[u32; 4]) -> u8 {
-    let order = &Q_ORDER[j];
+    let order = &Q_ORDER[j % 4];
     let mut y = x;
     for stage in 0..4 {
         y = Q[order[stage]][usize::from(y)] ^ (l[3 - stage] >> (8 * j)) as u8;
@@ -140,7 +140,7 @@ fn h(x: u32, l: &[u32; 4]) -> u32 {
 fn column(j: usize, y: u8) -> u32 {
     let mut word = 0u32;
     for (i, row) in MDS.iter().enumerate() {
-        word |= u32::from(gf_mul(row[j], y, 0x169)) << (8 * i);
+        word |= u32::from(gf_mul(row[j % 4], y, 0x169)) << (8 * i);
     }
     word
 }
