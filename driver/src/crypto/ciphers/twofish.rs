@@ -2,14 +2,15 @@
 //! 128-Bit Block Cipher", 1998; the sections named below are that paper's).
 //!
 //! Owns: the key-dependent S-box tables and the 40 round subkeys of one Twofish key, and Twofish
-//! encryption and decryption of independent blocks, two at a time.
+//! encryption and decryption of independent blocks, four at a time.
 //! Never: knows about XTS, data units or cascades (the XTS layer does).
 //!
 //! Not constant-time: the function g is four lookups in key-dependent tables indexed by state
 //! bytes (the "full keying" option of the paper's performance discussion: each table is the q-permutation chain of one
 //! byte position, with the key's S vector mixed in, already multiplied by its column of the MDS
 //! matrix), so the addresses touched depend on key and data, as in VeraCrypt's own C
-//! implementation. Two blocks are interleaved round by round to hide the lookups' latency.
+//! implementation. Four blocks are interleaved round by round to hide the lookups' latency
+//! (measured here: 1.5x the speed of two, 2x that of one).
 //!
 //! Byte order is VeraCrypt's (and RustCrypto's `twofish` crate's), the paper's: the key is
 //! eight little-endian words M0..M7, a block four little-endian words.
@@ -19,8 +20,8 @@ use zeroize::Zeroize;
 
 /// Rounds of the cipher.
 const ROUNDS: usize = 16;
-/// Blocks processed together.
-const INTERLEAVE: usize = 2;
+/// Blocks processed together (a last two or one go as a pair or alone).
+const INTERLEAVE: usize = 4;
 
 /// The 4-bit permutations t0..t3 that build q0 and q1 (section "The Permutations q0 and q1").
 const Q_PARTS: [[[u8; 16]; 4]; 2] = [
@@ -175,8 +176,10 @@ impl Twofish {
             ^ self.sbox[3][usize::from((x >> 24) as u8)]
     }
 
-    /// Encrypts `N` blocks (each as four words), their rounds interleaved.
-    #[inline(always)]
+    /// Encrypts `N` blocks (each as four words), their rounds interleaved. Not inlined: each
+    /// width keeps its own small frame (the spilled words of four blocks are not added to the
+    /// caller's).
+    #[inline(never)]
     fn encrypt_words<const N: usize>(&self, blocks: &mut [[u32; 4]; N]) {
         let k = &self.whitening;
         let mut s = [[0u32; 4]; N];
@@ -207,8 +210,8 @@ impl Twofish {
         }
     }
 
-    /// Decrypts `N` blocks (each as four words), their rounds interleaved.
-    #[inline(always)]
+    /// Decrypts `N` blocks (each as four words), their rounds interleaved; not inlined either.
+    #[inline(never)]
     fn decrypt_words<const N: usize>(&self, blocks: &mut [[u32; 4]; N]) {
         let k = &self.whitening;
         let mut s = [[0u32; 4]; N];
@@ -237,32 +240,26 @@ impl Twofish {
             }
         }
     }
+}
 
-    /// Runs `f` over the blocks `INTERLEAVE` at a time, then one at a time for the rest.
-    #[inline(always)]
-    fn each_group(
-        &self,
-        blocks: &mut [[u8; BLOCK]],
-        pair: impl Fn(&Self, &mut [[u32; 4]; INTERLEAVE]),
-        one: impl Fn(&Self, &mut [[u32; 4]; 1]),
-    ) {
-        let mut groups = blocks.chunks_exact_mut(INTERLEAVE);
-        for group in &mut groups {
-            let mut words = [[0u32; 4]; INTERLEAVE];
-            for (w, block) in words.iter_mut().zip(group.iter()) {
-                *w = to_words(block);
-            }
-            pair(self, &mut words);
-            for (w, block) in words.iter().zip(group.iter_mut()) {
-                *block = to_bytes(w);
-            }
+/// Runs `f` over the blocks `N` at a time (their words), and returns the blocks left over.
+#[inline(always)]
+fn by<const N: usize>(
+    blocks: &mut [[u8; BLOCK]],
+    f: impl Fn(&mut [[u32; 4]; N]),
+) -> &mut [[u8; BLOCK]] {
+    let mut groups = blocks.chunks_exact_mut(N);
+    for group in &mut groups {
+        let mut words = [[0u32; 4]; N];
+        for (w, block) in words.iter_mut().zip(group.iter()) {
+            *w = to_words(block);
         }
-        for block in groups.into_remainder() {
-            let mut words = [to_words(block)];
-            one(self, &mut words);
-            *block = to_bytes(&words[0]);
+        f(&mut words);
+        for (w, block) in words.iter().zip(group.iter_mut()) {
+            *block = to_bytes(w);
         }
     }
+    groups.into_remainder()
 }
 
 #[inline(always)]
@@ -338,19 +335,15 @@ impl BlockCipher256 for Twofish {
     }
 
     fn encrypt_blocks(&self, blocks: &mut [[u8; BLOCK]]) {
-        self.each_group(
-            blocks,
-            |c, w| c.encrypt_words::<INTERLEAVE>(w),
-            |c, w| c.encrypt_words::<1>(w),
-        );
+        let rest = by::<INTERLEAVE>(blocks, |w| self.encrypt_words(w));
+        let rest = by::<2>(rest, |w| self.encrypt_words(w));
+        by::<1>(rest, |w| self.encrypt_words(w));
     }
 
     fn decrypt_blocks(&self, blocks: &mut [[u8; BLOCK]]) {
-        self.each_group(
-            blocks,
-            |c, w| c.decrypt_words::<INTERLEAVE>(w),
-            |c, w| c.decrypt_words::<1>(w),
-        );
+        let rest = by::<INTERLEAVE>(blocks, |w| self.decrypt_words(w));
+        let rest = by::<2>(rest, |w| self.decrypt_words(w));
+        by::<1>(rest, |w| self.decrypt_words(w));
     }
 
     fn clear(&mut self) {
@@ -451,10 +444,10 @@ mod tests {
     }
 
     #[test]
-    fn twofish_known_answer_in_a_pair_and_the_rest() {
+    fn twofish_known_answer_in_every_interleave_width() {
         let (key, plain, expected) = FULL_KEY;
         let c = keyed(&hex(key));
-        for n in 1..=5 {
+        for n in 1..=2 * INTERLEAVE + 3 {
             let mut blocks = vec![hex::<16>(plain); n];
             c.encrypt_blocks(&mut blocks);
             assert!(
