@@ -157,7 +157,7 @@ type Group = [[u32; LANES]; 4];
 /// Applies formula `F` (an S-box or its inverse) to every bit position of one block's words.
 /// Written without loops: every choice below is a constant, so what is left after compiling is
 /// the formula's ANDs, XORs and NOTs, and the lane loops around it stay simple to vectorise.
-#[inline(always)]
+#[inline]
 fn sbox<const F: usize>(x: &mut Block) {
     let f = const { FORMULAS[F] };
     let flip = |i: usize| if (f.flip >> i) & 1 == 1 { u32::MAX } else { 0 };
@@ -224,7 +224,7 @@ fn sbox<const F: usize>(x: &mut Block) {
 }
 
 /// The linear transformation LT (specification section 2, bitslice mode).
-#[inline(always)]
+#[inline]
 fn transform(x: &mut Block) {
     let x0 = x[0].rotate_left(13);
     let x2 = x[2].rotate_left(3);
@@ -236,7 +236,7 @@ fn transform(x: &mut Block) {
 }
 
 /// The inverse of [`transform`].
-#[inline(always)]
+#[inline]
 fn untransform(x: &mut Block) {
     let x2 = x[2].rotate_right(22) ^ x[3] ^ (x[1] << 7);
     let x0 = x[0].rotate_right(5) ^ x[1] ^ x[3];
@@ -245,12 +245,12 @@ fn untransform(x: &mut Block) {
     *x = [x0.rotate_right(13), x1, x2.rotate_right(3), x3];
 }
 
-#[inline(always)]
+#[inline]
 fn lane(g: &Group, l: usize) -> Block {
     [g[0][l], g[1][l], g[2][l], g[3][l]]
 }
 
-#[inline(always)]
+#[inline]
 fn set_lane(g: &mut Group, l: usize, x: &Block) {
     g[0][l] = x[0];
     g[1][l] = x[1];
@@ -258,7 +258,7 @@ fn set_lane(g: &mut Group, l: usize, x: &Block) {
     g[3][l] = x[3];
 }
 
-#[inline(always)]
+#[inline]
 fn xor(x: &mut Block, key: &Block) {
     x[0] ^= key[0];
     x[1] ^= key[1];

@@ -168,7 +168,7 @@ impl Twofish {
     }
 
     /// The function g ("The Function g"): h with the key's S vector, read from the tables.
-    #[inline(always)]
+    #[inline]
     fn g(&self, x: u32) -> u32 {
         self.sbox[0][usize::from(x as u8)]
             ^ self.sbox[1][usize::from((x >> 8) as u8)]
@@ -243,7 +243,7 @@ impl Twofish {
 }
 
 /// Runs `f` over the blocks `N` at a time (their words), and returns the blocks left over.
-#[inline(always)]
+#[inline]
 fn by<const N: usize>(
     blocks: &mut [[u8; BLOCK]],
     f: impl Fn(&mut [[u32; 4]; N]),
@@ -262,7 +262,7 @@ fn by<const N: usize>(
     groups.into_remainder()
 }
 
-#[inline(always)]
+#[inline]
 fn to_words(block: &[u8; BLOCK]) -> [u32; 4] {
     let mut w = [0u32; 4];
     for (i, word) in w.iter_mut().enumerate() {
@@ -276,7 +276,7 @@ fn to_words(block: &[u8; BLOCK]) -> [u32; 4] {
     w
 }
 
-#[inline(always)]
+#[inline]
 fn to_bytes(w: &[u32; 4]) -> [u8; BLOCK] {
     let mut block = [0u8; BLOCK];
     for (i, word) in w.iter().enumerate() {
