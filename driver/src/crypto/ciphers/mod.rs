@@ -12,8 +12,13 @@
 
 mod camellia;
 mod kuznyechik;
+mod serpent;
+mod twofish;
+
 pub use camellia::Camellia256;
 pub use kuznyechik::Kuznyechik;
+pub use serpent::Serpent;
+pub use twofish::Twofish;
 
 /// Bytes in one cipher block.
 pub const BLOCK: usize = 16;
