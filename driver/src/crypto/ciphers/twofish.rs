@@ -474,42 +474,12 @@ mod tests {
         assert_eq!(Twofish::empty().schedule_words_left(), 0);
     }
 
-    /// Block-level speed over 4 KiB batches (256 blocks), median of three runs, per second of
-    /// this thread's CPU time (the kernel's schedstat, so other load on the machine does not
-    /// count); run with `cargo test --release -p vcdirect --lib twofish_speed -- --ignored
-    /// --nocapture`.
+    /// Block-level speed, 4 KiB batches (see `speed_mb_s`).
     #[test]
-    #[ignore]
+    #[ignore = "a measurement: run in release with --ignored --nocapture"]
     fn twofish_speed_block_level() {
-        let cpu_ns = || -> u64 {
-            let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
-            stat.split_whitespace().next().unwrap().parse().unwrap()
-        };
-        let c = keyed(&[7; 32]);
-        let mut blocks = vec![[0x5a_u8; 16]; 256];
-        for (name, decrypt) in [("encrypt", false), ("decrypt", true)] {
-            let mut runs = [0f64; 3];
-            for run in runs.iter_mut() {
-                let start = cpu_ns();
-                let mut bytes = 0usize;
-                while cpu_ns() - start < 300_000_000 {
-                    for _ in 0..64 {
-                        if decrypt {
-                            c.decrypt_blocks(&mut blocks);
-                        } else {
-                            c.encrypt_blocks(&mut blocks);
-                        }
-                        bytes += 4096;
-                    }
-                }
-                *run = bytes as f64 * 1e3 / (cpu_ns() - start) as f64;
-            }
-            runs.sort_by(f64::total_cmp);
-            let [low, median, high] = runs;
-            std::println!(
-                "Twofish {name} 4 KiB: {median:.0} MB/s (runs {low:.0}, {median:.0}, {high:.0})"
-            );
-        }
+        let (enc, dec) = super::super::speed_mb_s(&*keyed(&[7; 32]));
+        std::println!("Twofish, 4 KiB batches: encrypt {enc:.0} MB/s, decrypt {dec:.0} MB/s");
     }
 
     proptest! {
