@@ -239,8 +239,13 @@ printf '%s\n' "$PASSWORD" > "$C/vctest/password.txt"
 
 volume_ok=0
 rm -f "$C/vctest/volume.img"
-printf '%s\n' "$PASSWORD" | "$VCCTL_LINUX" volume create "$C/vctest/volume.img" --size "$VOLUME_BYTES" \
-    --prf sha512 --pim 1 --password-stdin >"$OUT/volume-create.log" 2>&1
+# The volume carries a hidden volume with a three-cipher cascade (every-cipher-wine below): the
+# outer volume is AES, the hidden one Serpent-Twofish-AES, so one test disk serves both.
+HIDDEN_PASSWORD="vcdirect e2e hidden cascade password"
+HIDDEN_CIPHER=serpent-twofish-aes
+printf '%s\n%s\n' "$PASSWORD" "$HIDDEN_PASSWORD" | "$VCCTL_LINUX" volume create "$C/vctest/volume.img" \
+    --size "$VOLUME_BYTES" --prf sha512 --pim 1 --password-stdin \
+    --hidden-size $((1024 * 1024)) --hidden-cipher "$HIDDEN_CIPHER" >"$OUT/volume-create.log" 2>&1
 create_rc=$?
 if [ "$(stat -c %s "$C/vctest/volume.img" 2>/dev/null || echo 0)" -eq "$VOLUME_BYTES" ]; then
     volume_ok=1
@@ -505,6 +510,48 @@ if [ $mount_supported = 1 ]; then
 else
     result FAIL abi-malformed-mount-buffers "not run: the mount IOCTL is unsupported"
 fi
+# Every cipher (Wine build): the hidden volume inside volume.img uses a three-cipher cascade.
+# The direct path fills it and reads it back; the legacy queue then reads the direct path's
+# bytes and writes its own; the direct path reads those. Same bytes both ways: the two paths
+# share the cascade's XTS, key area and unit numbers. The status names the cipher.
+every_cipher_wine() {
+    local hm="$WIN_DIR\\hidden-model.bin" ok=1 what=""
+    printf '%s\n' "$HIDDEN_PASSWORD" > "$C/vctest/password.txt"
+    gates 1 1
+    if mount_volume every-cipher-wine-direct "--hidden"; then
+        grep -aq "\"$HIDDEN_CIPHER\"" "$LAST_LOG" || { ok=0; what="$what; the mount reply does not name $HIDDEN_CIPHER"; }
+        client every-cipher-wine-direct-fill fill --device "$VOLUME_PATH" --model "$hm" --seed 61
+        client every-cipher-wine-direct-verify verify --device "$VOLUME_PATH" --model "$hm"
+        vcctl every-cipher-wine-direct-status status "$VOL"
+        [ "$(status_counter "$LAST_LOG" direct_writes)" -gt 0 ] || { ok=0; what="$what; no direct write"; }
+        vcctl every-cipher-wine-direct-dismount dismount "$VOL"
+    else
+        ok=0
+    fi
+    gates 0 0
+    if [ $ok = 1 ] && mount_volume every-cipher-wine-legacy "--hidden"; then
+        client every-cipher-wine-legacy-reads-direct verify --device "$VOLUME_PATH" --model "$hm"
+        client every-cipher-wine-legacy-fill fill --device "$VOLUME_PATH" --model "$hm" --seed 62
+        vcctl every-cipher-wine-legacy-status status "$VOL"
+        [ "$(status_counter "$LAST_LOG" legacy_writes)" -gt 0 ] || { ok=0; what="$what; no legacy write"; }
+        vcctl every-cipher-wine-legacy-dismount dismount "$VOL"
+    else
+        ok=0
+    fi
+    gates 1 1
+    if [ $ok = 1 ] && mount_volume every-cipher-wine-direct-again "--hidden"; then
+        client every-cipher-wine-direct-reads-legacy verify --device "$VOLUME_PATH" --model "$hm"
+        vcctl every-cipher-wine-direct-again-dismount dismount "$VOL"
+    else
+        ok=0
+    fi
+    printf '%s\n' "$PASSWORD" > "$C/vctest/password.txt"
+    if [ $ok = 1 ]; then
+        result PASS every-cipher-wine "hidden $HIDDEN_CIPHER volume: filled on the direct path, read back by the legacy queue, refilled there, read back by the direct path (the client's verify checks above)"
+    else
+        result FAIL every-cipher-wine "${what#; } (see the every-cipher-wine-* logs in $OUT)"
+    fi
+}
 mount_volume() { # scenario name, extra vcctl mount args: mounts, or prints FAIL for the scenario
     vcctl "$1-mount" "$MOUNT_ARGS $2" && grep -aq '"volume_id"' "$LAST_LOG" && return 0
     result FAIL "$1" "mount failed: $(head -c 200 "$LAST_LOG" | tr -d '\r\n') ($LAST_LOG)"
@@ -739,6 +786,10 @@ if [ $mount_supported = 1 ] && [ $volume_ok = 1 ]; then
     path_check r10-wine-shared-gates-off "--shared" 0 0
     path_check r10-wine-shared-both-gates "--shared" 1 1
     path_check r10-wine-exclusive-both-gates "" 1 1
+
+    # Every cipher (Wine build): the hidden volume of the test disk (a Serpent-Twofish-AES
+    # cascade) written on one path reads back on the other.
+    every_cipher_wine
 
     # W10, W11: VERIFY served on the legacy I/O thread and by a direct worker (verify_check).
     verify_check w10-wine-verify-served-by-legacy-io-thread 0 0
