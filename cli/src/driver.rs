@@ -195,7 +195,6 @@ pub fn mount_request<R: std::io::Read + std::io::Seek>(
             opened.header.sector_size
         )));
     }
-    let key = opened.aes_key()?;
     let mut flags = 0;
     if args.read_only {
         flags |= abi::MOUNT_READ_ONLY;
@@ -228,7 +227,8 @@ pub fn mount_request<R: std::io::Read + std::io::Seek>(
         data_size: opened.header.data_size,
         protected_range,
         drive_letter: letter,
-        key: abi::MasterKey::try_new(&key)?,
+        algorithm: opened.algorithm,
+        key: abi::MasterKey::try_new(opened.key_area())?,
         host_path: args.host.encode_utf16().collect(),
         wine_host_driver_name: args
             .wine_host_driver_name
@@ -581,6 +581,7 @@ mod tests {
                 hidden: Some((65536, spec(b"h"))),
                 fill: Fill::Random,
                 algorithm: crate::cipher::AES,
+                hidden_algorithm: None,
                 filesystem: crate::create::Filesystem::Fat,
             },
         )

@@ -84,6 +84,7 @@ fn mount(fail_at: u64) -> (Result<Vol, Status>, usize, bool, usize) {
         data_size: p.data_size,
         protected_range: (0, 0),
         drive_letter: Some('V'),
+        algorithm: vcdirect::crypto::AES,
         key: MasterKey::try_new(&master_key()).unwrap(),
         host_path: "\\??\\Harddisk1Partition1".encode_utf16().collect(),
         wine_host_driver_name: Vec::new(),

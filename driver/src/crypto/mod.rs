@@ -14,12 +14,18 @@
 //! `--cfg aes_armv8` build). `aes` 0.9 would prefer VAES on YMM/ZMM, which needs
 //! KeSaveExtendedProcessorState around every call. See [`backend`].
 
+mod algorithm;
+mod cascade;
 pub mod ciphers;
 mod key;
 mod pool;
 mod threads;
 mod xts;
 
+pub use algorithm::{
+    Algorithm, BlockAlg, AES, ALGORITHMS, KEY_PER_CIPHER, MAX_CIPHERS, MAX_KEY_AREA,
+};
+pub use cascade::VolumeCipher;
 #[cfg(feature = "fault-switches")]
 pub use key::KeyBlockWatch;
 pub use key::{KeyBlock, KeyGuard, VolumeKey};

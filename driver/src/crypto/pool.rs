@@ -154,7 +154,7 @@ impl CryptoPool {
 fn apply<P: Platform>(
     platform: &P,
     wide: bool,
-    cipher: &super::XtsCipher,
+    cipher: &super::VolumeCipher,
     dir: Cipher,
     buf: &mut [u8],
     first_unit: u64,

@@ -238,7 +238,13 @@ impl<P: Platform> DirectPath<P> {
                 .next_len(job.length as usize, buf.address()),
             None => return false,
         };
-        Slots::<P>::may_take(job.kind, job.length, segment, self.writes)
+        Slots::<P>::may_take(
+            job.kind,
+            job.length,
+            segment,
+            self.writes,
+            self.context.key.hardware_aes(),
+        )
     }
 
     /// Issues `job` on this thread (holding a permit; `dispatching`: the thread that
