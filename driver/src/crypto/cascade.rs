@@ -292,7 +292,9 @@ fn pair<C: BlockCipher256 + bytemuck::Zeroable>(
 }
 
 /// One XTS pass of `keys` (data key, tweak key) over the whole units of `buf`, the first
-/// numbered `first_unit`.
+/// numbered `first_unit`. Not inlined: each cipher's pass has its own frame (its 640 bytes of
+/// tweaks), so the caller's frame does not hold one per cipher (W13's stack budgets).
+#[inline(never)]
 fn xts<C: BlockCipher256>(keys: &[C; 2], buf: &mut [u8], first_unit: u64, dir: Direction) {
     let [data, tweak] = keys;
     let (units, _) = buf.as_chunks_mut::<DATA_UNIT>();

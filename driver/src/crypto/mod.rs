@@ -47,6 +47,9 @@ pub const WIDE_MIN_KERNEL: usize = 64 << 10;
 pub enum CryptoError {
     /// The key was erased or its erasure has begun (the block flag is set).
     KeyErased,
+    /// A short path (`CryptoPool::run_short`) was asked to run an algorithm other than AES
+    /// alone on the AES instructions.
+    NotHardwareAes,
 }
 
 /// Which AES implementation runs on this CPU: `aes-ni`, `armv8-aes` (the hardware path), or
