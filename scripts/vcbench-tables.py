@@ -109,6 +109,23 @@ def crypto(path):
             f"{num(r.get('encrypt_ratio'), 2)} | {r['decrypt_gbps']:.2f} | {num(r.get('openssl_decrypt_gbps'), 2)} | "
             f"{num(r.get('decrypt_ratio'), 2)} |")
     lines += ["", f"VAES path: {j.get('vaes')}."]
+    algorithms = j.get("algorithms") or []
+    if algorithms:
+        # One row per algorithm: GB/s at each measured size, encrypt / decrypt.
+        sizes = sorted({r["bytes"] for r in algorithms})
+        lines += ["", "Every algorithm on the engine's volume cipher (GB/s, encrypt / decrypt):", "",
+                  "| algorithm | " + " | ".join(size(b) for b in sizes) + " |",
+                  "| --- | " + " | ".join("---" for _ in sizes) + " |"]
+        names = []
+        for r in algorithms:
+            if r["algorithm"] not in names:
+                names.append(r["algorithm"])
+        for name in names:
+            cells = []
+            for b in sizes:
+                row = next((r for r in algorithms if r["algorithm"] == name and r["bytes"] == b), None)
+                cells.append("-" if row is None else f"{row['encrypt_gbps']:.3f} / {row['decrypt_gbps']:.3f}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

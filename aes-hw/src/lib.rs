@@ -162,15 +162,24 @@ impl XtsKeys {
     /// into this schedule, in place. False when the CPU lacks the AES instructions: the
     /// schedule then stays empty (and [`XtsKeys::is_ready`] false).
     pub fn set_key(&mut self, master: &[u8; 64]) -> bool {
+        let (data, tweak) = master.split_at(32);
+        let (Ok(data), Ok(tweak)) = (<&[u8; 32]>::try_from(data), <&[u8; 32]>::try_from(tweak))
+        else {
+            self.clear();
+            return false;
+        };
+        self.set_keys(data, tweak)
+    }
+
+    /// Expands a data (primary) key and a tweak (secondary) key given apart, as a cascade's
+    /// AES stage finds them in VeraCrypt's master key area (all primary keys, then all
+    /// secondary keys), into this schedule, in place. False when the CPU lacks the AES
+    /// instructions (the schedule then stays empty).
+    pub fn set_keys(&mut self, data: &[u8; 32], tweak: &[u8; 32]) -> bool {
         self.clear();
         if !Self::available() {
             return false;
         }
-        let (data, tweak) = master.split_at(32);
-        let (Ok(data), Ok(tweak)) = (<&[u8; 32]>::try_from(data), <&[u8; 32]>::try_from(tweak))
-        else {
-            return false;
-        };
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `available()` checked that the CPU has AES-NI (and SSE2), the features these
         // functions are compiled for.

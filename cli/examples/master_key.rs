@@ -1,4 +1,4 @@
-//! Test helper, never shipped: prints the AES-256-XTS master key (64 bytes, hex) of a
+//! Test helper, never shipped: prints the master key area (hex; 64 bytes for AES) of a
 //! volume, so the Wine end to end's W5 memory check (scripts/w5-wine-key-bytes.py) knows which
 //! bytes to look for in the driver's process. The password is the first line of standard
 //! input, as `vcctl --password-stdin` reads it. Built only with vcctl's feature `wine-e2e`
@@ -36,8 +36,10 @@ fn main() -> ExitCode {
         pim,
         keyfiles: Vec::new(),
     };
-    match open(Path::new(volume), &creds, Kind::Normal).and_then(|v| v.aes_key()) {
-        Ok(key) => {
+    match open(Path::new(volume), &creds, Kind::Normal) {
+        Ok(opened) => {
+            // The key area the volume's algorithm uses (64 bytes for AES).
+            let key = opened.key_area();
             let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
             println!("{hex}");
             ExitCode::SUCCESS

@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicBool;
 
 use zeroize::Zeroizing;
 
-use crate::cipher::{Algorithm, AES};
+use crate::cipher::{Algorithm, Xts};
 use crate::fat;
 use crate::header::{self, Header, HEADER_SIZE, KEY_AREA_SIZE, SALT_SIZE};
 use crate::kdf::{self, Prf};
@@ -62,8 +62,11 @@ pub struct CreateSpec {
     pub hidden: Option<(u64, VolumeSpec)>,
     /// Data-area fill.
     pub fill: Fill,
-    /// Encryption algorithm (AES-256-XTS unless a test asks for another).
+    /// Encryption algorithm of the outer (or only) volume: any of VeraCrypt's
+    /// (`vcctl volume create --cipher`).
     pub algorithm: Algorithm,
+    /// Encryption algorithm of the hidden volume (`--hidden-cipher`; `None`: the outer's).
+    pub hidden_algorithm: Option<Algorithm>,
     /// The outer volume's file system.
     pub filesystem: Filesystem,
 }
@@ -284,6 +287,7 @@ pub fn create_with_progress(
     }
     let volume_id = check_filesystem(spec, &lay)?;
     let alg = spec.algorithm;
+    let hidden_alg = spec.hidden_algorithm.unwrap_or(alg);
     let mut outer_key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
     random(&mut outer_key[..])?;
     let mut hidden_key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
@@ -293,8 +297,8 @@ pub fn create_with_progress(
     let outer_backup = sealed_header(&spec.outer, alg, &outer_key, lay.outer, 0)?;
     let (hidden_primary, hidden_backup) = match (&spec.hidden, lay.hidden) {
         (Some((_, hs)), Some(area)) => (
-            Some(sealed_header(hs, alg, &hidden_key, area, area.1)?),
-            Some(sealed_header(hs, alg, &hidden_key, area, area.1)?),
+            Some(sealed_header(hs, hidden_alg, &hidden_key, area, area.1)?),
+            Some(sealed_header(hs, hidden_alg, &hidden_key, area, area.1)?),
         ),
         _ => (None, None),
     };
@@ -512,13 +516,7 @@ fn fill_area<W: Write + Seek>(
             Fill::Zero => {
                 // Only without a hidden volume (refused in `create`).
                 chunk.fill(0);
-                if alg == AES {
-                    let mut k = Zeroizing::new([0u8; 64]);
-                    k.copy_from_slice(&key[..64]);
-                    vcdirect::crypto::XtsCipher::new(&k).encrypt(chunk, at / 512);
-                } else {
-                    alg.encrypt(&key[..], chunk, at / 512);
-                }
+                alg.encrypt(&key[..], chunk, at / 512);
             }
         }
         if crate::faults::is_on(crate::faults::Fault::FillWritesZeros) {
@@ -673,9 +671,16 @@ pub fn add_hidden(
     check_argon2_password(&hidden)?;
     let mut key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
     random(&mut key[..])?;
-    let primary = sealed_header(&hidden, AES, &key, area, area.1)?;
-    let backup = sealed_header(&hidden, AES, &key, area, area.1)?;
-    fill_area(&mut file, area, Fill::Random, AES, &key, progress)?;
+    let primary = sealed_header(&hidden, crate::cipher::AES, &key, area, area.1)?;
+    let backup = sealed_header(&hidden, crate::cipher::AES, &key, area, area.1)?;
+    fill_area(
+        &mut file,
+        area,
+        Fill::Random,
+        crate::cipher::AES,
+        &key,
+        progress,
+    )?;
     drop(key);
     file.sync_data().map_err(VolumeError::Read)?;
     write_synced(&mut file, container - HEADER_SLOT, &slot(Some(backup))?)?;

@@ -42,6 +42,9 @@ pub enum DriverError {
     HostType,
     /// With `--protect-hidden`: which of the two headers did not open, and why.
     Header(&'static str, VolumeError),
+    /// The installed driver predates the mount request's extended layout (it refused the
+    /// request's size): it mounts AES volumes only. Names the volume's cipher.
+    DriverTooOld(&'static str),
 }
 
 /// ERROR_ACCESS_DENIED: how DeviceIoControl reports the driver's STATUS_ACCESS_DENIED.
@@ -53,6 +56,26 @@ const ERROR_NOT_FOUND: i32 = 1168;
 /// ERROR_INVALID_HANDLE: how DeviceIoControl reports STATUS_OBJECT_TYPE_MISMATCH, the mount
 /// IOCTL's answer to a host no volume can live on (W11).
 const ERROR_INVALID_HANDLE: i32 = 6;
+/// ERROR_BAD_LENGTH: how DeviceIoControl reports STATUS_INFO_LENGTH_MISMATCH, an older
+/// driver's answer to a mount request of the extended layout (a size it does not know).
+pub const ERROR_BAD_LENGTH: i32 = 24;
+
+/// The failure of the mount IOCTL that sent `request`: a request of the extended layout (any
+/// algorithm but AES) refused for its length came to a driver older than that layout, which
+/// is one line naming the cipher; anything else as [`ioctl_error`] says.
+#[cfg_attr(not(windows), allow(dead_code))]
+pub fn mount_error(request: &[u8], e: std::io::Error) -> DriverError {
+    if request.len() == MountRequest::SIZE_EXTENDED && e.raw_os_error() == Some(ERROR_BAD_LENGTH) {
+        let id = request
+            .get(MountRequest::SIZE..MountRequest::SIZE + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+            .unwrap_or(0);
+        let name = vcdirect::crypto::Algorithm::from_id(id).map_or("?", |a| a.name());
+        return DriverError::DriverTooOld(name);
+    }
+    ioctl_error(abi::IOCTL_MOUNT, e)
+}
 
 /// How a volume is named in messages: `V:` or `volume 3`.
 pub fn target_name(t: Target) -> String {
@@ -122,6 +145,10 @@ impl fmt::Display for DriverError {
             ),
             DriverError::NoSuchVolume(v) => write!(f, "no mounted volume {v} (nothing changed)"),
             DriverError::Header(which, e) => write!(f, "{which} did not open: {e}"),
+            DriverError::DriverTooOld(cipher) => write!(
+                f,
+                "the installed driver is too old for cipher {cipher}: it mounts AES volumes only (install this vcctl's driver)"
+            ),
             DriverError::HostType => write!(
                 f,
                 "the host is not a disk, a partition or a file on a disk or network file system (a pipe, a mailslot, a directory or a vcdirect volume cannot hold a volume)"
@@ -195,7 +222,6 @@ pub fn mount_request<R: std::io::Read + std::io::Seek>(
             opened.header.sector_size
         )));
     }
-    let key = opened.aes_key()?;
     let mut flags = 0;
     if args.read_only {
         flags |= abi::MOUNT_READ_ONLY;
@@ -228,7 +254,8 @@ pub fn mount_request<R: std::io::Read + std::io::Seek>(
         data_size: opened.header.data_size,
         protected_range,
         drive_letter: letter,
-        key: abi::MasterKey::try_new(&key)?,
+        algorithm: opened.algorithm,
+        key: abi::MasterKey::try_new(opened.key_area())?,
         host_path: args.host.encode_utf16().collect(),
         wine_host_driver_name: args
             .wine_host_driver_name
@@ -581,6 +608,7 @@ mod tests {
                 hidden: Some((65536, spec(b"h"))),
                 fill: Fill::Random,
                 algorithm: crate::cipher::AES,
+                hidden_algorithm: None,
                 filesystem: crate::create::Filesystem::Fat,
             },
         )

@@ -48,8 +48,6 @@ pub enum VolumeError {
     /// tool) does not mount: a newer header or program version, system encryption,
     /// unfinished in-place encryption. No other header copy is tried.
     Unsupported(HeaderError),
-    /// The volume opened but uses a cipher the data path does not serve.
-    UnsupportedCipher(String),
     /// A keyfile problem.
     Keyfile(keyfile::KeyfileError),
     /// Password longer than VeraCrypt allows.
@@ -101,10 +99,6 @@ impl fmt::Display for VolumeError {
             ),
             VolumeError::DamagedHeader(e) => write!(f, "damaged volume header: {e}"),
             VolumeError::Unsupported(e) => write!(f, "unsupported volume: {e}"),
-            VolumeError::UnsupportedCipher(c) => write!(
-                f,
-                "volume uses cipher {c}; only aes (AES-256-XTS) is supported"
-            ),
             VolumeError::Keyfile(e) => write!(f, "{e}"),
             VolumeError::PasswordTooLong(n) => {
                 write!(f, "password is {n} bytes; VeraCrypt allows at most 128")

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use zeroize::Zeroizing;
 
 use vcctl::backup;
+use vcctl::cipher::{Algorithm, ALGORITHMS};
 use vcctl::create::{self, CreateSpec, Fill, VolumeSpec};
 use vcctl::driver;
 use vcctl::kdf::Prf;
@@ -162,7 +163,7 @@ enum VolumeCommand {
         #[arg(long)]
         quiet: bool,
     },
-    /// Create a VeraCrypt volume file (AES-256-XTS).
+    /// Create a VeraCrypt volume file (any of VeraCrypt's ciphers and cascades; AES by default).
     Create {
         /// The file to create (must not exist).
         file: PathBuf,
@@ -196,6 +197,13 @@ enum VolumeCommand {
         /// fat.
         #[arg(long, value_enum, default_value_t = FilesystemArg::Fat)]
         filesystem: FilesystemArg,
+        /// Encryption algorithm, as VeraCrypt names it: aes, serpent, twofish, camellia,
+        /// kuznyechik, or a cascade such as aes-twofish-serpent.
+        #[arg(long, value_parser = parse_cipher, default_value = "aes")]
+        cipher: Algorithm,
+        /// The hidden volume's encryption algorithm (default: --cipher).
+        #[arg(long, value_parser = parse_cipher)]
+        hidden_cipher: Option<Algorithm>,
         #[command(flatten)]
         hidden_open: HiddenArgs,
     },
@@ -273,6 +281,14 @@ impl From<PrfArg> for Prf {
             PrfArg::Argon2 => Prf::Argon2,
         }
     }
+}
+
+/// `--cipher NAME`: one of VeraCrypt's fifteen algorithms, by VeraCrypt's name.
+fn parse_cipher(name: &str) -> Result<Algorithm, String> {
+    Algorithm::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = ALGORITHMS.iter().map(|a| a.name()).collect();
+        format!("unknown cipher {name:?}; one of: {}", names.join(", "))
+    })
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -595,10 +611,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             fill,
             quiet,
             filesystem,
+            cipher,
+            hidden_cipher,
             hidden_open,
         }) => {
             debug_assert!(password_stdin);
             hidden_open.check()?;
+            if hidden_size.is_none() && hidden_cipher.is_some() {
+                return Err(Failure("--hidden-cipher needs --hidden-size".into()));
+            }
             if hidden_size.is_none() && hidden_open.given() {
                 return Err(Failure(
                     "--hidden-prf/--hidden-pim/--hidden-keyfile/--hidden-no-keyfiles need --hidden-size".into(),
@@ -637,7 +658,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         FillArg::Random => Fill::Random,
                         FillArg::Zero => Fill::Zero,
                     },
-                    algorithm: vcctl::cipher::AES,
+                    algorithm: cipher,
+                    hidden_algorithm: hidden_cipher,
                     filesystem: match filesystem {
                         FilesystemArg::Fat => create::Filesystem::Fat,
                         FilesystemArg::None => create::Filesystem::None,

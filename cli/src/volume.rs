@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use zeroize::Zeroizing;
 
-use crate::cipher::{Algorithm, AES, ALGORITHMS};
+use crate::cipher::{Algorithm, Xts, ALGORITHMS};
 use crate::header::{parse_decrypted_header, Header, HeaderError, HEADER_SIZE, SALT_SIZE};
 use crate::kdf::{self, Prf};
 use crate::keyfile;
@@ -142,14 +142,15 @@ impl Opened {
         out
     }
 
-    /// The 64-byte AES-256-XTS master key, or an error naming the volume's cipher.
-    pub fn aes_key(&self) -> Result<Zeroizing<[u8; 64]>, VolumeError> {
-        if self.algorithm != AES {
-            return Err(VolumeError::UnsupportedCipher(self.algorithm.name()));
-        }
-        let mut k = Zeroizing::new([0u8; 64]);
-        k.copy_from_slice(&self.header.master_key[..64]);
-        Ok(k)
+    /// The master key area the volume's algorithm uses: its first `key_len()` bytes (64 for
+    /// AES, 64 per cipher of a cascade), VeraCrypt's layout.
+    pub fn key_area(&self) -> &[u8] {
+        &self.header.master_key[..self.algorithm.key_len()]
+    }
+
+    /// The engine's cipher for the volume's data area (any algorithm).
+    pub fn cipher(&self) -> vcdirect::crypto::VolumeCipher {
+        vcdirect::crypto::VolumeCipher::new(self.algorithm, self.key_area())
     }
 }
 
@@ -579,7 +580,7 @@ fn try_header_aes(
                 Err(kdf::KdfError::Cancelled) => return (Trial::NoMatch, None),
                 Err(kdf::KdfError::Argon2(e)) => return (Trial::Kdf(e), None),
             }
-            let t = try_algorithm(raw, &key[..64], AES, prfs[i]);
+            let t = try_algorithm(raw, &key[..], crate::cipher::AES, prfs[i]);
             (t, Some(key))
         },
         |(t, _)| matches!(t, Trial::Opened(_)),
@@ -680,7 +681,6 @@ pub fn read_data_to<W: std::io::Write>(
     out: &mut W,
 ) -> Result<(), VolumeError> {
     const PIECE: u64 = 1 << 20;
-    let key = opened.aes_key()?;
     let h = &opened.header;
     let end = offset
         .checked_add(length)
@@ -691,7 +691,7 @@ pub fn read_data_to<W: std::io::Write>(
             data_size: h.data_size,
         })?;
     let unit = crate::cipher::UNIT as u64;
-    let cipher = vcdirect::crypto::XtsCipher::new(&key);
+    let cipher = opened.cipher();
     let mut buf = vec![0u8; PIECE as usize];
     let mut at = offset;
     while at < end {
@@ -740,19 +740,13 @@ pub fn open_exclusive(path: &Path) -> Result<File, VolumeError> {
     }
 }
 
-/// How a [`DataArea`] encrypts: the engine's AES-256-XTS, or any VeraCrypt algorithm.
-enum AreaCipher {
-    Aes(Box<vcdirect::crypto::XtsCipher>),
-    Other(Algorithm, Zeroizing<Vec<u8>>),
-}
-
 /// A volume's data area seen decrypted, as a file system sees it once the volume is mounted:
 /// `Read`, `Write` and `Seek` over `size` bytes, encrypting under the volume's master key with
 /// the absolute XTS data-unit numbers (host offset / 512). Partial sectors are read, changed
 /// and written back whole. What a FAT crate formats, reads and writes through (`fat`).
 pub struct DataArea<'a, F: Read + std::io::Write + Seek> {
     host: &'a mut F,
-    cipher: AreaCipher,
+    cipher: Box<vcdirect::crypto::VolumeCipher>,
     start: u64,
     size: u64,
     pos: u64,
@@ -767,13 +761,10 @@ impl<'a, F: Read + std::io::Write + Seek> DataArea<'a, F> {
         start: u64,
         size: u64,
     ) -> Self {
-        let cipher = if algorithm == AES {
-            let mut k = Zeroizing::new([0u8; 64]);
-            k.copy_from_slice(&master_key[..64]);
-            AreaCipher::Aes(Box::new(vcdirect::crypto::XtsCipher::new(&k)))
-        } else {
-            AreaCipher::Other(algorithm, Zeroizing::new(master_key.to_vec()))
-        };
+        let cipher = Box::new(vcdirect::crypto::VolumeCipher::new(
+            algorithm,
+            &master_key[..algorithm.key_len()],
+        ));
         DataArea {
             host,
             cipher,
@@ -805,20 +796,14 @@ impl<'a, F: Read + std::io::Write + Seek> DataArea<'a, F> {
         let host = self.start + at;
         self.host.seek(SeekFrom::Start(host))?;
         self.host.read_exact(buf)?;
-        match &self.cipher {
-            AreaCipher::Aes(c) => c.decrypt(buf, host / 512),
-            AreaCipher::Other(alg, key) => alg.decrypt(&key[..], buf, host / 512),
-        }
+        self.cipher.decrypt(buf, host / 512);
         Ok(())
     }
 
     /// Encrypts `buf` (whole sectors) and writes it at data-area offset `at` (sector aligned).
     fn write_sectors(&mut self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
         let host = self.start + at;
-        match &self.cipher {
-            AreaCipher::Aes(c) => c.encrypt(buf, host / 512),
-            AreaCipher::Other(alg, key) => alg.encrypt(&key[..], buf, host / 512),
-        }
+        self.cipher.encrypt(buf, host / 512);
         self.host.seek(SeekFrom::Start(host))?;
         self.host.write_all(buf)
     }
@@ -941,7 +926,8 @@ mod tests {
             },
             hidden: None,
             fill: Fill::Random,
-            algorithm: AES,
+            algorithm: crate::cipher::AES,
+            hidden_algorithm: None,
             filesystem: crate::create::Filesystem::None,
         };
         create(&path, &spec).unwrap();
@@ -1012,7 +998,8 @@ mod tests {
             },
             hidden: None,
             fill: Fill::Random,
-            algorithm: AES,
+            algorithm: crate::cipher::AES,
+            hidden_algorithm: None,
             filesystem: crate::create::Filesystem::None,
         };
         create(&path, &spec).unwrap();

@@ -6,6 +6,7 @@
 
 mod common;
 use common::*;
+use vcctl::cipher::Xts;
 
 use vcctl::create::{hidden_reserved, layout};
 

@@ -46,6 +46,9 @@ pub enum Fault {
     /// R3: the cipher's block is released without the wipe that precedes its release (only
     /// the schedule's own zeroizing drop, after the platform's watch looked, clears it).
     R3ReleaseUnwiped = 1 << 13,
+    /// R3: the volume cipher's wipe covers its AES stage only: the other ciphers' schedules of
+    /// a cascade or a non-AES volume stay in their blocks until those are freed.
+    R3CascadeStagesUnwiped = 1 << 14,
     /// W10: IOCTL_DISK_VERIFY is served the old way: its host range is read synchronously on
     /// the sender's thread (into a buffer allocated per call), not queued to a path's thread.
     VerifyOnCallerThread = 1 << 15,
@@ -59,6 +62,9 @@ pub enum Fault {
     /// schedules) in its own frame and never wipes it, as the old code's by-value request and
     /// cipher left them on the mounting thread's stack (the Wine memory check must find it).
     W5KeyCopyOnMountStack = 1 << 18,
+    /// Crypto: a cascade decrypts with its ciphers in encryption order (first to last)
+    /// instead of last to first, as VeraCrypt does.
+    CascadeDecryptForward = 1 << 19,
     /// W10: any number of IOCTL_DISK_VERIFYs are admitted at once (a flood takes places in
     /// the range ordering and the paths' FIFOs ahead of the volume's reads and writes, and
     /// dismount serves them all), instead of one at a time.
@@ -72,6 +78,10 @@ pub enum Fault {
     /// STATUS_DEVICE_BUSY instead of waiting its turn (chkdsk /r and full format then record
     /// good sectors as bad).
     VerifyRefusedWhenBusy = 1 << 22,
+    /// Mount ABI: the request of an AES mount is built in the extended layout (algorithm
+    /// and 192-byte key area) instead of the first one, which a driver older than the
+    /// extension refuses by its size.
+    AbiAesRequestExtended = 1 << 23,
 }
 
 #[cfg(feature = "fault-switches")]

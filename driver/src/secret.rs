@@ -36,12 +36,17 @@ macro_rules! assert_not_printable {
     };
 }
 
-// The engine's types that hold a master key or round keys. `VolumeKey<P>` holds an
-// `XtsCipher` and derives nothing; its check for a concrete platform is in tests-usermode.
+// The engine's types that hold a master key or round keys. `VolumeKey<P>` holds a
+// `VolumeCipher` and derives nothing; its check for a concrete platform is in tests-usermode.
 assert_not_printable!(
     crate::abi::MasterKey,
     crate::abi::MountRequest,
     crate::crypto::XtsCipher,
+    crate::crypto::VolumeCipher,
+    crate::crypto::ciphers::Serpent,
+    crate::crypto::ciphers::Twofish,
+    crate::crypto::ciphers::Camellia256,
+    crate::crypto::ciphers::Kuznyechik,
     crate::crypto::KeyBlock,
     vcdirect_aes_hw::XtsKeys,
 );

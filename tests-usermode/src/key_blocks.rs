@@ -5,7 +5,8 @@
 //! Each block that holds a volume's cipher is recorded when it is allocated (a weak
 //! reference, which keeps its memory from being reused while the record lives) and again right
 //! before it is released, after its wipe: how many round keys were still in it then, read in
-//! place. After erase returns, [`KeyBlockRecorder::check_erased`] asks: was the key's block
+//! place (the AES stage's round keys, and the words of every other cipher's schedule of a
+//! cascade or a non-AES volume). After erase returns, [`KeyBlockRecorder::check_erased`] asks: was the key's block
 //! released with no round key left, or, if it is still allocated, is it wiped where it lives?
 
 use std::sync::{Arc, Mutex, Weak};
@@ -17,8 +18,9 @@ use vcdirect_aes_hw::XtsKeys;
 struct Recorded {
     block: Weak<KeyBlock>,
     address: usize,
-    /// Round keys still in the block when it was about to be released (`None`: not yet).
-    left_at_release: Option<usize>,
+    /// AES round keys and other ciphers' schedule words still in the block when it was about
+    /// to be released (`None`: not yet).
+    left_at_release: Option<(usize, usize)>,
 }
 
 /// The std and simulator platforms' key-block watch.
@@ -68,14 +70,26 @@ impl KeyBlockRecorder {
             ));
         };
         let of = XtsKeys::ROUND_KEYS;
+        let left_in = |block: &KeyBlock| {
+            (
+                block.cipher().round_keys_left(),
+                block.cipher().schedule_words_left(),
+            )
+        };
         match found {
-            (Some(0), _) => Ok(Wiped::ReleasedAfterWipe),
-            (Some(left), _) => Err(format!(
+            (Some((0, 0)), _) => Ok(Wiped::ReleasedAfterWipe),
+            (Some((0, words)), _) => Err(format!(
+                "R3: the cipher's block was released with {words} words of the other ciphers' schedules not wiped"
+            )),
+            (Some((left, _)), _) => Err(format!(
                 "R3: the cipher's block was released with {left} of {of} round keys not wiped"
             )),
-            (None, Some(block)) => match block.cipher().round_keys_left() {
-                0 => Ok(Wiped::InPlace),
-                left => Err(format!(
+            (None, Some(block)) => match left_in(&block) {
+                (0, 0) => Ok(Wiped::InPlace),
+                (0, words) => Err(format!(
+                    "R3: erase returned with the cipher's block still allocated and {words} words of the other ciphers' schedules in it"
+                )),
+                (left, _) => Err(format!(
                     "R3: erase returned with the cipher's block still allocated and {left} of {of} round keys in it"
                 )),
             },
@@ -97,7 +111,10 @@ impl KeyBlockWatch for KeyBlockRecorder {
     }
 
     fn releasing(&self, block: &KeyBlock) {
-        let left = block.cipher().round_keys_left();
+        let left = (
+            block.cipher().round_keys_left(),
+            block.cipher().schedule_words_left(),
+        );
         let address = block.address();
         if let Some(r) = self
             .blocks()

@@ -16,5 +16,6 @@ pub fn mount_params(data_offset: u64, data_size: u64, gates: Gates) -> MountPara
         protected_range: None,
         gates,
         tunables: Tunables::default(),
+        algorithm: vcdirect::crypto::AES,
     }
 }

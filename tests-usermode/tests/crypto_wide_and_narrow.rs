@@ -41,3 +41,46 @@ fn pool_gives_the_same_bytes_wide_and_narrow() {
         }
     }
 }
+
+/// The short path of requests without a waiter (`CryptoPool::run_short`) runs the hardware AES
+/// XTS of an AES-alone volume (the same bytes as the pool) and refuses every other algorithm
+/// without touching the buffer; the pool serves those (a cascade encrypted split into pieces
+/// gives the bytes of one thread).
+#[test]
+fn short_path_runs_hardware_aes_only_and_the_pool_serves_every_algorithm() {
+    use vcdirect::crypto::{CryptoError, ALGORITHMS, MAX_KEY_AREA};
+    let platform: StdPlatform<MemoryHost> = StdPlatform::new(0);
+    let key: [u8; MAX_KEY_AREA] = core::array::from_fn(|i| (i as u8).wrapping_mul(29) ^ 0x3c);
+    let plain: Vec<u8> = (0..64 * DATA_UNIT).map(|i| (i * 7) as u8).collect();
+    for algorithm in ALGORITHMS {
+        let volume_key =
+            VolumeKey::with_algorithm(&platform, algorithm, &key[..algorithm.key_len()]).unwrap();
+        let mut pooled = plain.clone();
+        CryptoPool::inline()
+            .run(&platform, &volume_key, Cipher::Encrypt, &mut pooled, 99)
+            .unwrap();
+        let mut split = plain.clone();
+        CryptoPool::forced_split(4)
+            .run(&platform, &volume_key, Cipher::Encrypt, &mut split, 99)
+            .unwrap();
+        assert_eq!(split, pooled, "{}: pieces and one thread", algorithm.name());
+        let mut short = plain.clone();
+        let got = CryptoPool::run_short(&platform, &volume_key, Cipher::Encrypt, &mut short, 99);
+        if volume_key.hardware_aes() {
+            assert_eq!(got, Ok(()));
+            assert_eq!(short, pooled, "{}", algorithm.name());
+        } else {
+            assert_eq!(
+                got,
+                Err(CryptoError::NotHardwareAes),
+                "{}",
+                algorithm.name()
+            );
+            assert_eq!(short, plain, "{}: buffer untouched", algorithm.name());
+        }
+        assert_eq!(
+            volume_key.hardware_aes(),
+            algorithm == ALGORITHMS[0] && vcdirect::crypto::hardware_aes()
+        );
+    }
+}

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
-use vcdirect::crypto::{VolumeKey, XtsCipher};
+use vcdirect::crypto::{VolumeCipher, VolumeKey};
 use vcdirect::faults::{set_faults, Fault};
 use vcdirect_aes_hw::XtsKeys;
 use vcdirect_usermode::host::MemoryHost;
@@ -34,7 +34,7 @@ fn round_keys_left_after_erase() -> Option<(usize, usize)> {
     let key = VolumeKey::new(&platform, &master).expect("key");
     let addr = {
         let guard = key.acquire().expect("key");
-        let cipher: &XtsCipher = guard.cipher();
+        let cipher: &VolumeCipher = guard.cipher();
         cipher.hardware()? as *const XtsKeys as usize
     };
     const KEYS: usize = 45;

@@ -39,6 +39,7 @@ fn request_bytes(key: &[u8; KEY_LENGTH]) -> Vec<u8> {
         data_size: 1 << 20,
         protected_range: (0, 0),
         drive_letter: None,
+        algorithm: vcdirect::crypto::AES,
         key: MasterKey::try_new(key).expect("key block"),
         host_path: "\\Device\\Harddisk1\\Partition1".encode_utf16().collect(),
         wine_host_driver_name: Vec::new(),
@@ -111,7 +112,8 @@ fn patterns(key: &[u8; KEY_LENGTH]) -> HashMap<u64, [u8; 16]> {
 fn use_the_key(input: &[u8]) {
     let request = MountRequest::parse(input, false).expect("parse");
     let platform: StdPlatform<MemoryHost> = StdPlatform::new(0);
-    let key = VolumeKey::new(&platform, &request.key).expect("volume key");
+    let key =
+        VolumeKey::with_algorithm(&platform, request.algorithm, &request.key).expect("volume key");
     let mut data = vec![0x3cu8; 8 * DATA_UNIT];
     {
         let guard = key.acquire().expect("key");

@@ -76,7 +76,16 @@ impl MountManager for NoMountManager {
 /// the engine threads alive once it returned, whether the request buffer was wiped and the
 /// links left in the namespace.
 fn mount(fail_at: u64) -> (Result<Vol, Status>, usize, bool, usize) {
-    let p = params(4 * MIB, BOTH_ON);
+    mount_of(vcdirect::crypto::AES, fail_at)
+}
+
+/// [`mount`] of a volume of `algorithm` (the test key area).
+fn mount_of(
+    algorithm: vcdirect::crypto::Algorithm,
+    fail_at: u64,
+) -> (Result<Vol, Status>, usize, bool, usize) {
+    let mut p = params(4 * MIB, BOTH_ON);
+    p.algorithm = algorithm;
     let request = MountRequest {
         flags: 0,
         sector_size: p.sector_size,
@@ -84,7 +93,8 @@ fn mount(fail_at: u64) -> (Result<Vol, Status>, usize, bool, usize) {
         data_size: p.data_size,
         protected_range: (0, 0),
         drive_letter: Some('V'),
-        key: MasterKey::try_new(&master_key()).unwrap(),
+        algorithm,
+        key: MasterKey::try_new(&key_area()[..algorithm.key_len()]).unwrap(),
         host_path: "\\??\\Harddisk1Partition1".encode_utf16().collect(),
         wine_host_driver_name: Vec::new(),
     };
@@ -169,6 +179,36 @@ fn w6_each_failed_allocation_fails_the_mount_cleanly_and_serving_asks_none() {
         );
         assert!(wiped, "allocation {n} failed: the request buffer not wiped");
         assert_eq!(links, 0, "allocation {n} failed: a link was made");
+    }
+
+    // A three-cipher cascade's mount (extended request, 192-byte key): its two non-AES
+    // stages' schedule blocks are two more sites, and each failing site fails it cleanly too.
+    let cascade = vcdirect::crypto::ALGORITHMS[6];
+    let (vol, _, wiped, _) = mount_of(cascade, 0);
+    let cascade_sites = allocations_seen();
+    assert!(wiped);
+    vol.expect("a cascade mount without a fault").dismount();
+    assert_eq!(
+        cascade_sites,
+        sites + 2,
+        "the Twofish and Serpent stages' schedule blocks"
+    );
+    for n in 1..=cascade_sites {
+        let (result, alive, wiped, links) = mount_of(cascade, n);
+        assert_eq!(
+            result.err(),
+            Some(Status::InsufficientResources),
+            "cascade: allocation {n} of {cascade_sites} failed: the mount fails with that status"
+        );
+        assert_eq!(
+            alive, 0,
+            "cascade: allocation {n}: engine threads left running"
+        );
+        assert!(
+            wiped,
+            "cascade: allocation {n}: the request buffer not wiped"
+        );
+        assert_eq!(links, 0, "cascade: allocation {n}: a link was made");
     }
 
     // A mount that succeeds, then serves.

@@ -98,7 +98,8 @@ pub fn mount(args: &MountArgs) -> Result<Value, DriverError> {
     for w in &warnings {
         eprintln!("vcctl: {w}");
     }
-    let out = ioctl(&control()?, abi::IOCTL_MOUNT, &req, MountReply::SIZE)?;
+    let out = ioctl_raw(&control()?, abi::IOCTL_MOUNT, &req, MountReply::SIZE)
+        .map_err(|e| super::mount_error(&req, e))?;
     let reply = MountReply::parse(&out)?;
     // W2: Explorer and other programs learn about the new drive.
     if let Some(c) = reply.drive_letter {

@@ -97,14 +97,21 @@ mod tests {
     use alloc::vec::Vec;
 
     use super::*;
-    use crate::abi::{MasterKey, MountReply, MountRequest, KEY_LENGTH};
+    use crate::abi::{MasterKey, MountReply, MountRequest};
+    use crate::crypto::{Algorithm, AES, ALGORITHMS};
 
-    /// A key whose bytes (0xC0..=0xFF) appear nowhere else in a request or reply built here.
-    fn key() -> [u8; KEY_LENGTH] {
-        core::array::from_fn(|i| 0xC0 + i as u8)
+    /// The three-cipher cascade whose request carries the largest key area (192 bytes).
+    const CASCADE: Algorithm = ALGORITHMS[6];
+
+    /// A key area whose bytes (0xC0..=0xFF) appear nowhere else in a request or reply built
+    /// here but in the key length field of a 192-byte key (0xC0).
+    fn key(algorithm: Algorithm) -> Vec<u8> {
+        (0..algorithm.key_len())
+            .map(|i| 0xC0 + (i % 64) as u8)
+            .collect()
     }
 
-    fn request_bytes() -> Vec<u8> {
+    fn request_bytes_for(algorithm: Algorithm) -> Vec<u8> {
         MountRequest {
             flags: 0,
             sector_size: 512,
@@ -112,7 +119,8 @@ mod tests {
             data_size: 1 << 20,
             protected_range: (0, 0),
             drive_letter: Some('V'),
-            key: MasterKey::try_new(&key()).unwrap(),
+            algorithm,
+            key: MasterKey::try_new(&key(algorithm)).unwrap(),
             host_path: "C:\\v.hc".encode_utf16().collect(),
             wine_host_driver_name: Vec::new(),
         }
@@ -128,7 +136,11 @@ mod tests {
     ) -> impl FnOnce(&[u8], usize) -> Result<Answer, Status> {
         move |input, output_len| {
             let request = MountRequest::parse(input, false).map_err(|e| e.status())?;
-            assert_eq!(*request.key, key(), "the handler sees the key");
+            assert_eq!(
+                *request.key,
+                key(request.algorithm)[..],
+                "the handler sees the key"
+            );
             for step in ["policy", "host open", "mount"] {
                 if fail_at == Some(step) {
                     return Err(Status::Host(0xC000_0022));
@@ -148,13 +160,22 @@ mod tests {
     }
 
     fn holds_key_byte(buf: &[u8]) -> bool {
-        buf.iter().any(|b| key().contains(b))
+        buf.iter().any(|b| key(AES).contains(b))
     }
 
     #[test]
     fn w5_mount_buffer_holds_no_key_byte_after_success() {
-        let mut buf = request_bytes();
-        assert!(holds_key_byte(&buf));
+        for algorithm in [AES, CASCADE] {
+            w5_no_key_byte_after_success(algorithm);
+        }
+    }
+
+    fn w5_no_key_byte_after_success(algorithm: Algorithm) {
+        let mut buf = request_bytes_for(algorithm);
+        assert!(
+            buf.iter().filter(|b| key(AES).contains(b)).count() >= algorithm.key_len(),
+            "every key byte is in the request"
+        );
         let len = buf.len();
         let (status, info) = serve(&mut buf, len, MountReply::SIZE, mount_handler(None));
         assert_eq!(status, Status::Success);
@@ -175,6 +196,13 @@ mod tests {
 
     #[test]
     fn w5_mount_buffer_holds_no_key_byte_after_each_failure() {
+        for algorithm in [AES, CASCADE] {
+            w5_no_key_byte_after_each_failure(algorithm);
+        }
+    }
+
+    fn w5_no_key_byte_after_each_failure(algorithm: Algorithm) {
+        let request_bytes = || request_bytes_for(algorithm);
         let len = request_bytes().len();
         // (case, input length, output length, failing step, expected status)
         let cases: [(&str, usize, usize, Option<&'static str>, Status); 6] = [
@@ -279,6 +307,7 @@ mod tests {
     #[cfg(feature = "fault-switches")]
     #[test]
     fn w6_a_failed_allocation_while_serving_a_mount_is_insufficient_resources_and_wiped() {
+        let request_bytes = || request_bytes_for(AES);
         let len = request_bytes().len();
         let mut buf = request_bytes();
         crate::faults::fail_allocation_at(0);

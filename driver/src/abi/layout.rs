@@ -4,11 +4,15 @@ use alloc::vec::Vec;
 use zeroize::Zeroizing;
 
 use super::{open_exact, AbiError, MasterKey, Reader, Writer};
+use crate::crypto::{Algorithm, AES, MAX_KEY_AREA};
 use crate::io::{CounterSnapshot, VolumeMemory};
 pub use crate::namespace::LinkKind;
 
-/// Key bytes for AES-256-XTS: primary key 0..32, tweak key 32..64.
+/// Key bytes for AES-256-XTS: primary key 0..32, tweak key 32..64 (the first layout's key
+/// field; the extended layout carries up to [`MAX_KEY_AREA`]).
 pub const KEY_LENGTH: usize = 64;
+/// Where the extended layout's block starts: right after the first layout's end.
+const OFF_EXTENSION: usize = MountRequest::SIZE;
 /// UTF-16 code units in the host path field, terminator included.
 pub const HOST_PATH_CHARS: usize = 512;
 /// UTF-16 code units in the Wine host driver name field, terminator included.
@@ -42,11 +46,22 @@ pub const DISMOUNT_FORCE: u32 = 1 << 0;
 /// | 32 | protected_offset | u64 (host bytes; 0 unless protect-hidden) |
 /// | 40 | protected_size | u64 |
 /// | 48 | drive_letter | u16 (0: none, else 'A'..='Z') |
-/// | 50 | key_length | u16 (64) |
+/// | 50 | key_length | u16 (64; in the extended layout the algorithm's, 64, 128 or 192) |
 /// | 52 | reserved | u32 (0) |
-/// | 56 | key | [u8; 64] |
+/// | 56 | key | [u8; 64]: master key bytes 0..64 |
 /// | 120 | host_path | [u16; 512], NUL-terminated |
 /// | 1144 | wine_host_driver_name | [u16; 64], NUL-terminated, empty outside the Wine build |
+/// | 1272 | algorithm | u32, extended layout only: 2..=15 (`Algorithm::id`; AES, 1, is the first layout) |
+/// | 1276 | reserved | u32 (0), extended layout only |
+/// | 1280 | key_rest | [u8; 128], extended layout only: master key bytes 64..192, zero past key_length |
+///
+/// Two sizes, told apart by the buffer's length (and its `size` field): the first layout,
+/// [`MountRequest::SIZE`] bytes, is an AES-256 mount (what every vcctl sends for AES, so an
+/// older driver, which knows this size only, still mounts it); the extended layout,
+/// [`MountRequest::SIZE_EXTENDED`] bytes, adds the algorithm and the rest of the key area
+/// (VeraCrypt's layout: every cipher's primary key, then every cipher's secondary key). An
+/// older driver refuses the extended size with STATUS_INFO_LENGTH_MISMATCH, which vcctl reports
+/// as a driver too old for the cipher.
 /// Holds the master key: deliberately neither `Debug` nor `Clone` (W5).
 #[derive(PartialEq, Eq)]
 pub struct MountRequest {
@@ -62,7 +77,9 @@ pub struct MountRequest {
     pub protected_range: (u64, u64),
     /// Drive letter, upper case, or `None`.
     pub drive_letter: Option<char>,
-    /// AES-256-XTS key material (zeroized on drop).
+    /// The encryption algorithm (AES in the first layout).
+    pub algorithm: Algorithm,
+    /// The master key area, exactly `algorithm.key_len()` bytes (zeroized on drop).
     pub key: MasterKey,
     /// Host path (UTF-16, no terminator).
     pub host_path: Vec<u16>,
@@ -71,12 +88,23 @@ pub struct MountRequest {
 }
 
 impl MountRequest {
-    /// Exact byte size.
+    /// Exact byte size of the first layout (an AES mount).
     pub const SIZE: usize = 120 + 2 * HOST_PATH_CHARS + 2 * WINE_NAME_CHARS;
+    /// Exact byte size of the extended layout (any algorithm).
+    pub const SIZE_EXTENDED: usize = OFF_EXTENSION + 8 + (MAX_KEY_AREA - KEY_LENGTH);
 
-    /// Encodes the request (vcctl side). Validates what `parse` would refuse.
+    /// Encodes the request (vcctl side): the first layout for AES, the extended one for every
+    /// other algorithm. Validates what `parse` would refuse.
     pub fn build(&self) -> Result<Zeroizing<Vec<u8>>, AbiError> {
-        let mut w = Writer::new(Self::SIZE)?;
+        if self.key.len() != self.algorithm.key_len() {
+            return Err(AbiError::BadKeyLength(self.key.len() as u16));
+        }
+        let extended = self.algorithm != AES
+            || crate::faults::is_on(crate::faults::Fault::AbiAesRequestExtended);
+        let mut w = Writer::new(match extended {
+            false => Self::SIZE,
+            true => Self::SIZE_EXTENDED,
+        })?;
         w.u32(8, self.flags);
         w.u32(12, self.sector_size);
         w.u64(16, self.data_offset);
@@ -88,8 +116,13 @@ impl MountRequest {
             self.drive_letter
                 .map_or(0, |c| c.to_ascii_uppercase() as u16),
         );
-        w.u16(50, KEY_LENGTH as u16);
-        w.bytes(56, &self.key[..]);
+        w.u16(50, self.key.len() as u16);
+        let (first, rest) = self.key.split_at(KEY_LENGTH.min(self.key.len()));
+        w.bytes(56, first);
+        if extended {
+            w.u32(OFF_EXTENSION, self.algorithm.id());
+            w.bytes(OFF_EXTENSION + 8, rest);
+        }
         w.utf16(120, HOST_PATH_CHARS, &self.host_path)?;
         w.utf16(
             120 + 2 * HOST_PATH_CHARS,
@@ -97,15 +130,25 @@ impl MountRequest {
             &self.wine_host_driver_name,
         )?;
         let bytes = Zeroizing::new(core::mem::take(&mut w.0));
-        // The builder never emits what the parser refuses.
-        Self::parse(&bytes, !self.wine_host_driver_name.is_empty())?;
+        // The builder never emits what the parser refuses (the fault switch's extended AES
+        // request is such a request: it is sent as built).
+        if !extended || self.algorithm != AES {
+            Self::parse(&bytes, !self.wine_host_driver_name.is_empty())?;
+        }
         Ok(bytes)
     }
 
     /// Decodes and validates (driver side). `allow_wine_host` is true only in the Wine test
     /// build.
     pub fn parse(buf: &[u8], allow_wine_host: bool) -> Result<MountRequest, AbiError> {
-        let r = open_exact(buf, Self::SIZE)?;
+        let extended = buf.len() == Self::SIZE_EXTENDED;
+        let r = open_exact(
+            buf,
+            match extended {
+                true => Self::SIZE_EXTENDED,
+                false => Self::SIZE,
+            },
+        )?;
         let flags = r.u32(8);
         if flags & !MOUNT_FLAGS != 0 {
             return Err(AbiError::UnknownFlags(flags & !MOUNT_FLAGS));
@@ -117,12 +160,35 @@ impl MountRequest {
         if !matches!(sector_size, 512 | 1024 | 2048 | 4096) {
             return Err(AbiError::BadSectorSize(sector_size));
         }
+        let algorithm = match extended {
+            false => AES,
+            true => {
+                let id = r.u32(OFF_EXTENSION);
+                match Algorithm::from_id(id).ok_or(AbiError::UnknownAlgorithm(id))? {
+                    // One layout per request: an AES mount is the first layout, so a parsed
+                    // request always rebuilds to the bytes it came from.
+                    AES => return Err(AbiError::AesInExtendedLayout),
+                    algorithm => algorithm,
+                }
+            }
+        };
         let key_length = r.u16(50);
-        if key_length as usize != KEY_LENGTH {
+        if key_length as usize != algorithm.key_len() {
             return Err(AbiError::BadKeyLength(key_length));
         }
-        if r.u32(52) != 0 {
+        if r.u32(52) != 0 || (extended && r.u32(OFF_EXTENSION + 4) != 0) {
             return Err(AbiError::ReservedNotZero);
+        }
+        let rest = match extended {
+            true => buf
+                .get(OFF_EXTENSION + 8..Self::SIZE_EXTENDED)
+                .unwrap_or_default(),
+            false => &[],
+        };
+        let (rest_used, rest_unused) =
+            rest.split_at((algorithm.key_len() - KEY_LENGTH).min(rest.len()));
+        if rest_unused.iter().any(|b| *b != 0) {
+            return Err(AbiError::KeyPaddingNotZero);
         }
         let ss = u64::from(sector_size);
         let (data_offset, data_size) = (r.u64(16), r.u64(24));
@@ -152,12 +218,18 @@ impl MountRequest {
             c if (u16::from(b'A')..=u16::from(b'Z')).contains(&c) => Some(char::from(c as u8)),
             c => return Err(AbiError::BadDriveLetter(c)),
         };
-        let mut key = MasterKey::try_zeroed()?;
-        // The buffer's length is exactly SIZE (checked above), so the field is there.
-        key.copy_from_slice(buf.get(56..56 + KEY_LENGTH).ok_or(AbiError::WrongSize {
+        let mut key = MasterKey::try_zeroed(algorithm.key_len())?;
+        // The buffer's length is exactly one of the sizes (checked above), so the field is
+        // there.
+        let (first, more) = key.split_at_mut(KEY_LENGTH);
+        first.copy_from_slice(buf.get(56..56 + KEY_LENGTH).ok_or(AbiError::WrongSize {
             expected: Self::SIZE,
             got: buf.len(),
         })?);
+        if more.len() != rest_used.len() {
+            return Err(AbiError::BadKeyLength(key_length));
+        }
+        more.copy_from_slice(rest_used);
         let host_path = r.utf16(120, HOST_PATH_CHARS)?;
         if host_path.is_empty() {
             return Err(AbiError::EmptyPath);
@@ -173,6 +245,7 @@ impl MountRequest {
             data_size,
             protected_range,
             drive_letter,
+            algorithm,
             key,
             host_path,
             wine_host_driver_name,

@@ -12,6 +12,7 @@
 use alloc::vec::Vec;
 use zeroize::Zeroize;
 
+use crate::crypto::MAX_KEY_AREA;
 use crate::Status;
 
 pub mod buffer;
@@ -123,8 +124,14 @@ pub enum AbiError {
     ConflictingFlags,
     /// Sector size not 512, 1024, 2048 or 4096.
     BadSectorSize(u32),
-    /// Key length other than 64 (AES-256-XTS).
+    /// Key length other than the algorithm's (64 for AES, 64 per cipher of a cascade).
     BadKeyLength(u16),
+    /// An algorithm number other than 1..=15 (`crate::crypto::Algorithm::id`).
+    UnknownAlgorithm(u32),
+    /// Bytes of the key area past the algorithm's key length are not zero.
+    KeyPaddingNotZero,
+    /// An extended-layout request names AES, whose mounts use the first layout.
+    AesInExtendedLayout,
     /// An offset or size not aligned to the sector size.
     Misaligned,
     /// An empty, overflowing or out-of-volume range.
@@ -185,7 +192,16 @@ impl core::fmt::Display for AbiError {
             AbiError::UnknownFlags(x) => write!(f, "unknown flags {x:#x}"),
             AbiError::ConflictingFlags => write!(f, "conflicting flags"),
             AbiError::BadSectorSize(s) => write!(f, "bad sector size {s}"),
-            AbiError::BadKeyLength(k) => write!(f, "key length {k}, expected 64"),
+            AbiError::BadKeyLength(k) => {
+                write!(f, "key length {k} is not the algorithm's (64 per cipher)")
+            }
+            AbiError::UnknownAlgorithm(a) => write!(f, "unknown encryption algorithm {a}"),
+            AbiError::AesInExtendedLayout => {
+                write!(f, "an AES mount request uses the first layout")
+            }
+            AbiError::KeyPaddingNotZero => {
+                write!(f, "key area bytes past the key length are not zero")
+            }
             AbiError::Misaligned => write!(f, "offset or size not sector aligned"),
             AbiError::BadRange => write!(f, "empty, overflowing or out-of-range byte range"),
             AbiError::BadDriveLetter(c) => write!(f, "bad drive letter {c:#x}"),
@@ -326,28 +342,36 @@ fn check_prefix(r: &Reader<'_>) -> Result<(), AbiError> {
     Ok(())
 }
 
-/// Key material for AES-256-XTS in a block of its own, zeroized on drop. Deliberately neither
-/// `Debug` nor `Display` nor `Clone` (docs/review.md W5; the first two checked at compile time
-/// in `crate::secret`).
+/// A master key area (64 bytes for AES, up to [`MAX_KEY_AREA`] for a cascade) in a block of
+/// its own, zeroized on drop. Deliberately neither `Debug` nor `Display` nor `Clone`
+/// (docs/review.md W5; the first two checked at compile time in `crate::secret`).
 ///
 /// The bytes never live on a stack: the block is allocated (fallibly, W6) before they are
 /// written into it, and moving a `MasterKey` or the request that holds it moves a pointer.
-pub struct MasterKey(Vec<[u8; KEY_LENGTH]>);
+pub struct MasterKey {
+    block: Vec<[u8; MAX_KEY_AREA]>,
+    len: usize,
+}
 
 impl MasterKey {
-    /// A key holding a copy of `bytes` (the caller's copy is theirs to wipe).
-    pub fn try_new(bytes: &[u8; KEY_LENGTH]) -> Result<MasterKey, AbiError> {
-        let mut key = MasterKey::try_zeroed()?;
+    /// A key holding a copy of `bytes` (the caller's copy is theirs to wipe);
+    /// [`AbiError::BadKeyLength`] when longer than [`MAX_KEY_AREA`].
+    pub fn try_new(bytes: &[u8]) -> Result<MasterKey, AbiError> {
+        let mut key = MasterKey::try_zeroed(bytes.len())?;
         key.copy_from_slice(bytes);
         Ok(key)
     }
 
-    /// An all-zero key in its own block (a vector of one key, allocated fallibly), to be
-    /// filled in place; [`AbiError::NoMemory`] when the block cannot be allocated.
-    pub fn try_zeroed() -> Result<MasterKey, AbiError> {
+    /// An all-zero key of `len` bytes in its own block (a vector of one key area, allocated
+    /// fallibly), to be filled in place; [`AbiError::NoMemory`] when the block cannot be
+    /// allocated, [`AbiError::BadKeyLength`] when `len` is over [`MAX_KEY_AREA`].
+    pub fn try_zeroed(len: usize) -> Result<MasterKey, AbiError> {
+        if len > MAX_KEY_AREA {
+            return Err(AbiError::BadKeyLength(len.min(usize::from(u16::MAX)) as u16));
+        }
         let mut block = crate::io::try_vec(1).map_err(|_| AbiError::NoMemory)?;
-        block.push([0; KEY_LENGTH]);
-        Ok(MasterKey(block))
+        block.push([0; MAX_KEY_AREA]);
+        Ok(MasterKey { block, len })
     }
 }
 
@@ -358,7 +382,7 @@ impl PartialEq for MasterKey {
             .iter()
             .zip(other.iter())
             .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        diff == 0
+        diff == 0 && self.len == other.len
     }
 }
 
@@ -366,22 +390,29 @@ impl Eq for MasterKey {}
 
 impl Drop for MasterKey {
     fn drop(&mut self) {
-        for key in self.0.iter_mut() {
+        for key in self.block.iter_mut() {
             key.zeroize();
         }
     }
 }
 
 impl core::ops::Deref for MasterKey {
-    type Target = [u8; KEY_LENGTH];
+    type Target = [u8];
     fn deref(&self) -> &Self::Target {
-        // The one key every constructor pushes.
-        &self.0[0]
+        // The one key area every constructor pushes, `len` at most its size.
+        self.block
+            .first()
+            .and_then(|k| k.get(..self.len))
+            .unwrap_or_default()
     }
 }
 
 impl core::ops::DerefMut for MasterKey {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0[0]
+        let len = self.len;
+        self.block
+            .first_mut()
+            .and_then(|k| k.get_mut(..len))
+            .unwrap_or_default()
     }
 }

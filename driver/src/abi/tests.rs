@@ -19,6 +19,7 @@ fn mount() -> MountRequest {
         data_size: 1 << 20,
         protected_range: (131_072 + 65_536, 65_536),
         drive_letter: Some('V'),
+        algorithm: crate::crypto::AES,
         key: MasterKey::try_new(&[0x42; KEY_LENGTH]).unwrap(),
         host_path: utf16(r"\\?\GLOBALROOT\Device\Harddisk1\Partition2"),
         wine_host_driver_name: Vec::new(),
@@ -466,7 +467,8 @@ proptest! {
         k[32..].copy_from_slice(&key);
         let m = MountRequest {
             flags, sector_size: ss, data_offset, data_size, protected_range,
-            drive_letter: letter, key: MasterKey::try_new(&k).unwrap(), host_path: utf16(&path),
+            drive_letter: letter, algorithm: crate::crypto::AES,
+            key: MasterKey::try_new(&k).unwrap(), host_path: utf16(&path),
             wine_host_driver_name: Vec::new(),
         };
         let bytes = m.build().unwrap();
@@ -587,4 +589,127 @@ fn w6_a_failed_allocation_in_a_parse_or_a_reply_is_insufficient_resources() {
         0,
         "the fixed-size messages allocate nothing"
     );
+}
+
+/// The extended layout: a cascade's request carries its algorithm and its whole key area, and
+/// round-trips; an AES request stays the first layout, byte for byte what an older vcctl sent
+/// (so an older driver mounts it), and the first layout still parses as AES.
+#[test]
+fn mount_request_extended_layout_carries_algorithm_and_key_area() {
+    use crate::crypto::{AES, ALGORITHMS};
+    for algorithm in ALGORITHMS {
+        let key: Vec<u8> = (0..algorithm.key_len()).map(|i| i as u8 ^ 0x5a).collect();
+        let mut m = mount();
+        m.algorithm = algorithm;
+        m.key = MasterKey::try_new(&key).unwrap();
+        let bytes = m.build().unwrap();
+        let parsed = MountRequest::parse(&bytes, false).unwrap();
+        assert!(parsed == m, "{}", algorithm.name());
+        assert_eq!(parsed.algorithm, algorithm);
+        assert_eq!(&parsed.key[..], &key[..]);
+        assert_eq!(&bytes[56..120], &key[..64]);
+        if algorithm == AES {
+            assert_eq!(
+                bytes.len(),
+                MountRequest::SIZE,
+                "AES keeps the first layout"
+            );
+            assert_eq!(&bytes[50..52], &64u16.to_le_bytes());
+        } else {
+            assert_eq!(bytes.len(), MountRequest::SIZE_EXTENDED);
+            assert_eq!(&bytes[1272..1276], &algorithm.id().to_le_bytes());
+            assert_eq!(&bytes[1280..1280 + key.len() - 64], &key[64..]);
+            assert!(bytes[1280 + key.len() - 64..].iter().all(|b| *b == 0));
+        }
+    }
+    // AES in the extended layout is refused: one layout per request, so what parses
+    // rebuilds to the same bytes (the fuzz target's round trip).
+    let mut ext = mount().build().unwrap().to_vec();
+    ext.resize(MountRequest::SIZE_EXTENDED, 0);
+    put32(&mut ext, 4, MountRequest::SIZE_EXTENDED as u32);
+    put32(&mut ext, 1272, 1);
+    assert_eq!(
+        MountRequest::parse(&ext, false).err(),
+        Some(AbiError::AesInExtendedLayout)
+    );
+}
+
+fn extended(edit: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+    let mut m = mount();
+    m.algorithm = crate::crypto::ALGORITHMS[6];
+    m.key = MasterKey::try_new(&[0x42; 192]).unwrap();
+    let mut b = m.build().unwrap().to_vec();
+    edit(&mut b);
+    b
+}
+
+#[test]
+fn malformed_extended_mount_requests_get_precise_errors() {
+    let size = MountRequest::SIZE_EXTENDED;
+    let table: Vec<(&str, Vec<u8>, AbiError)> = vec![
+        (
+            "algorithm 0",
+            extended(|b| put32(b, 1272, 0)),
+            AbiError::UnknownAlgorithm(0),
+        ),
+        (
+            "algorithm 16",
+            extended(|b| put32(b, 1272, 16)),
+            AbiError::UnknownAlgorithm(16),
+        ),
+        (
+            "key length of AES for a three-cipher cascade",
+            extended(|b| b[50..52].copy_from_slice(&64u16.to_le_bytes())),
+            AbiError::BadKeyLength(64),
+        ),
+        (
+            "key length of a two-cipher cascade",
+            extended(|b| put32(b, 1272, 6)),
+            AbiError::BadKeyLength(192),
+        ),
+        (
+            "key length 256",
+            extended(|b| b[50..52].copy_from_slice(&256u16.to_le_bytes())),
+            AbiError::BadKeyLength(256),
+        ),
+        (
+            "reserved after the algorithm",
+            extended(|b| b[1276] = 1),
+            AbiError::ReservedNotZero,
+        ),
+        (
+            "reserved at 52",
+            extended(|b| b[53] = 1),
+            AbiError::ReservedNotZero,
+        ),
+        (
+            "key bytes past a two-cipher key",
+            extended(|b| {
+                put32(b, 1272, 6);
+                b[50..52].copy_from_slice(&128u16.to_le_bytes());
+            }),
+            AbiError::KeyPaddingNotZero,
+        ),
+        (
+            "size field of the first layout",
+            extended(|b| put32(b, 4, MountRequest::SIZE as u32)),
+            AbiError::SizeFieldMismatch(MountRequest::SIZE as u32),
+        ),
+        (
+            "one byte short of extended",
+            extended(|b| b.truncate(size - 1)),
+            AbiError::WrongSize {
+                expected: MountRequest::SIZE,
+                got: size - 1,
+            },
+        ),
+    ];
+    for (name, buf, want) in table {
+        assert_eq!(MountRequest::parse(&buf, false).err(), Some(want), "{name}");
+        assert_ne!(want.status(), Status::Success, "{name}");
+    }
+    // A build whose key is not the algorithm's length is refused before anything is sent.
+    let mut m = mount();
+    m.algorithm = crate::crypto::ALGORITHMS[6];
+    assert_eq!(m.build().err(), Some(AbiError::BadKeyLength(64)));
 }

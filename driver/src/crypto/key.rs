@@ -15,7 +15,7 @@
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::{CryptoError, XtsCipher};
+use super::{Algorithm, CryptoError, VolumeCipher, AES};
 use crate::platform::{Lock, Platform, Rundown, RundownGuard};
 use crate::Status;
 
@@ -24,6 +24,8 @@ pub struct VolumeKey<P: Platform> {
     cipher: P::Lock<Option<Arc<KeyBlock>>>,
     /// Where the cipher's block was allocated: its name in a platform's key-block watch.
     block: usize,
+    /// The algorithm is AES alone on the CPU's AES instructions (fixed at mount).
+    hardware_aes: bool,
     rundown: Rundown<P>,
     /// Set by the first step of erase; checked before every segment and fragment (R2).
     blocked: AtomicBool,
@@ -50,15 +52,28 @@ impl<P: Platform> VolumeKey<P> {
     /// the round keys are expanded in place, so no copy of them is left on this thread's
     /// stack (in the kernel, possibly the pageable stack of the mounting user's thread).
     pub fn new(platform: &P, master: &[u8; 64]) -> Result<Self, Status> {
+        Self::with_algorithm(platform, AES, master)
+    }
+
+    /// A key of `algorithm` from its master key area `key` (exactly
+    /// [`Algorithm::key_len`] bytes, else STATUS_INVALID_PARAMETER), keyed in place as
+    /// [`VolumeKey::new`] says; the other ciphers' schedules in zeroed blocks of their own,
+    /// keyed there (`VolumeCipher::set_key`).
+    pub fn with_algorithm(platform: &P, algorithm: Algorithm, key: &[u8]) -> Result<Self, Status> {
+        if key.len() != algorithm.key_len() {
+            return Err(Status::InvalidParameter);
+        }
         let cipher = if crate::faults::is_on(crate::faults::Fault::W5KeyScheduleByValue) {
-            platform.try_arc(KeyBlock::new(platform, XtsCipher::new(master)))?
+            let mut by_value = VolumeCipher::empty();
+            by_value.set_key(algorithm, key)?;
+            platform.try_arc(KeyBlock::new(platform, by_value))?
         } else {
-            let mut block = platform.try_arc(KeyBlock::new(platform, XtsCipher::empty()))?;
+            let mut block = platform.try_arc(KeyBlock::new(platform, VolumeCipher::empty()))?;
             // A block just allocated has one owner; were it shared, mounting fails cleanly.
             Arc::get_mut(&mut block)
                 .ok_or(Status::InsufficientResources)?
                 .cipher
-                .set_key(master)?;
+                .set_key(algorithm, key)?;
             block
         };
         #[cfg(feature = "fault-switches")]
@@ -67,6 +82,7 @@ impl<P: Platform> VolumeKey<P> {
         }
         Ok(VolumeKey {
             block: cipher.address(),
+            hardware_aes: cipher.cipher.hardware().is_some(),
             cipher: P::Lock::new(Some(cipher)),
             rundown: Rundown::new()?,
             blocked: AtomicBool::new(false),
@@ -86,7 +102,7 @@ impl<P: Platform> VolumeKey<P> {
             c.as_ref().map(|a| {
                 (
                     core::ptr::from_ref(a.cipher()) as usize,
-                    core::mem::size_of::<XtsCipher>(),
+                    core::mem::size_of::<VolumeCipher>(),
                 )
             })
         })
@@ -96,6 +112,13 @@ impl<P: Platform> VolumeKey<P> {
     /// stays the key's after erase).
     pub fn block_address(&self) -> usize {
         self.block
+    }
+
+    /// True when the volume's algorithm is AES alone and runs on the CPU's AES instructions:
+    /// only then is a short decryption quick enough for a host completion routine (the direct
+    /// path's detached reads); other algorithms decrypt on the path's threads.
+    pub fn hardware_aes(&self) -> bool {
+        self.hardware_aes
     }
 
     /// True once erasure has begun: no new segment or fragment may be issued (R2).
@@ -157,13 +180,13 @@ impl<P: Platform> VolumeKey<P> {
 
 impl<P: Platform> KeyGuard<'_, P> {
     /// The cipher, valid while the guard lives.
-    pub fn cipher(&self) -> &XtsCipher {
+    pub fn cipher(&self) -> &VolumeCipher {
         &self.cipher.cipher
     }
 
     /// The cipher for the encryption pool's pieces; they finish before the guard's owner
     /// releases it.
-    pub fn shared(&self) -> &XtsCipher {
+    pub fn shared(&self) -> &VolumeCipher {
         &self.cipher.cipher
     }
 }
@@ -180,14 +203,14 @@ impl<P: Platform> Drop for KeyGuard<'_, P> {
 /// place, shows the block to the platform's watch (test builds, if the platform has one), then
 /// releases it.
 pub struct KeyBlock {
-    cipher: XtsCipher,
+    cipher: VolumeCipher,
     /// Test builds only: no watch (and no call through a vtable) in a driver image.
     #[cfg(feature = "fault-switches")]
     watch: Option<Arc<dyn KeyBlockWatch>>,
 }
 
 impl KeyBlock {
-    fn new<P: Platform>(platform: &P, cipher: XtsCipher) -> Self {
+    fn new<P: Platform>(platform: &P, cipher: VolumeCipher) -> Self {
         #[cfg(not(feature = "fault-switches"))]
         let _ = platform;
         KeyBlock {
@@ -198,7 +221,7 @@ impl KeyBlock {
     }
 
     /// The cipher in this block.
-    pub fn cipher(&self) -> &XtsCipher {
+    pub fn cipher(&self) -> &VolumeCipher {
         &self.cipher
     }
 

@@ -14,12 +14,18 @@
 //! `--cfg aes_armv8` build). `aes` 0.9 would prefer VAES on YMM/ZMM, which needs
 //! KeSaveExtendedProcessorState around every call. See [`backend`].
 
+mod algorithm;
+mod cascade;
 pub mod ciphers;
 mod key;
 mod pool;
 mod threads;
 mod xts;
 
+pub use algorithm::{
+    Algorithm, BlockAlg, AES, ALGORITHMS, KEY_PER_CIPHER, MAX_CIPHERS, MAX_KEY_AREA,
+};
+pub use cascade::VolumeCipher;
 #[cfg(feature = "fault-switches")]
 pub use key::KeyBlockWatch;
 pub use key::{KeyBlock, KeyGuard, VolumeKey};
@@ -41,6 +47,9 @@ pub const WIDE_MIN_KERNEL: usize = 64 << 10;
 pub enum CryptoError {
     /// The key was erased or its erasure has begun (the block flag is set).
     KeyErased,
+    /// A short path (`CryptoPool::run_short`) was asked to run an algorithm other than AES
+    /// alone on the AES instructions.
+    NotHardwareAes,
 }
 
 /// Which AES implementation runs on this CPU: `aes-ni`, `armv8-aes` (the hardware path), or

@@ -148,13 +148,40 @@ impl CryptoPool {
     }
 }
 
+impl CryptoPool {
+    /// A short buffer on this thread with the volume's hardware AES keys only (the direct
+    /// path's requests without a waiter, on a dispatching thread or in a host completion
+    /// routine): never split, never the wide path, never another algorithm's code (so none of
+    /// it is on those paths' stacks, W13). [`CryptoError::NotHardwareAes`] without touching
+    /// `buf` when the volume's algorithm is not AES alone on the AES instructions (the direct
+    /// path never detaches such a volume's requests: `VolumeKey::hardware_aes`).
+    pub fn run_short<P: Platform>(
+        platform: &P,
+        key: &VolumeKey<P>,
+        dir: Cipher,
+        buf: &mut [u8],
+        first_unit: u64,
+    ) -> Result<(), CryptoError> {
+        let guard = key.acquire()?;
+        let keys = guard
+            .cipher()
+            .hardware()
+            .ok_or(CryptoError::NotHardwareAes)?;
+        platform.crypto_scope(|| match dir {
+            Cipher::Encrypt => keys.encrypt(buf, first_unit),
+            Cipher::Decrypt => keys.decrypt(buf, first_unit),
+        });
+        Ok(())
+    }
+}
+
 /// One buffer on this thread: the wide path where `wide` allows it, the cipher runs on the
 /// AES instructions and the platform lets this thread use the wide registers for this length;
 /// the XMM path otherwise.
 fn apply<P: Platform>(
     platform: &P,
     wide: bool,
-    cipher: &super::XtsCipher,
+    cipher: &super::VolumeCipher,
     dir: Cipher,
     buf: &mut [u8],
     first_unit: u64,

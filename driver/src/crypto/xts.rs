@@ -81,9 +81,19 @@ impl XtsCipher {
     /// constructors build by value (a CPU without AES instructions only), into a block
     /// allocated fallibly: STATUS_INSUFFICIENT_RESOURCES when it cannot be (W6).
     pub fn set_key(&mut self, master: &[u8; 64]) -> Result<(), Status> {
+        let (data, tweak) = master.split_at(32);
+        match (<&[u8; 32]>::try_from(data), <&[u8; 32]>::try_from(tweak)) {
+            (Ok(data), Ok(tweak)) => self.set_keys(data, tweak),
+            _ => Err(Status::InvalidParameter),
+        }
+    }
+
+    /// Sets the data (primary) key and the tweak (secondary) key, given apart (a cascade's
+    /// AES stage), in place, as [`XtsCipher::set_key`] does.
+    pub fn set_keys(&mut self, data: &[u8; 32], tweak: &[u8; 32]) -> Result<(), Status> {
         self.portable = Vec::new();
-        if !self.hw.set_key(master) {
-            self.portable = Portable::boxed(master)?;
+        if !self.hw.set_keys(data, tweak) {
+            self.portable = Portable::boxed(data, tweak)?;
         }
         Ok(())
     }
@@ -96,7 +106,10 @@ impl XtsCipher {
     pub fn portable(master: &[u8; 64]) -> Self {
         XtsCipher {
             hw: XtsKeys::new(),
-            portable: match Portable::boxed(master) {
+            portable: match Portable::boxed(
+                master[..32].try_into().unwrap_or(&[0; 32]),
+                master[32..].try_into().unwrap_or(&[0; 32]),
+            ) {
                 Ok(block) => block,
                 Err(_) => panic!("no memory for the portable path's keys"),
             },
@@ -158,16 +171,16 @@ impl XtsCipher {
 
 impl Portable {
     /// The keys in a block of their own (a vector of one), allocated fallibly (W6).
-    fn boxed(master: &[u8; 64]) -> Result<Vec<Self>, Status> {
+    fn boxed(data: &[u8; 32], tweak: &[u8; 32]) -> Result<Vec<Self>, Status> {
         let mut block = crate::io::try_vec::<Portable>(1)?;
-        block.push(Portable::new(master));
+        block.push(Portable::new(data, tweak));
         Ok(block)
     }
 
-    fn new(master: &[u8; 64]) -> Self {
+    fn new(data: &[u8; 32], tweak: &[u8; 32]) -> Self {
         Portable {
-            data: Aes256::new(GenericArray::from_slice(&master[..32])),
-            tweak: Aes256Enc::new(GenericArray::from_slice(&master[32..])),
+            data: Aes256::new(GenericArray::from_slice(data)),
+            tweak: Aes256Enc::new(GenericArray::from_slice(tweak)),
         }
     }
 
@@ -237,7 +250,7 @@ enum Direction {
 
 /// Multiplication by the primitive element alpha in GF(2^128), IEEE 1619 byte order.
 #[inline(always)]
-fn mul_alpha(t: u128) -> u128 {
+pub(super) fn mul_alpha(t: u128) -> u128 {
     let carry = (t >> 127) as u8;
     (t << 1) ^ (0x87 * u128::from(carry))
 }

@@ -93,18 +93,23 @@ impl<P: Platform> Slots<P> {
     }
 
     /// A request this path may issue without waiting for it: a read or write of at most
-    /// [`DETACHED_MAX`] bytes in one segment, on hardware AES (a read's decryption must be
-    /// short); a write only while the slots have bounce buffers (`writes`).
-    pub(super) fn may_take(kind: JobKind, length: u32, segment: usize, writes: bool) -> bool {
+    /// [`DETACHED_MAX`] bytes in one segment, on a volume whose algorithm is AES alone on the
+    /// AES instructions (`hardware_aes`: a read's decryption, run in the host's completion
+    /// routine, must be short; the other algorithms' requests go to the path's workers, which
+    /// serve every algorithm); a write only while the slots have bounce buffers (`writes`).
+    pub(super) fn may_take(
+        kind: JobKind,
+        length: u32,
+        segment: usize,
+        writes: bool,
+        hardware_aes: bool,
+    ) -> bool {
         let kind_ok = match kind {
             JobKind::Read => true,
             JobKind::Write => writes,
             JobKind::Flush | JobKind::Verify => false,
         };
-        kind_ok
-            && length <= DETACHED_MAX
-            && segment == length as usize
-            && crate::crypto::hardware_aes()
+        kind_ok && length <= DETACHED_MAX && segment == length as usize && hardware_aes
     }
 
     /// Reserves a free slot for a request about to start, `parked` holding no request and no

@@ -238,7 +238,13 @@ impl<P: Platform> DirectPath<P> {
                 .next_len(job.length as usize, buf.address()),
             None => return false,
         };
-        Slots::<P>::may_take(job.kind, job.length, segment, self.writes)
+        Slots::<P>::may_take(
+            job.kind,
+            job.length,
+            segment,
+            self.writes,
+            self.context.key.hardware_aes(),
+        )
     }
 
     /// Issues `job` on this thread (holding a permit; `dispatching`: the thread that
@@ -297,7 +303,7 @@ impl<P: Platform> DirectPath<P> {
         // A write is encrypted into the slot's bounce buffer, as a worker's segment is.
         if kind == JobKind::Write {
             let status = match (bounce.as_mut(), buf.mapped()) {
-                (Some(bounce), Ok(data)) => encrypt_segment(
+                (Some(bounce), Ok(data)) => encrypt_segment::<P, true>(
                     context,
                     CryptoPool::small(),
                     bounce.window(data.len()),
@@ -395,7 +401,9 @@ impl<P: Platform> DirectPath<P> {
         };
         if status.is_success() && kind == JobKind::Read {
             status = match buf.as_mut().map(|b| b.mapped()) {
-                Some(Ok(data)) => decrypt_segment(context, CryptoPool::small(), data, unit),
+                Some(Ok(data)) => {
+                    decrypt_segment::<P, true>(context, CryptoPool::small(), data, unit)
+                }
                 Some(Err(status)) => status,
                 None => Status::InvalidUserBuffer,
             };
@@ -601,14 +609,21 @@ fn may_issue<P: Platform>(context: &PathContext<P>, request: &P::Request, pos: u
 /// Decrypts a read segment in place (docs/review.md R3: the key under its rundown; once the
 /// block is set it fails with STATUS_DEVICE_BUSY and nothing is decrypted). Both ways of the
 /// direct path: a worker's segment, and a request finished in the host's completion context.
-/// `pool`: `CryptoPool::inline()` on a worker, `CryptoPool::small()` for a detached request.
-fn decrypt_segment<P: Platform>(
+/// `pool`: `CryptoPool::inline()` on a worker, `CryptoPool::small()` for a detached request,
+/// which also sets `DETACHED`: a detached request runs only the hardware AES XTS
+/// (`CryptoPool::run_short`; the direct path detaches requests of such volumes only), so the
+/// other algorithms' code is not on the dispatch and completion paths' stacks (W13).
+fn decrypt_segment<P: Platform, const DETACHED: bool>(
     context: &PathContext<P>,
     pool: CryptoPool,
     data: &mut [u8],
     unit: u64,
 ) -> Status {
-    match pool.run(&context.platform, &context.key, Cipher::Decrypt, data, unit) {
+    let run = match DETACHED {
+        true => CryptoPool::run_short(&context.platform, &context.key, Cipher::Decrypt, data, unit),
+        false => pool.run(&context.platform, &context.key, Cipher::Decrypt, data, unit),
+    };
+    match run {
         Ok(()) => Status::Success,
         Err(_) => Status::DeviceBusy,
     }
@@ -616,8 +631,9 @@ fn decrypt_segment<P: Platform>(
 
 /// Encrypts a write segment's plaintext into `out` (never into the caller's buffer), the key
 /// under its rundown; STATUS_DEVICE_BUSY when the block is set, before or while it ran (then
-/// nothing may be issued), with `out` wiped at once (W5). `pool` as for `decrypt_segment`.
-fn encrypt_segment<P: Platform>(
+/// nothing may be issued), with `out` wiped at once (W5). `pool` and `DETACHED` as for
+/// `decrypt_segment`.
+fn encrypt_segment<P: Platform, const DETACHED: bool>(
     context: &PathContext<P>,
     pool: CryptoPool,
     out: &mut [u8],
@@ -625,7 +641,10 @@ fn encrypt_segment<P: Platform>(
     unit: u64,
 ) -> Status {
     out.copy_from_slice(plain);
-    let encrypted = pool.run(&context.platform, &context.key, Cipher::Encrypt, out, unit);
+    let encrypted = match DETACHED {
+        true => CryptoPool::run_short(&context.platform, &context.key, Cipher::Encrypt, out, unit),
+        false => pool.run(&context.platform, &context.key, Cipher::Encrypt, out, unit),
+    };
     if encrypted.is_err() || context.key.is_blocked() {
         zeroize::Zeroize::zeroize(out);
         return Status::DeviceBusy;
@@ -779,7 +798,12 @@ fn transfer<P: Platform>(
             ops.give();
             status = settle(status, result, flight.len);
             if status.is_success() {
-                status = decrypt_segment(context, CryptoPool::inline(), segment, flight.unit);
+                status = decrypt_segment::<P, false>(
+                    context,
+                    CryptoPool::inline(),
+                    segment,
+                    flight.unit,
+                );
             }
         }
         return status;
@@ -824,7 +848,7 @@ fn transfer<P: Platform>(
                 let unit = host_offset(pos) / DATA_UNIT as u64;
                 // The block may have been set while this segment was encrypted: issue nothing
                 // then.
-                status = encrypt_segment(
+                status = encrypt_segment::<P, false>(
                     context,
                     CryptoPool::inline(),
                     out,

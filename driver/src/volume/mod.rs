@@ -26,7 +26,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::barrier::{Access, RangeLock, Ticket};
 use crate::completion::{Completer, Finished};
-use crate::crypto::{CryptoPool, VolumeKey, DATA_UNIT};
+use crate::crypto::{Algorithm, CryptoPool, VolumeKey, DATA_UNIT};
 use crate::direct::DirectPath;
 use crate::disk_ioctl::VERIFY_MAX;
 use crate::faults::{self, Fault};
@@ -65,6 +65,8 @@ pub struct MountParams {
     pub gates: Gates,
     /// The legacy queue's tunables.
     pub tunables: Tunables,
+    /// The volume's encryption algorithm (its master key area is `algorithm.key_len()` bytes).
+    pub algorithm: Algorithm,
 }
 
 /// The effective configuration of a mounted volume (what `vcctl status` shows).
@@ -139,12 +141,13 @@ fn shared<P: Platform, T>(
 }
 
 impl<P: Platform> Volume<P> {
-    /// Mounts a volume on `host` with the 64-byte XTS master key: starts the legacy queue's
+    /// Mounts a volume on `host` with its master key area (`params.algorithm.key_len()` bytes:
+    /// 64 for AES, up to 192 for a three-cipher cascade): starts the legacy queue's
     /// three threads, the completion thread and, when a gate makes it usable, 8 direct workers.
     pub fn mount(
         platform: P,
         host: P::Host,
-        master_key: &[u8; 64],
+        master_key: &[u8],
         params: MountParams,
     ) -> Result<Arc<Self>, Status> {
         let volume = Self::build(platform, host, master_key, params)?;
@@ -162,7 +165,7 @@ impl<P: Platform> Volume<P> {
     fn build(
         platform: P,
         host: P::Host,
-        master_key: &[u8; 64],
+        master_key: &[u8],
         params: MountParams,
     ) -> Result<Arc<Self>, Status> {
         let sector = params.sector_size;
@@ -198,7 +201,7 @@ impl<P: Platform> Volume<P> {
         let counters = platform.try_arc(Counters::default())?;
         let context = shared(&platform, || {
             Ok(PathContext {
-                key: VolumeKey::new(&platform, master_key)?,
+                key: VolumeKey::with_algorithm(&platform, params.algorithm, master_key)?,
                 geometry: Geometry {
                     data_offset: params.data_offset,
                     data_size: params.data_size,

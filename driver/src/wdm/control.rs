@@ -1418,7 +1418,7 @@ fn mount_volume(state: &DriverState, caller: &Caller, input: &[u8], output_len: 
     // cipher on this thread's stack.
     #[cfg(feature = "wine-host")]
     if reply.is_ok() && crate::faults::is_on(crate::faults::Fault::W5KeyCopyOnMountStack) {
-        fault_key_copy_on_stack(&request.key);
+        fault_key_copy_on_stack(request.algorithm, &request.key);
     }
     reply
 }
@@ -1628,6 +1628,7 @@ fn open_host_volume(
             .then(|| protected_offset..protected_offset.saturating_add(protected_size)),
         gates: DRIVER_GATES.snapshot(),
         tunables: state.tunables,
+        algorithm: request.algorithm,
     };
     // SAFETY: the control device outlives every volume (Unload dismounts them first). The
     // completion stage makes its own pool of `max_work_items` (`Platform::work_items`).
@@ -1699,8 +1700,8 @@ fn publish_volume<'a>(
 /// w5-wine-key-bytes-switch-caught, must find it). Wine build only.
 #[cfg(feature = "wine-host")]
 #[inline(never)]
-fn fault_key_copy_on_stack(key: &[u8; 64]) {
-    let by_value = crate::crypto::XtsCipher::new(key);
+fn fault_key_copy_on_stack(algorithm: crate::crypto::Algorithm, key: &[u8]) {
+    let by_value = crate::crypto::VolumeCipher::new(algorithm, key);
     core::mem::forget(core::hint::black_box(by_value));
 }
 

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use vcdirect::crypto::XtsCipher;
+use vcdirect::crypto::{Algorithm, VolumeCipher, XtsCipher, MAX_KEY_AREA};
 use vcdirect::platform::irql::Irql;
 use vcdirect::platform::{
     Detached, HostDevice, HostIo, HostKind, HostLimits, KeptRead, Origin, RequestKind,
@@ -54,6 +54,22 @@ pub fn cipher() -> XtsCipher {
     XtsCipher::new(&master_key())
 }
 
+/// The test volumes' master key area for any algorithm: [`master_key`], then more bytes for
+/// the further ciphers of a cascade (an algorithm uses its first `key_len()` bytes).
+pub fn key_area() -> [u8; MAX_KEY_AREA] {
+    let mut k = [0u8; MAX_KEY_AREA];
+    k[..64].copy_from_slice(&master_key());
+    for (i, b) in k.iter_mut().enumerate().skip(64) {
+        *b = (i as u8).wrapping_mul(91).wrapping_add(5);
+    }
+    k
+}
+
+/// The engine's cipher of `algorithm` with the volumes' key area.
+pub fn cipher_of(algorithm: Algorithm) -> VolumeCipher {
+    VolumeCipher::new(algorithm, &key_area()[..algorithm.key_len()])
+}
+
 /// Deterministic bytes for `(seed, len)`.
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
@@ -86,9 +102,11 @@ pub fn host_for(p: &MountParams) -> ProbeHost {
     ProbeHost::new(MemoryHost::new(p.data_offset + p.data_size + 64 * KIB))
 }
 
-/// Mounts a volume with the test key.
+/// Mounts a volume with the test key (of `p.algorithm`: the first 64 bytes are
+/// [`master_key`], all an AES volume uses).
 pub fn mount(host: ProbeHost, p: MountParams) -> Vol {
-    Volume::mount(StdPlatform::new(0), host, &master_key(), p).expect("mount")
+    let key = key_area();
+    Volume::mount(StdPlatform::new(0), host, &key[..p.algorithm.key_len()], p).expect("mount")
 }
 
 /// Which host operation was issued.
@@ -379,7 +397,18 @@ impl vcdirect::platform::DetachedDone for Ended {
 /// Writes `plain` at volume offset `offset` straight to the medium, encrypted with the
 /// absolute data-unit numbers (host offset / 512), bypassing the engine.
 pub fn put_plain(mem: &MemoryHost, data_offset: u64, offset: u64, plain: &[u8]) {
-    let c = cipher();
+    put_plain_as(vcdirect::crypto::AES, mem, data_offset, offset, plain);
+}
+
+/// [`put_plain`] under `algorithm` with the test key area.
+pub fn put_plain_as(
+    algorithm: Algorithm,
+    mem: &MemoryHost,
+    data_offset: u64,
+    offset: u64,
+    plain: &[u8],
+) {
+    let c = cipher_of(algorithm);
     let mut enc = plain.to_vec();
     c.encrypt(&mut enc, (data_offset + offset) / 512);
     let lim = mem.limits();
