@@ -603,6 +603,7 @@ pub fn add_hidden(
     outer: &crate::volume::Credentials,
     size: Option<u64>,
     hidden: &crate::volume::Credentials,
+    hidden_algorithm: Option<Algorithm>,
     found: &mut dyn FnMut(&crate::volume::Opened, &Room),
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(Layout, Room), VolumeError> {
@@ -669,18 +670,14 @@ pub fn add_hidden(
         pim: hidden.pim,
     };
     check_argon2_password(&hidden)?;
+    // The hidden volume's algorithm is its own (--hidden-cipher) or the outer's, as VeraCrypt
+    // lets the two differ.
+    let alg = hidden_algorithm.unwrap_or(opened.algorithm);
     let mut key = Zeroizing::new([0u8; KEY_AREA_SIZE]);
     random(&mut key[..])?;
-    let primary = sealed_header(&hidden, crate::cipher::AES, &key, area, area.1)?;
-    let backup = sealed_header(&hidden, crate::cipher::AES, &key, area, area.1)?;
-    fill_area(
-        &mut file,
-        area,
-        Fill::Random,
-        crate::cipher::AES,
-        &key,
-        progress,
-    )?;
+    let primary = sealed_header(&hidden, alg, &key, area, area.1)?;
+    let backup = sealed_header(&hidden, alg, &key, area, area.1)?;
+    fill_area(&mut file, area, Fill::Random, alg, &key, progress)?;
     drop(key);
     file.sync_data().map_err(VolumeError::Read)?;
     write_synced(&mut file, container - HEADER_SLOT, &slot(Some(backup))?)?;

@@ -228,6 +228,10 @@ enum VolumeCommand {
         /// No progress on stderr while the hidden data area is filled.
         #[arg(long)]
         quiet: bool,
+        /// The hidden volume's encryption algorithm, as VeraCrypt names it (default: the
+        /// outer volume's).
+        #[arg(long, value_parser = parse_cipher)]
+        hidden_cipher: Option<Algorithm>,
         #[command(flatten)]
         hidden_open: HiddenArgs,
     },
@@ -684,6 +688,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             yes,
             open,
             quiet,
+            hidden_cipher,
             hidden_open,
         }) => {
             if !yes {
@@ -712,6 +717,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         HiddenSizeArg::Bytes(n) => Some(n),
                     },
                     &hidden_creds,
+                    hidden_cipher,
                     &mut |opened, _| {
                         for w in opened.warnings(&name) {
                             eprintln!("vcctl: {w}");

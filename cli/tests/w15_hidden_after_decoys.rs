@@ -773,3 +773,57 @@ fn add_hidden_takes_the_hidden_volumes_own_pim_and_no_keyfiles_as_create_does() 
     let err = fails(inspect("hidden\n", &["--pim", "1"]));
     assert!(err.contains("wrong password"), "{err}");
 }
+
+/// The hidden volume's algorithm at add-hidden: its own with `--hidden-cipher`, else the outer
+/// volume's (as `create --hidden-cipher` defaults to `--cipher`); either way its data area
+/// reads back what was written through it, and the outer's decoys stay intact.
+#[test]
+fn w15_add_hidden_takes_its_own_cipher_or_the_outers() {
+    const SIZE: u64 = 2 << 20;
+    let decoys = vec![("DECOY.BIN".to_string(), contents(7, 40_000))];
+    for (outer_cipher, hidden_cipher, expected) in [
+        ("serpent", None, "serpent"),
+        ("aes", Some("kuznyechik-twofish"), "kuznyechik-twofish"),
+    ] {
+        let f = TempPath::new("hidden-cipher");
+        create_outer(&f, SIZE, &["--cipher", outer_cipher]);
+        with_fs(&f, b"outer", Kind::Normal, |fs| put_files(fs, &decoys));
+        let mut extra = vec!["--yes"];
+        if let Some(c) = hidden_cipher {
+            extra.extend_from_slice(&["--hidden-cipher", c]);
+        }
+        ok(add_hidden(&f, "524288", &extra, "outer\nhidden\n"));
+        let inspect = json(&ok(vcctl(
+            &[
+                "volume",
+                "inspect",
+                f.0.to_str().unwrap(),
+                "--password-stdin",
+                "--prf",
+                "sha256",
+                "--pim",
+                "1",
+                "--hidden",
+            ],
+            "hidden\n",
+        )));
+        assert_eq!(
+            inspect["cipher"], expected,
+            "{outer_cipher} outer: {inspect}"
+        );
+        // Written and read back through the hidden volume's own cipher.
+        let pattern = contents(9, 65_536);
+        {
+            let mut file = rw(&f);
+            let opened =
+                vcctl::volume::open_file(&mut file, &creds(b"hidden"), Kind::Hidden).unwrap();
+            let mut area = DataArea::of(&mut file, &opened);
+            area.write_all(&pattern).unwrap();
+        }
+        assert_eq!(
+            &data_area(&f, b"hidden", Kind::Hidden)[..pattern.len()],
+            &pattern[..]
+        );
+        with_fs(&f, b"outer", Kind::Normal, |fs| assert_files(fs, &decoys));
+    }
+}
