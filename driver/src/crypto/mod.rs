@@ -29,7 +29,7 @@ pub use cascade::VolumeCipher;
 #[cfg(feature = "fault-switches")]
 pub use key::KeyBlockWatch;
 pub use key::{KeyBlock, KeyGuard, VolumeKey};
-pub use pool::{Cipher, CryptoPool, MIN_PIECE};
+pub use pool::{Cipher, CryptoPool, MIN_PIECE, MIN_PIECE_SLOW};
 pub use threads::{encryption_threads, thread_group, MAX_THREADS_GROUPS, MAX_THREADS_ONE_GROUP};
 pub use vcdirect_aes_hw::WideVectors;
 pub use xts::{XtsCipher, DATA_UNIT};

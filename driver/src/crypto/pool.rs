@@ -3,7 +3,8 @@
 //! VeraCrypt's model (docs/design.md §4): one global pool of (CPU count - free CPU count) threads;
 //! the caller splits its data units into at most that many pieces and blocks until all pieces
 //! are done; a single data unit runs inline. vcdirect splits only into pieces of at least
-//! [`MIN_PIECE`] bytes (the hand-off costs about as much as encrypting 128 KiB). The split policy lives here; the threads belong to
+//! [`MIN_PIECE`] bytes for AES (the hand-off costs about as much as encrypting 128 KiB) and
+//! [`MIN_PIECE_SLOW`] for the other, slower algorithms. The split policy lives here; the threads belong to
 //! the platform ([`Platform::run_pieces`]), because only it can lend a borrowed buffer to
 //! long-lived threads (scoped work in user mode, the kernel glue's own wait in `wdm`).
 
@@ -23,6 +24,21 @@ pub const MAX_PIECES: usize = 16;
 /// caller's thread. (VeraCrypt splits any buffer of two units or more; with AES-NI and VAES one
 /// core now does 7-12 GB/s.)
 pub const MIN_PIECE: usize = 256 << 10;
+
+/// Fewest bytes a piece carries for every algorithm but AES alone (Serpent, Twofish, Camellia,
+/// Kuznyechik and the cascades): they run at 0.1-0.5 GB/s on one core (`vcbench crypto`,
+/// docs/measurements.md), so 16 KiB is 35-150 us of work against the 5-15 us hand-off, and a
+/// legacy fragment of 256 KiB is split across the pool as VeraCrypt splits it. Measured with
+/// `vcbench pool`'s Serpent and three-cipher rows (docs/measurements.md).
+pub const MIN_PIECE_SLOW: usize = 16 << 10;
+
+/// The smallest piece worth handing over for `cipher`'s algorithm.
+fn min_piece(cipher: &super::VolumeCipher) -> usize {
+    match cipher.aes_alone() {
+        Some(_) => MIN_PIECE,
+        None => MIN_PIECE_SLOW,
+    }
+}
 
 /// The encryption pool's policy: how many pieces a buffer is split into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +127,10 @@ impl CryptoPool {
         let units = buf.len() / DATA_UNIT;
         let pieces_wanted = match self.forced {
             true => self.threads.min(units),
-            false => self.threads.min(units).min(buf.len() / MIN_PIECE),
+            false => self
+                .threads
+                .min(units)
+                .min(buf.len() / min_piece(guard.cipher())),
         };
         platform.crypto_scope(|| {
             if pieces_wanted <= 1 {

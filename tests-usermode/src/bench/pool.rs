@@ -4,12 +4,16 @@
 //! on the caller's thread, and split into two pieces of half each on the user-mode pool (the
 //! hand-off to a pool thread and the wait for it included), on the XMM path and on the wide
 //! (VAES) path where the CPU has it: where splitting starts to pay is the smallest piece worth
-//! handing over (`crypto::MIN_PIECE`). Best of 7 runs of 200 operations each.
+//! handing over (`crypto::MIN_PIECE`). Best of 7 runs of 200 operations each. Then the same
+//! for Serpent and a three-cipher cascade (`kuznyechik-serpent-camellia`), 4 KiB to 64 KiB, on
+//! the XMM platform: where splitting pays for the slower algorithms (`crypto::MIN_PIECE_SLOW`).
 
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use vcdirect::crypto::{Cipher, CryptoPool, VolumeKey, WideVectors, DATA_UNIT, MIN_PIECE};
+use vcdirect::crypto::{
+    Algorithm, Cipher, CryptoPool, VolumeKey, WideVectors, DATA_UNIT, MIN_PIECE, MIN_PIECE_SLOW,
+};
 
 use crate::host::MemoryHost;
 use crate::std_platform::StdPlatform;
@@ -24,6 +28,9 @@ pub const SIZES: [usize; 7] = [
     512 << 10,
     1 << 20,
 ];
+
+/// Buffer sizes measured for the slower algorithms, in bytes.
+pub const SLOW_SIZES: [usize; 5] = [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10];
 
 /// Microseconds per `run` of `pool` on a buffer of `len` bytes (best of `runs`).
 pub fn us_per_run(
@@ -81,5 +88,27 @@ pub fn run() -> Value {
             );
         }
     }
-    json!({ "min_piece": MIN_PIECE, "results": rows })
+    println!(
+        "slower algorithms (XMM platform): the engine splits them into pieces of {} KiB or more",
+        MIN_PIECE_SLOW >> 10
+    );
+    let platform: StdPlatform<MemoryHost> = StdPlatform::new(0).without_wide_vectors();
+    for name in ["serpent", "kuznyechik-serpent-camellia"] {
+        let Some(alg) = Algorithm::from_name(name) else {
+            continue;
+        };
+        let key_area: Vec<u8> = (0..alg.key_len()).map(|i| (i as u8) ^ 0x5a).collect();
+        let key = VolumeKey::with_algorithm(&platform, alg, &key_area).expect("key");
+        for len in SLOW_SIZES {
+            // About 2 MiB per run: the slowest algorithm stays near 20 ms a run.
+            let ops = ((2 << 20) / len) as u64;
+            let one = us_per_run(&platform, &key, CryptoPool::inline(), len, 7, ops);
+            let two = us_per_run(&platform, &key, CryptoPool::forced_split(2), len, 7, ops);
+            println!("  {name:<28} {:>3} KiB  {one:>10.1} {two:>10.1}", len >> 10);
+            rows.push(
+                json!({"path": name, "bytes": len, "one_thread_us": one, "two_pieces_us": two}),
+            );
+        }
+    }
+    json!({ "min_piece": MIN_PIECE, "min_piece_slow": MIN_PIECE_SLOW, "results": rows })
 }

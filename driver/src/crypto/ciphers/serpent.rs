@@ -439,6 +439,9 @@ impl BlockCipher256 for Serpent {
             self.encrypt_group(&mut g);
             store(&g, group);
         }
+        // The last group's state (the final output, or the round states of a padded group)
+        // does not stay on the thread's stack.
+        g.zeroize();
     }
 
     fn decrypt_blocks(&self, blocks: &mut [[u8; BLOCK]]) {
@@ -448,6 +451,9 @@ impl BlockCipher256 for Serpent {
             self.decrypt_group(&mut g);
             store(&g, group);
         }
+        // The last group's state (the final output, or the round states of a padded group)
+        // does not stay on the thread's stack.
+        g.zeroize();
     }
 
     fn clear(&mut self) {
