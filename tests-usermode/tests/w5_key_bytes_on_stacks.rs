@@ -7,31 +7,33 @@
 //! its own stack's top; then it reads its whole stack mapping through /proc/self/mem and looks
 //! for every 16-byte round key of both AES-256 schedules (the first two of each are the master
 //! key's halves). The round keys are computed here independently (FIPS-197 key expansion) and
-//! never on that thread. With the fault switch that builds the cipher by value and moves it
-//! into its block (the old code) the same scan must find copies: the check can fail. One test,
-//! because fault switches are global to the process.
+//! never on that thread. The same for the other algorithms: a Serpent-Twofish-AES and a
+//! Kuznyechik-Serpent-Camellia volume, whose key areas (192 bytes) are looked for in 16-byte
+//! pieces, with the round keys of the cascade's AES stage. With the fault switch that builds
+//! the cipher by value and moves it into its block (the old code) the same scan must find
+//! copies: the check can fail. One test, because fault switches are global to the process.
+//! (Only the mounting thread's stack is scanned: the threads that encrypt, and the values a
+//! cipher's rounds spill to their stacks, are not.)
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
-use vcdirect::abi::{MasterKey, MountRequest, KEY_LENGTH};
-use vcdirect::crypto::{Cipher, CryptoPool, VolumeKey, DATA_UNIT};
+use vcdirect::abi::{MasterKey, MountRequest};
+use vcdirect::crypto::{Algorithm, BlockAlg, Cipher, CryptoPool, VolumeKey, AES, DATA_UNIT};
 use vcdirect::faults::{set_faults, Fault};
 use vcdirect_usermode::host::MemoryHost;
 use vcdirect_usermode::std_platform::StdPlatform;
 
-/// The master key, made on the heap by the main thread only.
-fn master() -> Box<[u8; KEY_LENGTH]> {
-    let mut key = Box::new([0u8; KEY_LENGTH]);
-    for (i, b) in key.iter_mut().enumerate() {
-        *b = (i as u8).wrapping_mul(73).wrapping_add(0x5c) ^ 0xa7;
-    }
-    key
+/// The master key area of `algorithm`, made on the heap by the main thread only.
+fn master(algorithm: Algorithm) -> Vec<u8> {
+    (0..algorithm.key_len())
+        .map(|i| (i as u8).wrapping_mul(73).wrapping_add(0x5c) ^ 0xa7)
+        .collect()
 }
 
 /// The mount request's IOCTL bytes for `key`, built on the main thread.
-fn request_bytes(key: &[u8; KEY_LENGTH]) -> Vec<u8> {
+fn request_bytes(algorithm: Algorithm, key: &[u8]) -> Vec<u8> {
     let request = MountRequest {
         flags: 0,
         sector_size: 512,
@@ -39,7 +41,7 @@ fn request_bytes(key: &[u8; KEY_LENGTH]) -> Vec<u8> {
         data_size: 1 << 20,
         protected_range: (0, 0),
         drive_letter: None,
-        algorithm: vcdirect::crypto::AES,
+        algorithm,
         key: MasterKey::try_new(key).expect("key block"),
         host_path: "\\Device\\Harddisk1\\Partition1".encode_utf16().collect(),
         wine_host_driver_name: Vec::new(),
@@ -98,11 +100,22 @@ fn round_keys(key: &[u8], sbox: &[u8; 256]) -> Vec<[u8; 16]> {
         .collect()
 }
 
-/// Every round key of the data and tweak schedules, by its first 8 bytes.
-fn patterns(key: &[u8; KEY_LENGTH]) -> HashMap<u64, [u8; 16]> {
+/// What to look for, by its first 8 bytes: every round key of the data and tweak schedules of
+/// each AES stage (the first two of each are that stage's key halves), and the whole key area
+/// in 16-byte pieces (the other ciphers' keys).
+fn patterns(algorithm: Algorithm, key: &[u8]) -> HashMap<u64, [u8; 16]> {
     let sbox = sbox();
-    let mut all = round_keys(&key[..32], &sbox);
-    all.extend(round_keys(&key[32..], &sbox));
+    let n = algorithm.ciphers().len();
+    let mut all: Vec<[u8; 16]> = key
+        .chunks(16)
+        .map(|c| c.try_into().expect("16 bytes"))
+        .collect();
+    for (i, cipher) in algorithm.ciphers().iter().enumerate() {
+        if *cipher == BlockAlg::Aes {
+            all.extend(round_keys(&key[32 * i..32 * i + 32], &sbox));
+            all.extend(round_keys(&key[32 * (n + i)..32 * (n + i) + 32], &sbox));
+        }
+    }
     all.into_iter()
         .map(|k| (u64::from_le_bytes(k[..8].try_into().unwrap()), k))
         .collect()
@@ -190,28 +203,44 @@ fn hits_after_mount(input: &[u8], patterns: &HashMap<u64, [u8; 16]>) -> Vec<usiz
 
 #[test]
 fn w5_key_and_round_keys_stay_off_the_mounting_threads_stack() {
-    let key = master();
-    let input = request_bytes(&key);
-    let patterns = patterns(&key);
-    assert_eq!(
-        patterns.len(),
-        30,
-        "15 round keys per schedule, all distinct"
-    );
+    let cascades = ["serpent-twofish-aes", "kuznyechik-serpent-camellia"]
+        .map(|name| Algorithm::from_name(name).expect("a VeraCrypt algorithm"));
+    for algorithm in [AES].into_iter().chain(cascades) {
+        let name = algorithm.name();
+        let key = master(algorithm);
+        let input = request_bytes(algorithm, &key);
+        let patterns = patterns(algorithm, &key);
+        let aes_stages = algorithm
+            .ciphers()
+            .iter()
+            .filter(|c| **c == BlockAlg::Aes)
+            .count();
+        // 15 round keys per AES schedule, two schedules per AES stage, and the key area's
+        // 16-byte pieces: all distinct (the two halves of each AES schedule are both).
+        assert_eq!(
+            patterns.len(),
+            aes_stages * 26 + key.len() / 16,
+            "{name}: patterns all distinct"
+        );
 
-    set_faults(&[]);
-    let hits = hits_after_mount(&input, &patterns);
-    assert!(
-        hits.is_empty(),
-        "round keys on the mounting thread's stack at offsets {hits:?}"
-    );
+        set_faults(&[]);
+        let hits = hits_after_mount(&input, &patterns);
+        assert!(
+            hits.is_empty(),
+            "{name}: key bytes on the mounting thread's stack at offsets {hits:?}"
+        );
 
-    // The check bites: the cipher built by value leaves its round keys behind.
-    set_faults(&[Fault::W5KeyScheduleByValue]);
-    let hits = hits_after_mount(&input, &patterns);
-    set_faults(&[]);
-    assert!(
-        !hits.is_empty(),
-        "with the cipher built by value the scan must find its copy"
-    );
+        // The check bites: the cipher built by value leaves its AES round keys behind (shown
+        // for AES alone; in a cascade the by-value copy's frame was not left intact below the
+        // scan in this build, so no bite is claimed there).
+        if algorithm == AES {
+            set_faults(&[Fault::W5KeyScheduleByValue]);
+            let hits = hits_after_mount(&input, &patterns);
+            set_faults(&[]);
+            assert!(
+                !hits.is_empty(),
+                "{name}: with the cipher built by value the scan must find its copy"
+            );
+        }
+    }
 }
