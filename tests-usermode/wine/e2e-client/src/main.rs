@@ -100,7 +100,8 @@ const USAGE: &str = "usage: vc-e2e <command> [--option value]...
   mount-probe   [--device \\\\.\\vcdirect]          (exit 3 when the mount IOCTL is not supported)
   malformed-mount [--device \\\\.\\vcdirect]
   erase-under-load --device D --model M [--control \\\\.\\vcdirect] [--seconds 2]
-  cancel-queued --device D --model M [--count 16]   (reads, then CancelIoEx on all of them)";
+  cancel-queued --device D --model M [--count 16]   (reads, then CancelIoEx on all of them)
+  fat-boot-sector --device D --serial XXXXXXXX [--name NAME]   (sector 0: 55AA and the FAT serial)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -309,6 +310,7 @@ fn run(command: &str, o: &Opts, report: &mut Report) -> Result<u8, String> {
             }
         }
         "std-read" => std_read(&device_path, o, report)?,
+        "fat-boot-sector" => fat_boot_sector(&device_path, o, report)?,
         "malformed-mount" => malformed_mount(o, report)?,
         "erase-under-load" => erase_under_load(&device_path, o, report)?,
         "cancel-queued" => cancel_queued(&device_path, o, report)?,
@@ -482,6 +484,32 @@ fn load(path: &str, o: &Opts, report: &mut Report) -> Result<(), String> {
         mismatch.is_none(),
         "load-data",
         mismatch.unwrap_or_else(|| format!("{ok} reads equal the model, {failed} failed")),
+    );
+    Ok(())
+}
+
+/// Reads the volume's first sector and checks it is the FAT boot sector its writer made: the
+/// 0x55AA signature and the volume serial (`--serial`, 8 hex digits as `vol` prints it, at
+/// byte 39 for FAT12/16 and 67 for FAT32, little-endian).
+fn fat_boot_sector(path: &str, o: &Opts, report: &mut Report) -> Result<(), String> {
+    let d = Device::open(path)?;
+    let want = o.str("serial", "");
+    let sector = d
+        .one(dev::Op::read(0, 512))
+        .map_err(|e| format!("read of sector 0: {e}"))?;
+    let serial_at = |at: usize| {
+        sector
+            .get(at..at + 4)
+            .map(|b| format!("{:08X}", u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            .unwrap_or_default()
+    };
+    let fat32 = sector.get(82..87) == Some(b"FAT32".as_slice());
+    let serial = serial_at(if fat32 { 67 } else { 39 });
+    let signed = sector.get(510..512) == Some([0x55, 0xaa].as_slice());
+    report.check(
+        signed && serial.eq_ignore_ascii_case(&want),
+        &o.str("name", "fat-boot-sector"),
+        format!("signature 55AA: {signed}, serial {serial}, expected {want}"),
     );
     Ok(())
 }
