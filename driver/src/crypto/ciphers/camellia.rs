@@ -300,12 +300,7 @@ impl BlockCipher256 for Camellia256 {
     }
 
     fn schedule_words_left(&self) -> usize {
-        self.enc
-            .iter()
-            .chain(self.dec.iter())
-            .flatten()
-            .map(|&w| usize::from(w as u32 != 0) + usize::from((w >> 32) as u32 != 0))
-            .sum()
+        super::nonzero_halves(self.enc.iter().chain(self.dec.iter()).flatten())
     }
 }
 
@@ -314,24 +309,11 @@ mod tests {
     use super::*;
     use alloc::boxed::Box;
     use alloc::vec;
-    use alloc::vec::Vec;
     use camellia::cipher::generic_array::GenericArray;
     use camellia::cipher::KeyInit;
     use proptest::prelude::*;
 
-    fn hex<const N: usize>(s: &str) -> [u8; N] {
-        let digits: Vec<u8> = s
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .map(|c| c.to_digit(16).expect("hex digit") as u8)
-            .collect();
-        assert_eq!(digits.len(), 2 * N, "{N} bytes of hex");
-        let mut out = [0u8; N];
-        for (o, pair) in out.iter_mut().zip(digits.chunks(2)) {
-            *o = pair[0] << 4 | pair[1];
-        }
-        out
-    }
+    use super::super::hex;
 
     fn keyed(key: &[u8; 32]) -> Camellia256 {
         let mut c = Camellia256::empty();

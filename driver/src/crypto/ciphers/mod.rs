@@ -117,6 +117,31 @@ where
     None
 }
 
+/// `N` bytes from hex digits (whitespace ignored): the published vectors as their documents
+/// print them.
+#[cfg(test)]
+fn hex<const N: usize>(s: &str) -> [u8; N] {
+    let digits: alloc::vec::Vec<u8> = s
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| c.to_digit(16).expect("hex digit") as u8)
+        .collect();
+    assert_eq!(digits.len(), 2 * N, "{N} bytes of hex");
+    let mut out = [0u8; N];
+    for (o, pair) in out.iter_mut().zip(digits.chunks(2)) {
+        *o = pair[0] << 4 | pair[1];
+    }
+    out
+}
+
+/// 32-bit halves of `words` that are not zero (a schedule kept in 64-bit words, counted as
+/// [`BlockCipher256::schedule_words_left`] counts).
+fn nonzero_halves<'a>(words: impl Iterator<Item = &'a u64>) -> usize {
+    words
+        .map(|&w| usize::from(w as u32 != 0) + usize::from((w >> 32) as u32 != 0))
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

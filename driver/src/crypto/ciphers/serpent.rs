@@ -490,13 +490,7 @@ mod tests {
         c
     }
 
-    fn hex<const N: usize>(s: &str) -> [u8; N] {
-        let mut out = [0u8; N];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap();
-        }
-        out
-    }
+    use super::super::hex;
 
     /// 256-bit-key vectors. NESSIE's verified Serpent vectors (Serpent-256-128.verified
     /// .test-vectors, "Set 1, vector# 0" and "# 1": one key bit set, plaintext zero; NESSIE

@@ -382,13 +382,7 @@ mod tests {
         c
     }
 
-    fn hex<const N: usize>(s: &str) -> [u8; N] {
-        let mut out = [0u8; N];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap();
-        }
-        out
-    }
+    use super::super::hex;
 
     /// The paper's 256-bit full-encryption vector (its test-vector appendix, with the
     /// intermediate values; the AES submission's ecb_ival.txt): key 0123..., plaintext zero.
