@@ -62,7 +62,7 @@ pub const ERROR_BAD_LENGTH: i32 = 24;
 
 /// The failure of the mount IOCTL that sent `request`: a request of the extended layout (any
 /// algorithm but AES) refused for its length came to a driver older than that layout, which
-/// is one line naming the cipher; anything else as [`ioctl_error`] says.
+/// is one line naming the cipher; anything else as `ioctl_error` says.
 #[cfg_attr(not(windows), allow(dead_code))]
 pub fn mount_error(request: &[u8], e: std::io::Error) -> DriverError {
     if request.len() == MountRequest::SIZE_EXTENDED && e.raw_os_error() == Some(ERROR_BAD_LENGTH) {
