@@ -296,3 +296,40 @@ fn w15_manifest_checks_fail_on_a_wrong_cipher_size_kind_or_serial() {
         .unwrap_err()
         .contains("not VeraCrypt's"));
 }
+
+/// A three-cipher cascade whose key area is damaged in both header copies (one byte of the
+/// key area: XTS keeps the damage to its block, so the magic still decrypts): `inspect` and
+/// `read` exit 2 with one line naming the key area's CRC, and the file is unchanged.
+#[test]
+fn w15_a_cascade_key_area_with_a_bad_crc_is_one_line_naming_it() {
+    let row = manifest()
+        .into_iter()
+        .find(|r| r.file == "kuznyechik-serpent-camellia.hc")
+        .expect("row");
+    let mut bytes = std::fs::read(written(&row.file)).expect("volume");
+    let backup = bytes.len() - 131_072;
+    bytes[300] ^= 0x01;
+    bytes[backup + 300] ^= 0x01;
+    let copy = TempPath::new("cascade-bad-key-crc");
+    std::fs::write(&copy.0, &bytes).unwrap();
+    let file = copy.0.to_str().unwrap().to_owned();
+    for (cmd, extra) in [
+        ("inspect", &[][..]),
+        ("read", &["--offset", "0", "--length", "512"][..]),
+    ] {
+        let mut a = vec!["volume", cmd, &file];
+        let rest = open_args(&row);
+        a.extend(rest.iter().map(String::as_str));
+        a.extend_from_slice(extra);
+        let err = fails(vcctl(&a, &format!("{}\n", row.password)));
+        assert!(
+            err.contains("damaged volume header") && err.contains("master key area CRC-32"),
+            "{cmd}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&copy.0).unwrap(),
+        bytes,
+        "the file is unchanged"
+    );
+}
