@@ -61,6 +61,13 @@ import sys
 BUDGETS = {"dispatch": 6144, "control": 12288, "worker": 8192, "cancel": 3072,
            "completion": 7168}
 
+# W5: the function that keys the portable AES path by value, and the one that burns the stack
+# after it (driver/src/crypto/xts.rs). The burn's frame must exceed the keying's deepest path by
+# the margin (return address and saved registers at the top of the burn's frame, which its
+# zeroed array does not cover).
+BURN_COVERS = ("vcdirect::crypto::xts::key_into", "vcdirect::crypto::xts::burn_stack")
+BURN_MARGIN = int(os.environ.get("CHECK_SYS_BURN_MARGIN", "64"))
+
 # Roots of each path: symbol-name patterns (demangled paths) matched against the map.
 ROOTS = {
     # The disk devices' MajorFunction handler: reads and writes arrive here below a filesystem,
@@ -746,6 +753,22 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
           f"{sum(len(v) for v in slots.values())} "
           f"vtable entries, {len(taken)} address-taken functions for the {unknown} functions whose "
           "pointer is not from a vtable")
+    # W5: the portable AES path keys the `aes` crate by value in `key_into` and its callees,
+    # then `burn_stack` zeroes the stack from the same caller: its frame must reach at least as
+    # deep as key_into's deepest path, or copies of round keys stay below the burnt area.
+    memo.clear()
+    keyings = [f for f in starts if name(f) == BURN_COVERS[0]]
+    burns = [f for f in starts if name(f) == BURN_COVERS[1]]
+    if keyings or burns:
+        deepest = max((worst(f, [f])[0] for f in keyings), default=0)
+        burnt = min((frame(f) for f in burns), default=0)
+        check(f"the portable AES keys' stack burn covers their keying ({burnt:,} bytes burnt, "
+              f"{deepest:,} used by {BURN_COVERS[0]})",
+              bool(keyings) and bool(burns) and burnt >= deepest + BURN_MARGIN,
+              f"{len(keyings)} keying and {len(burns)} burn functions; raise BURN in "
+              "driver/src/crypto/xts.rs")
+    else:
+        print("       no portable AES keying in this image (nothing to burn)")
     for path, patterns in ROOTS.items():
         roots = [f for f in starts if any(re.search(p, name(f)) for p in patterns)]
         if not roots:

@@ -137,6 +137,11 @@ for flavour in "${flavours[@]}"; do
             "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt" 2>&1 || true)"
         grep -qE "FAIL [0-9]+ VEX/EVEX instructions, all in the wide path" <<<"$bite"
         check "the wide-path rule fails on a VEX instruction outside the wide path's functions" $? "$(grep -E 'VEX' <<<"$bite" | head -n2 | tr '\n' ' ')"
+        # The W5 burn rule bites: asked for a margin no frame has, it must fail.
+        bite="$(CHECK_SYS_BURN_MARGIN=1048576 python3 "$ROOT/scripts/check-sys-image.py" \
+            "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt" 2>&1 || true)"
+        grep -q "FAIL the portable AES keys' stack burn covers their keying" <<<"$bite"
+        check "the portable AES burn rule fails when the burn is shallower than the keying" $? "$(grep -E 'burn' <<<"$bite" | head -n1)"
     fi
     failures=$((failures + image_failures))
 

@@ -82,6 +82,9 @@ pub enum Fault {
     /// and 192-byte key area) instead of the first one, which a driver older than the
     /// extension refuses by its size.
     AbiAesRequestExtended = 1 << 23,
+    /// W5: the portable AES path (a CPU without AES instructions) keys its `aes` schedules
+    /// by value and leaves the stack they were built on unwiped afterwards.
+    W5PortableKeysUnburnt = 1 << 28,
 }
 
 #[cfg(feature = "fault-switches")]

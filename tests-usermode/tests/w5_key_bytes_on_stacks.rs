@@ -11,7 +11,11 @@
 //! Kuznyechik-Serpent-Camellia volume, whose key areas (192 bytes) are looked for in 16-byte
 //! pieces, with the round keys of the cascade's AES stage. With the fault switch that builds
 //! the cipher by value and moves it into its block (the old code) the same scan must find
-//! copies: the check can fail. One test, because fault switches are global to the process.
+//! copies: the check can fail. The portable AES path (a CPU without AES instructions, whose
+//! `aes` crate schedules are built by value) is keyed the same way on such a thread: the
+//! stack burn after its keying must leave no round key behind, and without the burn (fault
+//! `W5PortableKeysUnburnt`) the scan must find them. One test, because fault switches are
+//! global to the process.
 //! (Only the mounting thread's stack is scanned: the threads that encrypt, and the values a
 //! cipher's rounds spill to their stacks, are not.)
 
@@ -20,7 +24,9 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
 use vcdirect::abi::{MasterKey, MountRequest};
-use vcdirect::crypto::{Algorithm, BlockAlg, Cipher, CryptoPool, VolumeKey, AES, DATA_UNIT};
+use vcdirect::crypto::{
+    Algorithm, BlockAlg, Cipher, CryptoPool, VolumeKey, XtsCipher, AES, DATA_UNIT,
+};
 use vcdirect::faults::{set_faults, Fault};
 use vcdirect_usermode::host::MemoryHost;
 use vcdirect_usermode::std_platform::StdPlatform;
@@ -146,12 +152,25 @@ fn use_the_key(input: &[u8]) {
     drop(request);
 }
 
-/// Runs [`use_the_key`] 64 KiB below the caller, so the frames it leaves behind lie deeper
-/// than anything the scan itself calls.
+/// The portable path keyed from the key area `key` (an AES volume's 64 bytes) and wiped, as a
+/// mount on a CPU without AES instructions keys it. Not used here: the `aes` crate's rounds
+/// spill round keys to the stack of the thread that encrypts (an engine thread in the driver,
+/// never the mounting one), which this check does not cover.
+fn key_the_portable_path(key: &[u8]) {
+    let master: &[u8; 64] = key.try_into().expect("an AES key area");
+    let mut cipher = XtsCipher::portable(master);
+    assert_eq!(cipher.path(), "aes-crate");
+    assert_eq!(cipher.round_keys_left(), 45);
+    cipher.clear();
+    assert_eq!(cipher.round_keys_left(), 0);
+}
+
+/// Runs `work` 64 KiB below the caller, so the frames it leaves behind lie deeper than
+/// anything the scan itself calls.
 #[inline(never)]
-fn deep(input: &[u8]) {
+fn deep(work: &dyn Fn()) {
     let pad = std::hint::black_box([0u8; 64 << 10]);
-    use_the_key(input);
+    work();
     std::hint::black_box(&pad);
 }
 
@@ -187,12 +206,17 @@ fn scan_own_stack(patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
 }
 
 fn hits_after_mount(input: &[u8], patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
+    hits_after(&|| use_the_key(input), patterns)
+}
+
+/// Runs `work` deep on a thread of its own, then scans that thread's stack for `patterns`.
+fn hits_after(work: &(dyn Fn() + Sync), patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("mounting-user".into())
             .stack_size(1 << 20)
             .spawn_scoped(s, || {
-                deep(input);
+                deep(work);
                 scan_own_stack(patterns)
             })
             .expect("spawn")
@@ -243,4 +267,24 @@ fn w5_key_and_round_keys_stay_off_the_mounting_threads_stack() {
             );
         }
     }
+
+    // The portable path: its schedules are built by value; the burn after keying wipes them.
+    let key = master(AES);
+    let patterns = patterns(AES, &key);
+    let hits = hits_after(&|| key_the_portable_path(&key), &patterns);
+    assert!(
+        hits.is_empty(),
+        "portable AES: key bytes on the keying thread's stack at offsets {hits:?}"
+    );
+    set_faults(&[Fault::W5PortableKeysUnburnt]);
+    let hits = hits_after(&|| key_the_portable_path(&key), &patterns);
+    set_faults(&[]);
+    assert!(
+        !hits.is_empty(),
+        "portable AES: without the stack burn the scan must find the by-value round keys"
+    );
+    eprintln!(
+        "portable AES without the burn: {} round-key copies on the stack",
+        hits.len()
+    );
 }

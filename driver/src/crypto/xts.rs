@@ -171,9 +171,19 @@ impl XtsCipher {
 
 impl Portable {
     /// The keys in a block of their own (a vector of one), allocated fallibly (W6).
+    ///
+    /// W5: `aes` 0.8 has no in-place constructor: its key expansion works in local arrays and
+    /// returns the schedules by value, so copies of the round keys are left in the frames of
+    /// [`key_into`] and below. [`burn_stack`] runs next, from this same frame, and overwrites
+    /// at least that much of the stack (VeraCrypt burns its stack copies the same way); its
+    /// frame is as deep as `key_into`'s deepest path, which `scripts/check-sys.sh` checks in
+    /// each driver image, so the burn adds nothing to the control path's stack.
     fn boxed(data: &[u8; 32], tweak: &[u8; 32]) -> Result<Vec<Self>, Status> {
         let mut block = crate::io::try_vec::<Portable>(1)?;
-        block.push(Portable::new(data, tweak));
+        key_into(&mut block, data, tweak);
+        if !crate::faults::is_on(crate::faults::Fault::W5PortableKeysUnburnt) {
+            burn_stack();
+        }
         Ok(block)
     }
 
@@ -229,6 +239,35 @@ impl Portable {
             *tweak = u128::from_le_bytes((*block).into());
         }
     }
+}
+
+/// Builds the portable keys and moves them into `block`: every by-value copy of the round keys
+/// lies in this call's frames, which [`burn_stack`] overwrites after it returned.
+#[inline(never)]
+fn key_into(block: &mut Vec<Portable>, data: &[u8; 32], tweak: &[u8; 32]) {
+    block.push(Portable::new(data, tweak));
+}
+
+/// Bytes [`burn_stack`] overwrites below its caller. The driver images are built optimised:
+/// there `key_into`'s deepest path (the `aes` crate's key expansion; on x64 it chooses AES-NI
+/// or its fixsliced software form at run time, both inlined into one frame) needs less (x64
+/// 5,448 bytes, ARM64 2,880), which `scripts/check-sys.sh` checks in each image. Unoptimised
+/// test builds of this crate make far larger frames.
+const BURN: usize = if cfg!(debug_assertions) {
+    16 << 10
+} else if cfg!(target_arch = "aarch64") {
+    4 << 10
+} else {
+    6 << 10
+};
+
+/// Overwrites [`BURN`] bytes of the stack below the caller with zeros (volatile writes, which
+/// the compiler may not remove), where [`key_into`] left the by-value copies of the keys.
+#[inline(never)]
+fn burn_stack() {
+    let mut area = [0u8; BURN];
+    zeroize::Zeroize::zeroize(&mut area);
+    core::hint::black_box(&area);
 }
 
 /// The tweak of every block of the units whose initial tweaks are `initial`.
