@@ -646,3 +646,69 @@ fn direct_segments_of_a_request_in_flight_together_within_the_cap() {
     }
     vol.dismount();
 }
+
+/// A request the direct path serves alone is cut into `PIPELINE_SEGMENT` pieces in flight
+/// together (its crypto overlaps the next pieces' transfer); one that arrives while another
+/// is in flight keeps the host's own maximum (one 1 MiB operation here). Same bytes either way.
+#[test]
+fn direct_a_lone_large_request_is_cut_for_pipelining_and_one_under_load_is_not() {
+    use vcdirect::direct::PIPELINE_SEGMENT;
+    let size = 32 * MIB;
+    let mem = MemoryHost::new(DATA_OFFSET + size).with_limits(HostLimits::unlimited());
+    let (host, vol) = mount_on(mem, params(size, BOTH_ON));
+    let piece = PIPELINE_SEGMENT as usize;
+    let pieces = MIB as usize / piece;
+    let sizes = |ops: &[Op], write: bool| -> Vec<usize> {
+        ops.iter()
+            .filter(|o| o.write == write)
+            .map(|o| o.len)
+            .collect()
+    };
+
+    let data = pattern(17, MIB as usize);
+    assert_eq!(write(&vol, 0, &data), (Status::Success, data.len()));
+    assert_eq!(
+        sizes(&host.ops(), true),
+        vec![piece; pieces],
+        "a lone 1 MiB write"
+    );
+    host.clear_ops();
+    let (status, n, back) = read(&vol, 0, MIB as u32);
+    assert_eq!((status, n), (Status::Success, data.len()));
+    assert_eq!(back, data);
+    assert_eq!(
+        sizes(&host.ops(), false),
+        vec![piece; pieces],
+        "a lone 1 MiB read"
+    );
+    assert_eq!(
+        host.in_flight_max(),
+        pieces,
+        "its pieces in flight together"
+    );
+
+    // A second read arrives while the first one's first piece is held at the host (the
+    // probe host holds an operation in its start).
+    host.clear_ops();
+    host.hold();
+    let first = submit_read(&vol, 0, MIB as u32);
+    wait_for("the first read's first piece at the host", || {
+        host.in_flight() == 1
+    });
+    let second = submit_read(&vol, 4 * MIB, MIB as u32);
+    wait_for("the second read at the host", || host.in_flight() == 2);
+    host.release();
+    for rx in [&first, &second] {
+        let c = wait(rx);
+        assert_eq!((c.status, c.information), (Status::Success, MIB as usize));
+    }
+    let mut seen = sizes(&host.ops(), false);
+    seen.sort_unstable();
+    let mut expected = vec![piece; pieces];
+    expected.push(MIB as usize);
+    assert_eq!(
+        seen, expected,
+        "the lone read cut in pieces, the one under load whole"
+    );
+    vol.dismount();
+}
