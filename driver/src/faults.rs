@@ -82,6 +82,9 @@ pub enum Fault {
     /// and 192-byte key area) instead of the first one, which a driver older than the
     /// extension refuses by its size.
     AbiAesRequestExtended = 1 << 23,
+    /// R3: a mount claimed before erase-keys may publish after it: its publish does not
+    /// compare the erase generation of its claim with the current one.
+    R3EraseGenerationIgnored = 1 << 25,
 }
 
 #[cfg(feature = "fault-switches")]
