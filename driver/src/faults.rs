@@ -85,6 +85,10 @@ pub enum Fault {
     /// R3: a mount claimed before erase-keys may publish after it: its publish does not
     /// compare the erase generation of its claim with the current one.
     R3EraseGenerationIgnored = 1 << 25,
+    /// W1: the dismount sequence drops its reference to the volume device without waiting
+    /// until it is the last: a status IOCTL holding another deletes the device later, in its
+    /// own thread, after the handle's close and the dismount's completion.
+    W1DeleteBeforeLastReference = 1 << 26,
 }
 
 #[cfg(feature = "fault-switches")]

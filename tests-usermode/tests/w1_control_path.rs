@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use vcdirect::control::last_reference::wait_until_sole;
+use vcdirect::control::last_reference::delete_when_sole;
 use vcdirect::control::order::{decide, Candidate, Next};
 use vcdirect::control::pending::{
     self, ControlLocks, Pending, KEYS_ERASED_MEANWHILE, LETTER_CLAIMED, SHUTTING_DOWN,
@@ -18,6 +18,7 @@ use vcdirect::control::pending::{
 use vcdirect::control::shutdown::{
     dismount_all, shutdown, DismountAll, Outcome, Picked, ShutdownSide,
 };
+use vcdirect::dismount::{self, Teardown, VolumeAbove};
 use vcdirect::faults::{set_faults, Fault};
 use vcdirect::Status;
 
@@ -975,37 +976,143 @@ fn w1_checks_catch_a_shutdown_held_hostage_by_one_volume() {
     );
 }
 
-// ------------------------------------------- the last reference (W1, item 6)
+// ------------------------------------------------- the last reference (W1)
+
+/// The volume device: its drop is its deletion (IoDeleteDevice), recorded with the thread it
+/// ran in.
+struct Device {
+    steps: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        let at = thread::current()
+            .name()
+            .unwrap_or("another thread")
+            .to_string();
+        self.steps
+            .lock()
+            .unwrap()
+            .push(format!("device deleted in {at}"));
+    }
+}
+
+/// The glue's table teardown (`TableTeardown`): the sequence's reference to the device,
+/// dropped through `delete_when_sole` as the glue's `delete_device` does.
+struct TableModel {
+    ours: std::cell::RefCell<Option<Arc<Device>>>,
+    pauses: std::cell::Cell<u32>,
+}
+
+impl Teardown for TableModel {
+    fn keep_driver_loaded(&self) {}
+    fn drain(&self) {}
+    fn remove_links(&self) {}
+    fn delete_device(&self) {
+        if let Some(ours) = self.ours.borrow_mut().take() {
+            let pauses = delete_when_sole(ours, || thread::sleep(Duration::from_millis(1)));
+            self.pauses.set(pauses);
+        }
+    }
+}
+
+/// The file system on the volume: lets go at once; its handle's close is recorded.
+struct AboveModel(Arc<Mutex<Vec<String>>>);
+
+impl VolumeAbove for AboveModel {
+    fn others_hold_device(&mut self) -> bool {
+        false
+    }
+    fn lock(&mut self) -> Result<(), Status> {
+        Ok(())
+    }
+    fn dismount(&mut self) -> Result<(), Status> {
+        Ok(())
+    }
+    fn has_handle(&self) -> bool {
+        true
+    }
+    fn file_system_mounted(&mut self) -> bool {
+        true
+    }
+    fn wait_before_retry(&mut self) {}
+    fn release(&mut self) {
+        self.0.lock().unwrap().push("handle closed".into());
+    }
+}
+
+/// The engine's dismount sequence on a thread of its own (the dismount IOCTL's), while a
+/// status call (another thread) holds a reference to the device for 100 ms. The device must
+/// be deleted by the sequence, before the handle's close and the IOCTL's completion, not
+/// afterwards in the status call's thread. The violations.
+fn check_last_reference() -> Vec<String> {
+    let mut v = Vec::new();
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let ours = Arc::new(Device {
+        steps: Arc::clone(&steps),
+    });
+    let status_holds = Arc::clone(&ours);
+    let (held_tx, held_rx) = mpsc::channel();
+    let status = thread::Builder::new()
+        .name("the status call".into())
+        .spawn(move || {
+            let _ = held_tx.send(());
+            thread::sleep(Duration::from_millis(100));
+            drop(status_holds);
+        })
+        .unwrap();
+    held_rx.recv().unwrap();
+    let s = Arc::clone(&steps);
+    let sequence = thread::Builder::new()
+        .name("the dismount sequence".into())
+        .spawn(move || {
+            let teardown = TableModel {
+                ours: std::cell::RefCell::new(Some(ours)),
+                pauses: std::cell::Cell::new(0),
+            };
+            let mut above = AboveModel(Arc::clone(&s));
+            let report = dismount::run(&mut above, &teardown, false);
+            s.lock().unwrap().push("dismount completed".into());
+            (report.is_ok(), teardown.pauses.get())
+        })
+        .unwrap();
+    let (ok, pauses) = sequence.join().unwrap();
+    status.join().unwrap();
+    if !ok {
+        v.push("W1: the dismount was refused".into());
+    }
+    let steps = steps.lock().unwrap().clone();
+    let want = [
+        "device deleted in the dismount sequence",
+        "handle closed",
+        "dismount completed",
+    ];
+    if steps != want {
+        v.push(format!(
+            "W1: the device was not deleted by the dismount sequence before its handle's \
+             close and its completion: {steps:?}"
+        ));
+    }
+    if pauses == 0 {
+        v.push("W1: the sequence never waited for the status call's reference".into());
+    }
+    v
+}
 
 #[test]
 fn w1_the_dismount_sequence_deletes_the_device_whoever_held_a_reference() {
     let _g = switches();
-    // A status call holds a reference for a moment; the sequence's delete waits for it, so
-    // the deletion (the drop here) comes before the sequence's next step, not in the status
-    // thread afterwards.
-    let steps = Arc::new(Mutex::new(Vec::new()));
-    struct Device(Arc<Mutex<Vec<&'static str>>>);
-    impl Drop for Device {
-        fn drop(&mut self) {
-            self.0.lock().unwrap().push("device deleted");
-        }
-    }
-    let ours = Arc::new(Device(Arc::clone(&steps)));
-    let status_holds = Arc::clone(&ours);
-    let (held_tx, held_rx) = mpsc::channel();
-    let status = thread::spawn(move || {
-        let _ = held_tx.send(());
-        thread::sleep(Duration::from_millis(100));
-        drop(status_holds);
-    });
-    held_rx.recv().unwrap();
-    let pauses = wait_until_sole(
-        || Arc::strong_count(&ours),
-        || thread::sleep(Duration::from_millis(1)),
-    );
-    drop(ours);
-    steps.lock().unwrap().push("handle closed");
-    status.join().unwrap();
-    assert!(pauses > 0, "the status call still held its reference");
-    assert_eq!(*steps.lock().unwrap(), ["device deleted", "handle closed"]);
+    assert_eq!(check_last_reference(), Vec::<String>::new());
+}
+
+#[test]
+fn w1_checks_catch_a_device_deleted_by_another_reference() {
+    let _g = switches();
+    set_faults(&[Fault::W1DeleteBeforeLastReference]);
+    let failures = check_last_reference();
+    set_faults(&[]);
+    let want = "W1: the device was not deleted by the dismount sequence before its handle's \
+                close and its completion: [\"handle closed\", \"dismount completed\", \
+                \"device deleted in the status call\"]";
+    assert!(failures.iter().any(|f| f == want), "{failures:?}");
 }

@@ -48,7 +48,7 @@ use crate::abi::{
     MOUNT_PROTECT_HIDDEN, MOUNT_READ_ONLY, MOUNT_SHARED,
 };
 use crate::access::{self, Caller, Operation, Sid};
-use crate::control::last_reference::wait_until_sole;
+use crate::control::last_reference::delete_when_sole;
 use crate::control::order::{self, Candidate, Next};
 use crate::control::pending::{self, ControlLocks, Pending, SHUTTING_DOWN};
 use crate::control::shutdown::{self as shut, DismountAll, Picked, ShutdownSide};
@@ -972,10 +972,9 @@ impl Teardown for TableTeardown<'_> {
         // hold a reference for a moment (only while it builds its reply, under the control
         // mutex, waiting on nothing of ours): wait until ours is the last, so its Drop
         // deletes the device here, before the handle is closed and the dismount completes,
-        // never afterwards in that IOCTL's thread (`crate::control::last_reference`).
-        wait_until_sole(|| Arc::strong_count(&ours), || super::dismount::wait_ms(1));
-        // The device is deleted and our host closed here (the last reference).
-        drop(ours);
+        // never afterwards in that IOCTL's thread (`crate::control::last_reference`). The
+        // device is deleted and our host closed in there (the last reference).
+        delete_when_sole(ours, || super::dismount::wait_ms(1));
         if let Some(id) = host_id {
             self.state.volumes.with(|v| {
                 if let Some(e) = v.iter_mut().find(|e| e.device.mounted().id == id) {
@@ -1152,7 +1151,7 @@ impl DismountAll for ForcedAll<'_> {
         });
         match body.and_then(|body| SystemThread::spawn(body)) {
             Ok(thread) => {
-                // The sequence's delete waits for this reference too (`wait_until_sole`).
+                // The sequence's delete waits for this reference too (`delete_when_sole`).
                 drop(back);
                 self.started.with(|s| s.push(thread));
                 Ok(())
