@@ -89,6 +89,11 @@ pub enum Fault {
     /// until it is the last: a status IOCTL holding another deletes the device later, in its
     /// own thread, after the handle's close and the dismount's completion.
     W1DeleteBeforeLastReference = 1 << 26,
+    /// W1: a mount whose host is a file on another of our volumes is not counted by that
+    /// volume between its open's return and its publish or undo: shutdown's forced dismount
+    /// may start the host's volume while a mount it refused at its publish still holds its
+    /// host file open there.
+    W1RefusedMountHostUncounted = 1 << 27,
 }
 
 #[cfg(feature = "fault-switches")]
