@@ -82,6 +82,18 @@ pub enum Fault {
     /// and 192-byte key area) instead of the first one, which a driver older than the
     /// extension refuses by its size.
     AbiAesRequestExtended = 1 << 23,
+    /// R3: a mount claimed before erase-keys may publish after it: its publish does not
+    /// compare the erase generation of its claim with the current one.
+    R3EraseGenerationIgnored = 1 << 25,
+    /// W1: the dismount sequence drops its reference to the volume device without waiting
+    /// until it is the last: a status IOCTL holding another deletes the device later, in its
+    /// own thread, after the handle's close and the dismount's completion.
+    W1DeleteBeforeLastReference = 1 << 26,
+    /// W1: a mount whose host is a file on another of our volumes is not counted by that
+    /// volume between its open's return and its publish or undo: shutdown's forced dismount
+    /// may start the host's volume while a mount it refused at its publish still holds its
+    /// host file open there.
+    W1RefusedMountHostUncounted = 1 << 27,
     /// W5: the portable AES path (a CPU without AES instructions) keys its `aes` schedules
     /// by value and leaves the stack they were built on unwiped afterwards.
     W5PortableKeysUnburnt = 1 << 28,

@@ -1,8 +1,9 @@
 //! The control path's portable decisions (`vcdirect::control`), with models of the glue's locks
 //! and threads: the forced dismount of every volume follows the host relation (W1), a stalled
-//! host open blocks no other control IOCTL (R13), shutdown waits a bounded time for its own
-//! dismount thread (W1, R13), and the dismount sequence holds the last reference to the volume
-//! device before deleting it (W1). Each check is shown to fail with the fault switch that
+//! host open blocks no other control IOCTL (R13), erase-keys refuses a mount claimed before it
+//! (R3), shutdown waits a bounded time for its own dismount thread (W1, R13) and dismounts no
+//! volume under the host file of a mount it refused (W1), and the dismount sequence holds the
+//! last reference to the volume device before deleting it (W1). Each check is shown to fail with the fault switch that
 //! reintroduces its bug; the switches are global, so the tests take one lock.
 
 use std::sync::mpsc;
@@ -10,14 +11,15 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use vcdirect::control::last_reference::wait_until_sole;
+use vcdirect::control::last_reference::delete_when_sole;
 use vcdirect::control::order::{decide, Candidate, Next};
 use vcdirect::control::pending::{
-    self, ControlLocks, Pending, KEYS_ERASED_MEANWHILE, LETTER_CLAIMED, SHUTTING_DOWN,
+    self, ControlLocks, OpenedHost, Pending, KEYS_ERASED_MEANWHILE, LETTER_CLAIMED, SHUTTING_DOWN,
 };
 use vcdirect::control::shutdown::{
     dismount_all, shutdown, DismountAll, Outcome, Picked, ShutdownSide,
 };
+use vcdirect::dismount::{self, Teardown, VolumeAbove};
 use vcdirect::faults::{set_faults, Fault};
 use vcdirect::Status;
 
@@ -350,10 +352,21 @@ impl ControlLocks for Control {
     fn pending<R>(&self, f: impl FnOnce(&mut Pending) -> R) -> R {
         f(&mut self.table.lock().unwrap().1)
     }
+    // These models' hosts live on none of our volumes.
+    fn hold_host(&self, _host: usize) -> Option<u32> {
+        None
+    }
+    fn release_host(&self, _id: u32) {}
 }
 
 /// An opened host; counts its closes.
 struct Host(Arc<Mutex<u32>>);
+
+impl OpenedHost for Host {
+    fn host_volume(&self) -> Option<usize> {
+        None
+    }
+}
 
 impl Drop for Host {
     fn drop(&mut self) {
@@ -599,9 +612,12 @@ fn r13_checks_catch_a_mount_that_opens_its_host_under_the_control_mutex() {
     );
 }
 
-#[test]
-fn r3_erase_keys_refuses_a_mount_claimed_before_it() {
-    let _g = switches();
+/// A mount whose host open stalls; erase-keys runs meanwhile (it answers: no volume in the
+/// table yet); the open returns. The mount claimed before erase-keys must be refused at its
+/// publish with [`KEYS_ERASED_MEANWHILE`] (its volume holds a live key erase-keys did not
+/// see) and close its host; one claimed after erase-keys publishes. The violations.
+fn check_erase_keys_during_a_mount() -> Vec<String> {
+    let mut v = Vec::new();
     let control = Arc::new(Control::default());
     let stall = Arc::new(Stall::default());
     let closes = Arc::new(Mutex::new(0));
@@ -620,34 +636,66 @@ fn r3_erase_keys_refuses_a_mount_claimed_before_it() {
             })
         })
     };
-    opening_rx
-        .recv_timeout(ANSWER)
-        .expect("the stalled mount reached its open");
+    if opening_rx.recv_timeout(ANSWER).is_err() {
+        v.push("R3: the stalled mount never reached its open".into());
+    }
     // Erase-keys answers (no volume in the table yet) while the mount opens its host.
-    assert_eq!(within(&control, |c| c.erase_keys()), Some(0));
+    match within(&control, |c| c.erase_keys()) {
+        Some(0) => {}
+        other => v.push(format!("R3: erase-keys answered {other:?} during a mount")),
+    }
     stall.release();
     // The mount claimed before erase-keys does not publish with its live key.
-    assert_eq!(
-        stalled.join().unwrap(),
-        Err(KEYS_ERASED_MEANWHILE),
-        "R3: a mount claimed before erase-keys published after it"
-    );
-    assert_eq!(
-        *closes.lock().unwrap(),
-        1,
-        "R3: the refused mount kept its host"
-    );
-    assert!(control.list().is_empty());
-    // A mount claimed after erase-keys publishes.
-    assert_eq!(
-        control.mount(2, 'S', || Ok(Host(Arc::new(Mutex::new(0))))),
-        Ok(2)
+    match stalled.join().unwrap() {
+        Err(KEYS_ERASED_MEANWHILE) => {
+            if *closes.lock().unwrap() != 1 {
+                v.push("R3: the refused mount kept its host".into());
+            }
+        }
+        Ok(_) => v.push("R3: a mount claimed before erase-keys published after it".into()),
+        Err(other) => v.push(format!(
+            "R3: the mount during erase-keys ended with {other:?}"
+        )),
+    }
+    if v.is_empty() {
+        // A mount claimed after erase-keys publishes (its letter free again).
+        let after = control.mount(2, 'S', || Ok(Host(Arc::new(Mutex::new(0)))));
+        if after != Ok(2) {
+            v.push(format!("R3: a mount after erase-keys answered {after:?}"));
+        }
+    }
+    v
+}
+
+#[test]
+fn r3_erase_keys_refuses_a_mount_claimed_before_it() {
+    let _g = switches();
+    assert_eq!(check_erase_keys_during_a_mount(), Vec::<String>::new());
+}
+
+#[test]
+fn r3_checks_catch_a_mount_published_after_erase_keys() {
+    let _g = switches();
+    set_faults(&[Fault::R3EraseGenerationIgnored]);
+    let failures = check_erase_keys_during_a_mount();
+    set_faults(&[]);
+    assert!(
+        failures
+            .iter()
+            .any(|f| f == "R3: a mount claimed before erase-keys published after it"),
+        "{failures:?}"
     );
 }
 
 /// A published volume whose undo (drain, thread joins, the host's close) stalls until
 /// released; tells when it began.
 struct Undo(Arc<Stall>, mpsc::Sender<()>);
+
+impl OpenedHost for Undo {
+    fn host_volume(&self) -> Option<usize> {
+        None
+    }
+}
 
 impl Drop for Undo {
     fn drop(&mut self) {
@@ -946,37 +994,356 @@ fn w1_checks_catch_a_shutdown_held_hostage_by_one_volume() {
     );
 }
 
-// ------------------------------------------- the last reference (W1, item 6)
+// ------------------------------- a mount refused by shutdown on a nested host (W1)
+
+/// The glue's control mutex and table of volumes (with their closing counts), the mounts in
+/// progress beside it, for a mount whose host is a file on one of the volumes.
+struct Nested {
+    mutex: Mutex<()>,
+    table: Mutex<(Vec<Vol>, Pending)>,
+    /// What happened, in order.
+    log: Mutex<Vec<String>>,
+}
+
+impl ControlLocks for Nested {
+    fn serialized<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _held = self.mutex.lock().unwrap();
+        f()
+    }
+    fn pending<R>(&self, f: impl FnOnce(&mut Pending) -> R) -> R {
+        f(&mut self.table.lock().unwrap().1)
+    }
+    fn hold_host(&self, host: usize) -> Option<u32> {
+        let mut t = self.table.lock().unwrap();
+        let e = t.0.iter_mut().find(|e| e.id as usize == host)?;
+        e.closing += 1;
+        Some(e.id)
+    }
+    fn release_host(&self, id: u32) {
+        let mut t = self.table.lock().unwrap();
+        if let Some(e) = t.0.iter_mut().find(|e| e.id == id) {
+            e.closing -= 1;
+        }
+    }
+}
+
+/// A mount's opened host: a file on volume `on`; its undo (the drop) tells it began, stalls
+/// until released, then closes the host.
+struct NestedHost {
+    on: u32,
+    control: Arc<Nested>,
+    undo: Arc<Stall>,
+    undoing: mpsc::Sender<()>,
+}
+
+impl OpenedHost for NestedHost {
+    fn host_volume(&self) -> Option<usize> {
+        Some(self.on as usize)
+    }
+}
+
+impl Drop for NestedHost {
+    fn drop(&mut self) {
+        let _ = self.undoing.send(());
+        self.undo.wait();
+        self.control
+            .log
+            .lock()
+            .unwrap()
+            .push("the refused mount closed its host".into());
+    }
+}
+
+/// Shutdown's forced dismount of every volume over [`Nested`]'s table (on the loop's thread).
+struct NestedAll(Arc<Nested>);
+
+impl DismountAll for NestedAll {
+    type Volume = u32;
+    fn next(&self) -> Picked<u32> {
+        let mut t = self.0.table.lock().unwrap();
+        match decide(&t.0) {
+            Next::Dismount(i) => {
+                t.0[i].busy = true;
+                Picked::Dismount(t.0[i].id)
+            }
+            Next::Wait => Picked::Wait,
+            Next::Done => Picked::Done,
+        }
+    }
+    fn start(&self, id: u32) -> Result<(), u32> {
+        Err(id)
+    }
+    fn dismount_here(&self, id: u32) {
+        self.0
+            .log
+            .lock()
+            .unwrap()
+            .push(format!("VcVolume{id} dismount started"));
+        self.0.table.lock().unwrap().0.retain(|v| v.id != id);
+    }
+    fn pause(&self) {
+        thread::sleep(Duration::from_millis(1));
+    }
+    fn join_started(&self) {}
+}
+
+/// Volume 1 in the table; a mount whose host is a file on it stalls in its open; shutdown
+/// closes the table; the open returns and the mount is refused at its publish; its undo
+/// stalls (its host file still open on volume 1) while shutdown's forced dismount of every
+/// volume runs. Volume 1's dismount must not start before the refused mount closed its host;
+/// then it must. The violations.
+fn check_refused_mount_on_a_nested_host() -> Vec<String> {
+    let mut v = Vec::new();
+    let control = Arc::new(Nested {
+        mutex: Mutex::new(()),
+        table: Mutex::new((vec![vol(1, None)], Pending::new())),
+        log: Mutex::new(Vec::new()),
+    });
+    let (open_stall, undo_stall) = (Arc::new(Stall::default()), Arc::new(Stall::default()));
+    let (opening_tx, opening_rx) = mpsc::channel();
+    let (undoing_tx, undoing_rx) = mpsc::channel();
+    let mount = {
+        let (c, s, u) = (
+            Arc::clone(&control),
+            Arc::clone(&open_stall),
+            Arc::clone(&undo_stall),
+        );
+        thread::spawn(move || {
+            let c2 = Arc::clone(&c);
+            pending::mount(
+                &*c,
+                Some('M'),
+                || Ok(()),
+                move || {
+                    let _ = opening_tx.send(());
+                    s.wait();
+                    Ok(NestedHost {
+                        on: 1,
+                        control: c2,
+                        undo: u,
+                        undoing: undoing_tx,
+                    })
+                },
+                |host: NestedHost| -> Result<u32, (Status, Option<NestedHost>)> {
+                    // Not reached here: the claim is refused before its publish, shutdown
+                    // having closed the table during the open. Had the close come while its
+                    // links were made, its push (under the table's lock) would refuse it.
+                    let may = host.control.table.lock().unwrap().1.may_publish();
+                    match may {
+                        Err(status) => Err((status, Some(host))),
+                        Ok(()) => Err((Status::InvalidParameter, None)),
+                    }
+                },
+            )
+        })
+    };
+    if opening_rx.recv_timeout(ANSWER).is_err() {
+        v.push("W1: the mount never reached its open".into());
+    }
+    // Shutdown closes the table (the glue: under the table's lock).
+    control.pending(|p| p.close(SHUTTING_DOWN));
+    open_stall.release();
+    if undoing_rx.recv_timeout(ANSWER).is_err() {
+        v.push("W1: the refused mount was never undone".into());
+    }
+    // Shutdown's dismount of every volume, while the refused mount's undo stalls.
+    let (done_tx, done_rx) = mpsc::channel();
+    let all = {
+        let c = Arc::clone(&control);
+        thread::spawn(move || {
+            dismount_all(&NestedAll(c));
+            let _ = done_tx.send(());
+        })
+    };
+    thread::sleep(Duration::from_millis(200));
+    undo_stall.release();
+    let result = mount.join().unwrap();
+    if done_rx.recv_timeout(ANSWER).is_err() {
+        v.push("W1: shutdown's dismount of every volume never finished".into());
+    }
+    all.join().unwrap();
+    if result != Err(SHUTTING_DOWN) {
+        v.push(format!(
+            "W1: the mount ended with {result:?} after shutdown"
+        ));
+    }
+    let log = control.log.lock().unwrap().clone();
+    let closed = log
+        .iter()
+        .position(|e| e == "the refused mount closed its host");
+    let started = log.iter().position(|e| e == "VcVolume1 dismount started");
+    match (closed, started) {
+        (Some(c), Some(s)) if c < s => {}
+        (_, Some(_)) => v.push(
+            "W1: VcVolume1 started while a mount refused by shutdown still held its host file \
+             on it"
+                .into(),
+        ),
+        (_, None) => v.push(format!("W1: VcVolume1 was never dismounted: {log:?}")),
+    }
+    if !control.table.lock().unwrap().0.is_empty() {
+        v.push("W1: a volume was left in the table".into());
+    }
+    v
+}
+
+#[test]
+fn w1_shutdown_dismounts_a_host_after_the_refused_mount_on_it_closed_its_file() {
+    let _g = switches();
+    assert_eq!(check_refused_mount_on_a_nested_host(), Vec::<String>::new());
+}
+
+#[test]
+fn w1_checks_catch_a_host_dismounted_under_a_refused_mount() {
+    let _g = switches();
+    set_faults(&[Fault::W1RefusedMountHostUncounted]);
+    let failures = check_refused_mount_on_a_nested_host();
+    set_faults(&[]);
+    assert!(
+        failures.iter().any(|f| f
+            == "W1: VcVolume1 started while a mount refused by shutdown still held its host \
+                file on it"),
+        "{failures:?}"
+    );
+}
+
+// ------------------------------------------------- the last reference (W1)
+
+/// The volume device: its drop is its deletion (IoDeleteDevice), recorded with the thread it
+/// ran in.
+struct Device {
+    steps: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        let at = thread::current()
+            .name()
+            .unwrap_or("another thread")
+            .to_string();
+        self.steps
+            .lock()
+            .unwrap()
+            .push(format!("device deleted in {at}"));
+    }
+}
+
+/// The glue's table teardown (`TableTeardown`): the sequence's reference to the device,
+/// dropped through `delete_when_sole` as the glue's `delete_device` does.
+struct TableModel {
+    ours: std::cell::RefCell<Option<Arc<Device>>>,
+    pauses: std::cell::Cell<u32>,
+}
+
+impl Teardown for TableModel {
+    fn keep_driver_loaded(&self) {}
+    fn drain(&self) {}
+    fn remove_links(&self) {}
+    fn delete_device(&self) {
+        if let Some(ours) = self.ours.borrow_mut().take() {
+            let pauses = delete_when_sole(ours, || thread::sleep(Duration::from_millis(1)));
+            self.pauses.set(pauses);
+        }
+    }
+}
+
+/// The file system on the volume: lets go at once; its handle's close is recorded.
+struct AboveModel(Arc<Mutex<Vec<String>>>);
+
+impl VolumeAbove for AboveModel {
+    fn others_hold_device(&mut self) -> bool {
+        false
+    }
+    fn lock(&mut self) -> Result<(), Status> {
+        Ok(())
+    }
+    fn dismount(&mut self) -> Result<(), Status> {
+        Ok(())
+    }
+    fn has_handle(&self) -> bool {
+        true
+    }
+    fn file_system_mounted(&mut self) -> bool {
+        true
+    }
+    fn wait_before_retry(&mut self) {}
+    fn release(&mut self) {
+        self.0.lock().unwrap().push("handle closed".into());
+    }
+}
+
+/// The engine's dismount sequence on a thread of its own (the dismount IOCTL's), while a
+/// status call (another thread) holds a reference to the device for 100 ms. The device must
+/// be deleted by the sequence, before the handle's close and the IOCTL's completion, not
+/// afterwards in the status call's thread. The violations.
+fn check_last_reference() -> Vec<String> {
+    let mut v = Vec::new();
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let ours = Arc::new(Device {
+        steps: Arc::clone(&steps),
+    });
+    let status_holds = Arc::clone(&ours);
+    let (held_tx, held_rx) = mpsc::channel();
+    let status = thread::Builder::new()
+        .name("the status call".into())
+        .spawn(move || {
+            let _ = held_tx.send(());
+            thread::sleep(Duration::from_millis(100));
+            drop(status_holds);
+        })
+        .unwrap();
+    held_rx.recv().unwrap();
+    let s = Arc::clone(&steps);
+    let sequence = thread::Builder::new()
+        .name("the dismount sequence".into())
+        .spawn(move || {
+            let teardown = TableModel {
+                ours: std::cell::RefCell::new(Some(ours)),
+                pauses: std::cell::Cell::new(0),
+            };
+            let mut above = AboveModel(Arc::clone(&s));
+            let report = dismount::run(&mut above, &teardown, false);
+            s.lock().unwrap().push("dismount completed".into());
+            (report.is_ok(), teardown.pauses.get())
+        })
+        .unwrap();
+    let (ok, pauses) = sequence.join().unwrap();
+    status.join().unwrap();
+    if !ok {
+        v.push("W1: the dismount was refused".into());
+    }
+    let steps = steps.lock().unwrap().clone();
+    let want = [
+        "device deleted in the dismount sequence",
+        "handle closed",
+        "dismount completed",
+    ];
+    if steps != want {
+        v.push(format!(
+            "W1: the device was not deleted by the dismount sequence before its handle's \
+             close and its completion: {steps:?}"
+        ));
+    }
+    if pauses == 0 {
+        v.push("W1: the sequence never waited for the status call's reference".into());
+    }
+    v
+}
 
 #[test]
 fn w1_the_dismount_sequence_deletes_the_device_whoever_held_a_reference() {
     let _g = switches();
-    // A status call holds a reference for a moment; the sequence's delete waits for it, so
-    // the deletion (the drop here) comes before the sequence's next step, not in the status
-    // thread afterwards.
-    let steps = Arc::new(Mutex::new(Vec::new()));
-    struct Device(Arc<Mutex<Vec<&'static str>>>);
-    impl Drop for Device {
-        fn drop(&mut self) {
-            self.0.lock().unwrap().push("device deleted");
-        }
-    }
-    let ours = Arc::new(Device(Arc::clone(&steps)));
-    let status_holds = Arc::clone(&ours);
-    let (held_tx, held_rx) = mpsc::channel();
-    let status = thread::spawn(move || {
-        let _ = held_tx.send(());
-        thread::sleep(Duration::from_millis(100));
-        drop(status_holds);
-    });
-    held_rx.recv().unwrap();
-    let pauses = wait_until_sole(
-        || Arc::strong_count(&ours),
-        || thread::sleep(Duration::from_millis(1)),
-    );
-    drop(ours);
-    steps.lock().unwrap().push("handle closed");
-    status.join().unwrap();
-    assert!(pauses > 0, "the status call still held its reference");
-    assert_eq!(*steps.lock().unwrap(), ["device deleted", "handle closed"]);
+    assert_eq!(check_last_reference(), Vec::<String>::new());
+}
+
+#[test]
+fn w1_checks_catch_a_device_deleted_by_another_reference() {
+    let _g = switches();
+    set_faults(&[Fault::W1DeleteBeforeLastReference]);
+    let failures = check_last_reference();
+    set_faults(&[]);
+    let want = "W1: the device was not deleted by the dismount sequence before its handle's \
+                close and its completion: [\"handle closed\", \"dismount completed\", \
+                \"device deleted in the status call\"]";
+    assert!(failures.iter().any(|f| f == want), "{failures:?}");
 }

@@ -17,8 +17,10 @@ pub trait Candidate {
     fn busy(&self) -> bool;
     /// Its host is a file (or a raw open) on `other`'s volume device.
     fn hosted_on(&self, other: &Self) -> bool;
-    /// A volume whose host lives on this one has left the table but not yet closed its host
-    /// (its device is being deleted): this one must not start yet.
+    /// A volume whose host lives on this one is outside the table with its host still open
+    /// (it left the table and its device is being deleted, or it is a mount between its
+    /// host's open and its publish or undo, `crate::control::pending::mount`): this one must
+    /// not start yet.
     fn hosts_one_closing(&self) -> bool {
         false
     }

@@ -17,6 +17,16 @@
 //! generation ([`Pending::keys_erased`]): a mount claimed before it is refused at its publish
 //! ([`KEYS_ERASED_MEANWHILE`]) and gives its volume back, key erased, so erase-keys never
 //! reports every key erased while a mount in progress publishes one afterwards.
+//!
+//! W1: a mount whose host is a file on another of our volumes holds that file open from its
+//! open's return until it is in the table (where the host relation orders the forced
+//! dismount of every volume) or undone. Meanwhile the host's volume counts it as closing
+//! ([`ControlLocks::hold_host`], [`crate::control::order::Candidate::hosts_one_closing`]), so
+//! shutdown's forced dismount does not start that volume while the host file of a mount it
+//! refused at its publish (whose device may already have had links and a file system) is
+//! still open: the undo closes the host first. A pick made before the open returned
+//! dismounts the host's volume under a mount that has published nothing yet (its host file
+//! then fails with that volume's file system, and no file system can be on its device yet).
 
 use crate::faults::{self, Fault};
 use crate::Status;
@@ -118,6 +128,10 @@ impl Pending {
     /// key that erase-keys did not see).
     pub fn may_publish_claim(&self, claim: &MountClaim) -> Result<(), Status> {
         self.may_publish()?;
+        // The bug this check replaces: a mount claimed before erase-keys published after it.
+        if faults::is_on(Fault::R3EraseGenerationIgnored) {
+            return Ok(());
+        }
         if claim.erase_generation != self.erase_generation {
             return Err(KEYS_ERASED_MEANWHILE);
         }
@@ -159,6 +173,20 @@ pub trait ControlLocks {
     fn serialized<R>(&self, f: impl FnOnce() -> R) -> R;
     /// Runs `f` with the mounts in progress (under the volume table's lock: short, no wait).
     fn pending<R>(&self, f: impl FnOnce(&mut Pending) -> R) -> R;
+    /// W1, under the volume table's lock: the volume in the table that `host` names (what
+    /// [`OpenedHost::host_volume`] answered) counts one more host file open on it by a
+    /// volume outside the table ([`crate::control::order::Candidate::hosts_one_closing`]).
+    /// Returns that volume's id for [`ControlLocks::release_host`], or `None` when no volume
+    /// in the table is named.
+    fn hold_host(&self, host: usize) -> Option<u32>;
+    /// Ends one [`ControlLocks::hold_host`] count of the volume `id` (if still in the table).
+    fn release_host(&self, id: u32);
+}
+
+/// A mount's opened value (its host open, its volume built, not yet published).
+pub trait OpenedHost {
+    /// The volume of ours its host is a file on (a key the glue's table knows it by), if any.
+    fn host_volume(&self) -> Option<usize>;
 }
 
 /// A mount in three steps: `check` and the claim under the control mutex; `open` (the host's
@@ -172,7 +200,9 @@ pub trait ControlLocks {
 ///
 /// `check` runs first under the mutex (the caller's checks: the letter free in the table and
 /// the namespace, the unique id); `open` runs in the caller's thread without any lock; what
-/// `publish` returns is the mount's result, or the status with the value to undo.
+/// `publish` returns is the mount's result, or the status with the value to undo. From
+/// `open`'s return until the value is published or undone (dropped), the volume its host
+/// lives on counts it as closing (W1, [`ControlLocks::hold_host`]).
 pub fn mount<C, H, R>(
     locks: &C,
     letter: Option<char>,
@@ -182,6 +212,7 @@ pub fn mount<C, H, R>(
 ) -> Result<R, Status>
 where
     C: ControlLocks,
+    H: OpenedHost,
 {
     // The bug this sequence replaces: the whole mount under the control mutex, undo included.
     if faults::is_on(Fault::ControlPathHeldByHost) {
@@ -205,6 +236,14 @@ where
             return Err(status);
         }
     };
+    // W1: its host's volume waits for it from here until it is in the table or undone (the
+    // bug this count replaces: a mount refused at its publish by shutdown still held its host
+    // file open while shutdown's forced dismount started the volume that file lives on).
+    let held = opened
+        .as_ref()
+        .and_then(OpenedHost::host_volume)
+        .filter(|_| !faults::is_on(Fault::W1RefusedMountHostUncounted))
+        .and_then(|host| locks.hold_host(host));
     let mut claim = Some(claim);
     let result = locks.serialized(|| {
         let may = claim
@@ -230,8 +269,12 @@ where
         result
     });
     // A mount refused at (or failed in) its publish gives its volume back here, outside the
-    // mutex (the undo may wait on the host), then ends its claim.
+    // mutex (the undo may wait on the host), then ends its claim. Its host closed (or, once
+    // published, in the table's host relation), its host's volume may go.
     drop(opened);
+    if let Some(id) = held {
+        locks.release_host(id);
+    }
     if let Some(claim) = claim.take() {
         locks.pending(|p| p.end(claim));
     }

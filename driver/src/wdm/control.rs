@@ -48,9 +48,9 @@ use crate::abi::{
     MOUNT_PROTECT_HIDDEN, MOUNT_READ_ONLY, MOUNT_SHARED,
 };
 use crate::access::{self, Caller, Operation, Sid};
-use crate::control::last_reference::wait_until_sole;
+use crate::control::last_reference::delete_when_sole;
 use crate::control::order::{self, Candidate, Next};
-use crate::control::pending::{self, ControlLocks, Pending, SHUTTING_DOWN};
+use crate::control::pending::{self, ControlLocks, OpenedHost, Pending, SHUTTING_DOWN};
 use crate::control::shutdown::{self as shut, DismountAll, Picked, ShutdownSide};
 use crate::dismount::{self as sequence, Teardown};
 use crate::namespace::{UniqueId, VolumeNames};
@@ -123,6 +123,22 @@ impl ControlLocks for Locks<'_> {
     fn pending<R>(&self, f: impl FnOnce(&mut Pending) -> R) -> R {
         self.0.pending.with(f)
     }
+    fn hold_host(&self, host: usize) -> Option<u32> {
+        self.0.volumes.with(|v| {
+            let e = v
+                .iter_mut()
+                .find(|e| e.device.device_object().as_ptr() as usize == host)?;
+            e.closing += 1;
+            Some(e.device.mounted().id)
+        })
+    }
+    fn release_host(&self, id: u32) {
+        self.0.volumes.with(|v| {
+            if let Some(e) = v.iter_mut().find(|e| e.device.mounted().id == id) {
+                e.closing = e.closing.saturating_sub(1);
+            }
+        });
+    }
 }
 
 /// A mounted volume in the table: its device and the user who mounted it (W4).
@@ -132,8 +148,10 @@ struct Entry {
     /// A dismount runs for it (a second one is refused as in use; shutdown skips it).
     dismounting: bool,
     /// W1: volumes whose host file lives on this one that left the table and whose host is
-    /// not closed yet (their device is being deleted): the forced dismount of every volume
-    /// does not start this one meanwhile (its lock would race that close).
+    /// not closed yet (their device is being deleted), and mounts whose host file lives on it
+    /// from their open's return until they are in the table or undone (`Locks::hold_host`):
+    /// the forced dismount of every volume does not start this one meanwhile (its lock would
+    /// race that close).
     closing: u32,
 }
 
@@ -972,10 +990,9 @@ impl Teardown for TableTeardown<'_> {
         // hold a reference for a moment (only while it builds its reply, under the control
         // mutex, waiting on nothing of ours): wait until ours is the last, so its Drop
         // deletes the device here, before the handle is closed and the dismount completes,
-        // never afterwards in that IOCTL's thread (`crate::control::last_reference`).
-        wait_until_sole(|| Arc::strong_count(&ours), || super::dismount::wait_ms(1));
-        // The device is deleted and our host closed here (the last reference).
-        drop(ours);
+        // never afterwards in that IOCTL's thread (`crate::control::last_reference`). The
+        // device is deleted and our host closed in there (the last reference).
+        delete_when_sole(ours, || super::dismount::wait_ms(1));
         if let Some(id) = host_id {
             self.state.volumes.with(|v| {
                 if let Some(e) = v.iter_mut().find(|e| e.device.mounted().id == id) {
@@ -1152,7 +1169,7 @@ impl DismountAll for ForcedAll<'_> {
         });
         match body.and_then(|body| SystemThread::spawn(body)) {
             Ok(thread) => {
-                // The sequence's delete waits for this reference too (`wait_until_sole`).
+                // The sequence's delete waits for this reference too (`delete_when_sole`).
                 drop(back);
                 self.started.with(|s| s.push(thread));
                 Ok(())
@@ -1466,6 +1483,14 @@ struct Opened<'a> {
     /// Its device was published (links, the mount manager's record) but the volume never
     /// reached the table: dropped, it is undone (`undo_publish`).
     published: bool,
+}
+
+/// W1: the volume of ours its host file lives on counts it until it is in the table or undone.
+impl OpenedHost for Opened<'_> {
+    fn host_volume(&self) -> Option<usize> {
+        let device = self.device.as_ref()?;
+        device.mounted().volume.host().own_volume_below()
+    }
 }
 
 /// Dropped by `crate::control::pending::mount` after the control mutex is released (R13:
