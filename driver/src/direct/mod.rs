@@ -59,16 +59,6 @@ pub const WORKERS: usize = 8;
 /// need no window (they land in the caller's buffer).
 pub const WRITE_WINDOWS: usize = 4;
 
-/// Longest segment of a request the direct path serves alone (no other direct request in
-/// flight on the volume when its worker takes it): a lone 1 MiB read on a host that takes
-/// 1 MiB at once went out as one operation and was decrypted only after all of it arrived
-/// (about 95 us at 11 GB/s, the whole decryption added to the transfer); cut into 256 KiB
-/// segments in flight together, each is decrypted while the next ones still transfer, and a
-/// write's segments are encrypted while the earlier ones are written. Under load other
-/// requests keep the host busy while one decrypts, so the host's own maximum stands (fewer,
-/// larger operations). Measured in docs/measurements.md ("Changes measured").
-pub const PIPELINE_SEGMENT: u32 = 256 << 10;
-
 /// The direct path of one volume.
 pub(crate) struct DirectPath<P: Platform> {
     context: Arc<PathContext<P>>,
@@ -464,11 +454,8 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
             Next::Stop => return,
             Next::Job(job) => job,
         };
-        // Alone: no other worker has a request and no host operation is in flight (a
-        // snapshot: it only chooses how the request is cut).
         let now = direct.busy.fetch_add(1, Ordering::AcqRel) + 1;
         Counters::raise_max(&counters.direct_in_flight_max, now);
-        let alone = now == 1 && direct.ops.held() == 0;
         // A small request goes out without this worker waiting for it: the host's completion
         // finishes it, and the worker takes its next job at once. The permit first (holding
         // none, the worker may wait for one).
@@ -521,10 +508,6 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
             }
             (_, Some(buf)) => {
                 direct.ops.enter();
-                let cut = match alone {
-                    true => limits.at_most(PIPELINE_SEGMENT),
-                    false => limits,
-                };
                 let status = transfer(
                     context,
                     &direct.ops,
@@ -532,7 +515,7 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
                     kind,
                     offset,
                     buf,
-                    &cut,
+                    &limits,
                     bounce.as_mut(),
                 );
                 direct.ops.leave();

@@ -49,16 +49,6 @@ impl SegmentLimits {
         }
     }
 
-    /// These limits with segments of at most `max_bytes` bytes (never above the host's own
-    /// maximum): the direct path cuts a lone large request this way so that its segments'
-    /// crypto overlaps the transfer of the next ones (`direct::PIPELINE_SEGMENT`).
-    pub fn at_most(&self, max_bytes: u32) -> Self {
-        SegmentLimits {
-            max_bytes: self.max_bytes.min(max_bytes),
-            ..*self
-        }
-    }
-
     /// The most bytes one segment whose buffer starts at `buffer_address` may hold: the
     /// maximum transfer and the physical pages from the buffer's page offset.
     fn room(&self, buffer_address: usize) -> usize {
