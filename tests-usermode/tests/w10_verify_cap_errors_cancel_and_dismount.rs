@@ -454,6 +454,9 @@ fn w10_a_verify_waiting_its_turn_is_cancelled_and_reads_nothing() {
 /// `w10_two_thousand_waiting_verifies_are_cancelled_without_a_search_of_the_line`.
 const PARKED: usize = 2_000;
 
+/// The (status, information) of each completion of one request.
+type Completions = Mutex<Vec<(Status, usize)>>;
+
 /// W10: 2,000 VERIFYs wait behind one in service (the path held), and all are cancelled,
 /// newest first (a process that exits with them parked): each completes exactly once with
 /// STATUS_CANCELLED and information 0, none reads a byte, the line is empty after, and only the
@@ -472,7 +475,7 @@ fn w10_two_thousand_waiting_verifies_are_cancelled_without_a_search_of_the_line(
         let busy = hold_the_path(&vol, &host, gates);
         host.watch(DATA_OFFSET + VERIFY_AT..DATA_OFFSET + VERIFY_AT + u64::from(VERIFY_LEN));
         let (first, _) = verify_later(&vol);
-        let completions: Arc<Vec<Mutex<Vec<(Status, usize)>>>> =
+        let completions: Arc<Vec<Completions>> =
             Arc::new((0..PARKED).map(|_| Mutex::new(Vec::new())).collect());
         let completed = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..PARKED)
