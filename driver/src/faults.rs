@@ -82,6 +82,12 @@ pub enum Fault {
     /// and 192-byte key area) instead of the first one, which a driver older than the
     /// extension refuses by its size.
     AbiAesRequestExtended = 1 << 23,
+    /// W10, the VERIFYs' line: a request popped from a keyed list (the hand-over of the next
+    /// VERIFY, dismount's refusal) keeps its in-line flag, so a cancel that comes late finds
+    /// the flag set on a request no longer in the line and unlinks it (in the kernel: through
+    /// stale list links, a corrupted line and a second owner of the IRP). Applied by the
+    /// user-mode hosts' list (`TestRequestList`), which reports the stale unlink.
+    VerifyCancelStaleFlag = 1 << 24,
     /// R3: a mount claimed before erase-keys may publish after it: its publish does not
     /// compare the erase generation of its claim with the current one.
     R3EraseGenerationIgnored = 1 << 25,

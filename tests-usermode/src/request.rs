@@ -1,7 +1,9 @@
 //! The upper request of the user-mode hosts: an owned buffer and a completion callback.
 
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::BytesMut;
 use vcdirect::platform::{BufOrigin, IoBuf, RequestKind, RequestList, RequestNote, UpperRequest};
@@ -153,18 +155,41 @@ struct CancelState {
     key: usize,
     cancelled: AtomicBool,
     armed: AtomicBool,
+    /// The in-line flag (as the kernel keeps it in the IRP's DriverContext): the id of the
+    /// keyed [`TestRequestList`] the request is linked in, 0 when none. Set and cleared under
+    /// that list's lock; read by `remove_key` through the key alone ([`KEYS`]).
+    line: AtomicUsize,
 }
 
 /// Keys of test requests: unique in the process, like the address of an outstanding IRP.
 static NEXT_KEY: AtomicUsize = AtomicUsize::new(1);
 
+/// Every live request's cancel state by key: what the kernel reaches through the IRP's address
+/// (the key), so a keyed list reads a request's in-line flag without a search. Filled as a
+/// request is made (by its issuer, before dispatch: the engine allocates nothing for it) and
+/// emptied as its state goes.
+static KEYS: Mutex<BTreeMap<usize, Weak<CancelState>>> = Mutex::new(BTreeMap::new());
+
+fn keys() -> std::sync::MutexGuard<'static, BTreeMap<usize, Weak<CancelState>>> {
+    KEYS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Drop for CancelState {
+    fn drop(&mut self) {
+        keys().remove(&self.key);
+    }
+}
+
 impl CancelHandle {
     fn new() -> Self {
-        CancelHandle(Arc::new(CancelState {
+        let state = Arc::new(CancelState {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             cancelled: AtomicBool::new(false),
             armed: AtomicBool::new(false),
-        }))
+            line: AtomicUsize::new(0),
+        });
+        keys().insert(state.key, Arc::downgrade(&state));
+        CancelHandle(state)
     }
 
     /// Cancels the request as `IoCancelIrp` does: sets its cancel flag, then, if the engine's
@@ -216,7 +241,17 @@ struct Inner {
 /// A FIFO of test requests linked through the requests themselves: no allocation, never full.
 /// Two singly linked stacks (requests are pushed on `back` and popped from `front`, which is
 /// refilled by reversing `back`), so every operation is safe code and amortized O(1), except
-/// `remove_first`, which walks the list as a cancel routine walks an IRP queue.
+/// `remove_first`, which walks the list as a cancel routine walks an IRP queue, and a hit of
+/// `remove_key`, which must walk to take the request out of a singly linked chain in safe code
+/// (the kernel's list unlinks it through its own links, no walk). What the engine asks the
+/// lists is counted per thread ([`list_steps`]).
+///
+/// A keyed list ([`RequestList::new_keyed`]) keeps each request's in-line flag as the kernel's
+/// does: set on push, cleared on pop and remove (the fault switch `VerifyCancelStaleFlag`
+/// leaves it set on pop); a push on any list that is not keyed clears it, as the kernel's
+/// `park` rewrites the IRP's context. `remove_key` believes the flag, as the kernel's constant
+/// time unlink must: a flag naming this list on a request not linked here is the unlink of a
+/// request no longer in the line, and panics with that message.
 #[derive(Default)]
 pub struct TestRequestList {
     /// Oldest first.
@@ -224,9 +259,48 @@ pub struct TestRequestList {
     /// Newest first.
     back: Option<TestRequest>,
     len: usize,
+    /// A keyed list's id (its requests' in-line flag); 0: not keyed.
+    id: usize,
+}
+
+/// Ids of keyed lists (0 is none).
+static NEXT_LIST: AtomicUsize = AtomicUsize::new(1);
+
+std::thread_local! {
+    /// Requests a search looked at on this thread (`remove_first`'s `pick` calls: the
+    /// engine's search by predicate, a step per request before the one it takes), and the
+    /// requests asked for by key (`remove_key` calls). Per thread: a cancel routine runs on
+    /// its issuer's thread, and tests run side by side.
+    static STEPS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// (requests looked at by `remove_first` searches, `remove_key` calls) so far on this thread.
+pub fn list_steps() -> (u64, u64) {
+    STEPS.with(Cell::get)
+}
+
+fn count_step(pick: u64, keyed: u64) {
+    STEPS.with(|s| {
+        let (p, k) = s.get();
+        s.set((p + pick, k + keyed));
+    });
 }
 
 impl TestRequestList {
+    /// Takes out the request with `key` from `chain` (a singly linked stack).
+    fn unlink_from(chain: &mut Option<TestRequest>, key: usize) -> Option<TestRequest> {
+        let mut at = chain;
+        while at
+            .as_ref()
+            .is_some_and(|request| request.cancel_key() != key)
+        {
+            at = &mut at.as_mut()?.0.next;
+        }
+        let mut request = at.take()?;
+        *at = request.0.next.take();
+        Some(request)
+    }
+
     /// Moves every request of `back` to the end of `front`, keeping the order.
     fn settle(&mut self) {
         // Reverse `back` (newest first) into oldest-first order.
@@ -250,7 +324,17 @@ impl RequestList<TestRequest> for TestRequestList {
         TestRequestList::default()
     }
 
+    fn new_keyed() -> Self {
+        TestRequestList {
+            front: None,
+            back: None,
+            len: 0,
+            id: NEXT_LIST.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
     fn push_back(&mut self, mut request: TestRequest) {
+        request.0.cancel.0.line.store(self.id, Ordering::SeqCst);
         request.0.next = self.back.take();
         self.back = Some(request);
         self.len += 1;
@@ -263,18 +347,51 @@ impl RequestList<TestRequest> for TestRequestList {
         let mut request = self.front.take()?;
         self.front = request.0.next.take();
         self.len -= 1;
+        if !vcdirect::faults::is_on(vcdirect::faults::Fault::VerifyCancelStaleFlag) {
+            request.0.cancel.0.line.store(0, Ordering::SeqCst);
+        }
         Some(request)
     }
 
     fn remove_first(&mut self, pick: &mut dyn FnMut(&TestRequest) -> bool) -> Option<TestRequest> {
         self.settle();
         let mut at = &mut self.front;
+        let mut pick = |request: &TestRequest| {
+            count_step(1, 0);
+            pick(request)
+        };
         while at.as_ref().is_some_and(|request| !pick(request)) {
             at = &mut at.as_mut()?.0.next;
         }
         let mut request = at.take()?;
         *at = request.0.next.take();
         self.len -= 1;
+        request.0.cancel.0.line.store(0, Ordering::SeqCst);
+        Some(request)
+    }
+
+    fn remove_key(&mut self, key: usize) -> Option<TestRequest> {
+        count_step(0, 1);
+        if self.id == 0 {
+            return None;
+        }
+        // The in-line flag, reached through the key alone (the kernel: the IRP's address).
+        let state = keys().get(&key).and_then(Weak::upgrade)?;
+        if state.line.load(Ordering::SeqCst) != self.id {
+            return None;
+        }
+        // Linked here: take it out (newest first, then oldest first).
+        let request = Self::unlink_from(&mut self.back, key)
+            .or_else(|| Self::unlink_from(&mut self.front, key));
+        let Some(request) = request else {
+            panic!(
+                "a cancel unlinked a request no longer in the line: request {key}'s in-line \
+                 flag still names the keyed list it left (the kernel would unlink it through \
+                 stale links and give the IRP a second owner)"
+            );
+        };
+        self.len -= 1;
+        state.line.store(0, Ordering::SeqCst);
         Some(request)
     }
 

@@ -7,14 +7,15 @@
 //! (as disk.sys serializes them): a flood from any handle all succeeds, delays the owner's read
 //! by one VERIFY at most, and dismount serves the one in service only (those waiting complete
 //! STATUS_DEVICE_NOT_READY; the fault switch `VerifyUnlimited` makes that check fail); a VERIFY
-//! waiting its turn can be cancelled, and the turn never sticks. A queued VERIFY serves the range
+//! waiting its turn can be cancelled (by its key, no search of the line: 2,000 cancelled newest
+//! first cost one step each), and the turn never sticks. A queued VERIFY serves the range
 //! it validated; it takes the direct path only with both gates and records no legacy reason
 //! (R6); a long legacy request cancelled midway issues no more fragments (R2). Its turn, thread
 //! and allocations: w10_verify_served_by_engine_threads.rs.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use vcdirect::disk_ioctl::VERIFY_MAX;
@@ -27,7 +28,7 @@ use vcdirect::Status;
 use vcdirect_usermode::host::{MemoryHost, ReadyIo};
 use vcdirect_usermode::irql::dispatch_at;
 use vcdirect_usermode::mount::mount_params;
-use vcdirect_usermode::request::{Completion, TestRequest};
+use vcdirect_usermode::request::{list_steps, Completion, TestRequest};
 use vcdirect_usermode::security::{self, Context};
 use vcdirect_usermode::std_platform::StdPlatform;
 
@@ -44,6 +45,9 @@ const BUSY: usize = 8;
 /// direct path the fourth, in flight beside them (its bounce buffer's round of 4 windows).
 const FAILED_AT_MOST: u64 = 4;
 const WAIT: Duration = Duration::from_secs(60);
+/// Held for writing while a test turns a fault switch on (the switches are global), for
+/// reading by a test that must not see one.
+static FAULTS: RwLock<()> = RwLock::new(());
 
 const DIRECT: Gates = Gates {
     read: true,
@@ -446,6 +450,119 @@ fn w10_a_verify_waiting_its_turn_is_cancelled_and_reads_nothing() {
     }
 }
 
+/// VERIFYs parked behind the one in service and cancelled by
+/// `w10_two_thousand_waiting_verifies_are_cancelled_without_a_search_of_the_line`.
+const PARKED: usize = 2_000;
+
+/// The (status, information) of each completion of one request.
+type Completions = Mutex<Vec<(Status, usize)>>;
+
+/// W10: 2,000 VERIFYs wait behind one in service (the path held), and all are cancelled,
+/// newest first (a process that exits with them parked): each completes exactly once with
+/// STATUS_CANCELLED and information 0, none reads a byte, the line is empty after, and only the
+/// one in service is read once released. The cancels never search the line: each asks it once
+/// by key (`RequestList::remove_key`), and the requests looked at by searches (`remove_first`'s
+/// picks, the paths' FIFOs: the busy reads and the VERIFY in service) stay within `BUSY + 2` per
+/// cancel, where a search of the line looks at every VERIFY before the one it cancels (newest
+/// first: 2,001,000 in all). No clock is asserted: the steps are counted.
+#[test]
+fn w10_two_thousand_waiting_verifies_are_cancelled_without_a_search_of_the_line() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
+    let platform = platform();
+    for gates in [Gates::OFF, DIRECT] {
+        let (vol, host) = mount_on(&platform, gates);
+        let path = path_name(gates);
+        let busy = hold_the_path(&vol, &host, gates);
+        host.watch(DATA_OFFSET + VERIFY_AT..DATA_OFFSET + VERIFY_AT + u64::from(VERIFY_LEN));
+        let (first, _) = verify_later(&vol);
+        let completions: Arc<Vec<Completions>> =
+            Arc::new((0..PARKED).map(|_| Mutex::new(Vec::new())).collect());
+        let completed = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..PARKED)
+            .map(|i| {
+                let completions = Arc::clone(&completions);
+                let completed = Arc::clone(&completed);
+                let request = TestRequest::verify(VERIFY_AT as i64, VERIFY_LEN, move |c| {
+                    completions[i]
+                        .lock()
+                        .unwrap()
+                        .push((c.status, c.information));
+                    completed.fetch_add(1, Ordering::SeqCst);
+                });
+                let handle = request.cancel_handle();
+                dispatch_at(Irql::Dispatch, &vol, request);
+                handle
+            })
+            .collect();
+        assert_eq!(
+            vol.verifies_waiting(),
+            PARKED,
+            "{path}: VERIFYs waiting behind the one in service"
+        );
+        let (picks_before, keyed_before) = list_steps();
+        for (i, handle) in handles.iter().enumerate().rev() {
+            assert!(
+                cancel(&vol, handle),
+                "{path}: the cancel routine of waiting VERIFY {i} ran"
+            );
+        }
+        let (picks_after, keyed_after) = list_steps();
+        let (picks, keyed) = (picks_after - picks_before, keyed_after - keyed_before);
+        wait_for("the cancelled VERIFYs completed", || {
+            completed.load(Ordering::SeqCst) >= PARKED
+        });
+        for (i, c) in completions.iter().enumerate() {
+            let c = c.lock().unwrap();
+            assert_eq!(
+                c[..],
+                [(Status::Cancelled, 0)],
+                "{path}: waiting VERIFY {i} completed {c:?}, not once cancelled"
+            );
+        }
+        assert_eq!(
+            vol.verifies_waiting(),
+            0,
+            "{path}: VERIFYs left in the line"
+        );
+        assert_eq!(
+            host.watched().3,
+            0,
+            "{path}: a cancelled VERIFY read while the path was held"
+        );
+        eprintln!(
+            "w10 verify {path}: {PARKED} waiting VERIFYs cancelled newest first: {keyed} asked by \
+             key, {picks} requests looked at by searches ({:.1} per cancel)",
+            picks as f64 / PARKED as f64
+        );
+        assert!(
+            picks <= (PARKED * (BUSY + 2)) as u64,
+            "{path}: the cancels looked at {picks} requests in searches for {PARKED} waiting \
+             VERIFYs (more than {} per cancel: the line was searched)",
+            BUSY + 2
+        );
+        assert_eq!(
+            keyed, PARKED as u64,
+            "{path}: each cancel asks the line once by key"
+        );
+        host.release();
+        let c = first
+            .recv_timeout(WAIT)
+            .expect("the VERIFY in service completed");
+        assert_eq!(c.status, Status::Success, "{path}: the VERIFY in service");
+        wait_for("the busy reads completed", || {
+            busy.load(Ordering::SeqCst) == BUSY
+        });
+        vol.dismount();
+        assert_eq!(
+            host.watched().3,
+            u64::from(VERIFY_LEN),
+            "{path}: bytes read (the one in service only)"
+        );
+        assert_eq!(vol.open_cancel_handshakes(), 0, "{path}");
+        assert_eq!(vol.in_flight(), 0, "{path}");
+    }
+}
+
 /// W10: the VERIFY turn never sticks: after a VERIFY cancelled while waiting, one cancelled in
 /// service, a failing host read, and erase_keys, a later VERIFY is still served (it succeeds;
 /// after erase_keys, two in a row get the read's status).
@@ -760,6 +877,8 @@ fn w10_a_verify_flood_delays_the_owner_by_one_verify_and_dismount_serves_one() {
         );
         check_flood(&f);
     }
+    // The switches are global: no test that counts on one VERIFY at a time runs meanwhile.
+    let _faults = FAULTS.write().unwrap_or_else(|e| e.into_inner());
     for gates in [Gates::OFF, DIRECT] {
         set_faults(&[Fault::VerifyUnlimited]);
         let f = flood(&platform, gates);

@@ -121,15 +121,32 @@ pub struct RequestNote(pub [u32; 5]);
 /// A FIFO of waiting requests linked through the requests themselves (in the kernel: the
 /// IRP's `Tail.Overlay.ListEntry`, as VeraCrypt queues IRPs), so queueing allocates nothing
 /// and the list is never full (W6). Not synchronised: the engine keeps it under its lock.
+///
+/// A keyed list ([`new_keyed`](RequestList::new_keyed)) also takes a request out by its
+/// [`cancel_key`](UpperRequest::cancel_key) without a search
+/// ([`remove_key`](RequestList::remove_key)): each request linked in it carries an in-line
+/// flag, set as it is appended and cleared as it leaves (popped or removed), both under the
+/// list's lock; a request appended to any other list carries none. The engine keeps one keyed
+/// list per volume (the VERIFYs' line), and a request belongs to one volume, so a request whose
+/// flag is set is linked in that volume's keyed list and in no other.
 pub trait RequestList<R>: Send {
     /// An empty list (allocates nothing).
     fn new() -> Self;
+    /// An empty keyed list (allocates nothing).
+    fn new_keyed() -> Self;
     /// Appends `request`.
     fn push_back(&mut self, request: R);
     /// Takes the oldest request.
     fn pop_front(&mut self) -> Option<R>;
     /// Takes out the oldest request `pick` selects (a cancel routine's search).
     fn remove_first(&mut self, pick: &mut dyn FnMut(&R) -> bool) -> Option<R>;
+    /// A keyed list: takes out the request `key` names when its in-line flag says it is linked
+    /// here, else `None` (as on a list that is not keyed). In the kernel, constant time: the
+    /// IRP the key names is unlinked through its own doubly linked list entry, no search.
+    /// `key` must name a request that is not completed while the call runs (the cancel
+    /// routine's: the engine completes such a request only after its routine's search ended,
+    /// `volume/cancel.rs`); in the kernel it is read through that address.
+    fn remove_key(&mut self, key: usize) -> Option<R>;
     /// Number of requests linked.
     fn len(&self) -> usize;
     /// True when no request is linked.

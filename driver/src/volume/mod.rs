@@ -99,7 +99,9 @@ struct VerifyLine<R: UpperRequest> {
     closed: bool,
     /// VERIFYs waiting for the one in service, in arrival order, parked with their cancel hook
     /// armed (linked through their requests: never full, allocates nothing, W6). Each holds
-    /// its place among the admitted requests (`Volume::admitted`).
+    /// its place among the admitted requests (`Volume::admitted`). A keyed list: the cancel
+    /// routine takes a waiting VERIFY out by its key in constant time (`RequestList::remove_key`,
+    /// the in-line flag), however many wait.
     waiting: R::List,
 }
 
@@ -242,7 +244,7 @@ impl<P: Platform> Volume<P> {
                 verifies: P::Lock::new(VerifyLine {
                     busy: false,
                     closed: false,
-                    waiting: RequestList::new(),
+                    waiting: RequestList::new_keyed(),
                 }),
                 threads: P::Lock::new(try_vec(MAX_THREADS)?),
                 protection_tripped: AtomicBool::new(false),
@@ -785,6 +787,11 @@ impl<P: Platform> Volume<P> {
         // wait until those routines returned, so none holds the volume any more.
         self.context.host.drain();
         self.context.key.erase();
+    }
+
+    /// VERIFYs waiting their turn in the VERIFYs' line now.
+    pub fn verifies_waiting(&self) -> usize {
+        self.verifies.with(|line| line.waiting.len())
     }
 
     /// True once dismount has begun.

@@ -68,17 +68,31 @@ pub struct Irp {
 /// buffer and armed flags) waits in `Tail.Overlay.DriverContext`. Queueing allocates nothing
 /// and the list is never full (W6).
 ///
+/// A keyed list (`new_keyed`: the VERIFYs' line) is doubly linked: `ListEntry.Blink` is the
+/// previous IRP (null for the first), and each IRP linked carries the in-line flag
+/// ([`PARKED_IN_LINE`], DriverContext[3]), set by `push_back` and cleared by `pop_front`,
+/// `remove_first` and `remove_key`, all under the list's lock; `park` (any other list's push)
+/// writes the slot without it. `remove_key` then unlinks the IRP its key names through its
+/// own Flink and Blink, no search: constant time at DISPATCH_LEVEL however long the line.
+/// The links hold IRP addresses (not LIST_ENTRY addresses), as the singly linked lists' do.
+///
 /// IRQL: under the engine queue's spin lock (<= DISPATCH_LEVEL).
 ///
 /// # Invariants
 /// Every IRP linked is owned by this list alone (its wrapper was consumed by `push_back`) and
 /// not completed; `tail` is the last one linked (null when empty); only the driver that owns
 /// an IRP uses its `Tail.Overlay` ListEntry and DriverContext, which are not a device queue
-/// here (no StartIo).
+/// here (no StartIo). In a keyed list, every IRP linked has the in-line flag and a Blink that
+/// names the IRP before it (null for `head`); an IRP not linked in a keyed list has no in-line
+/// flag (its DriverContext[3] is read and written atomically, so a cancel routine's read of it
+/// never races another list's `park` as a data race). The engine keeps one keyed list per
+/// volume and an IRP is a request of one volume, so the flag names that volume's line.
 pub struct IrpList {
     head: *mut IRP,
     tail: *mut IRP,
     len: usize,
+    /// Doubly linked, with the in-line flag (the VERIFYs' line).
+    keyed: bool,
 }
 
 // SAFETY: the list owns the IRPs linked in it (an owned IRP may be handled from any thread);
@@ -99,6 +113,9 @@ const POISON: usize = 0xDEAD_0C0D_E1A9_1D00;
 const PARKED_BUFFER_OUT: usize = 1;
 /// DriverContext[3] flag: the cancel routine was armed (`Irp::armed`).
 const PARKED_ARMED: usize = 2;
+/// DriverContext[3] flag: the IRP is linked in a keyed [`IrpList`] (the VERIFYs' line): the
+/// in-line flag `remove_key` believes. Set and cleared only by a keyed list, under its lock.
+const PARKED_IN_LINE: usize = 4;
 /// DriverContext[3] upper half: the engine note's fifth word (64-bit targets only).
 const _: () = assert!(core::mem::size_of::<usize>() == 8);
 
@@ -135,6 +152,76 @@ impl Irp {
         unsafe { &raw mut (*overlay).__bindgen_anon_2.ListEntry.Flink }
     }
 
+    /// DriverContext[3] of the owned IRP `irp` as the atomic it is used as (the flags, the
+    /// in-line flag among them, and the note's fifth word): a cancel routine's `remove_key`
+    /// reads it while another list may be parking the IRP.
+    ///
+    /// # Safety
+    /// `irp` is an IRP this driver owns and has not completed, for as long as the reference is
+    /// used.
+    unsafe fn flags_slot<'a>(irp: *mut IRP) -> &'a AtomicPtr<c_void> {
+        // SAFETY: the caller's contract.
+        let context = unsafe { Self::driver_context(irp) };
+        // SAFETY: `context` points into the owned IRP; taking an element's address reads
+        // nothing.
+        let slot = unsafe { &raw mut (*context)[3] };
+        // SAFETY: a pointer-sized, pointer-aligned slot of the owned IRP, valid while it is not
+        // completed (the caller's contract), accessed only atomically while the IRP is parked
+        // (`park`, `unpark`, the keyed list's flag updates; the wine-host poison writes it only
+        // at completion, when no list holds it).
+        unsafe { AtomicPtr::from_ptr(slot) }
+    }
+
+    /// Sets or clears the in-line flag of the parked `irp`.
+    ///
+    /// # Safety
+    /// As for [`flags_slot`](Self::flags_slot); the caller is the keyed list that links (or
+    /// unlinks) it, under its lock.
+    unsafe fn set_in_line(irp: *mut IRP, on: bool) {
+        // SAFETY: the caller's contract.
+        let slot = unsafe { Self::flags_slot(irp) };
+        let flags = slot.load(Ordering::Relaxed) as usize;
+        let flags = if on {
+            flags | PARKED_IN_LINE
+        } else {
+            flags & !PARKED_IN_LINE
+        };
+        slot.store(flags as *mut c_void, Ordering::Relaxed);
+    }
+
+    /// `Tail.Overlay.ListEntry.Blink` of the owned IRP `irp` (a keyed list's back link).
+    ///
+    /// # Safety
+    /// As for [`overlay`](Self::overlay).
+    unsafe fn back_link(irp: *mut IRP) -> *mut *mut wdk_sys::LIST_ENTRY {
+        // SAFETY: the caller's contract.
+        let overlay = unsafe { Self::overlay(irp) };
+        // SAFETY: `overlay` points into the owned IRP; taking a field's address reads nothing.
+        unsafe { &raw mut (*overlay).__bindgen_anon_2.ListEntry.Blink }
+    }
+
+    /// Sets the back link of the parked `irp` (in a keyed list).
+    ///
+    /// # Safety
+    /// `irp` is parked and owned by the calling keyed list.
+    unsafe fn set_parked_prev(irp: *mut IRP, prev: *mut IRP) {
+        // SAFETY: the caller's contract.
+        let link = unsafe { Self::back_link(irp) };
+        // SAFETY: the back link of a parked IRP this list owns.
+        unsafe { link.write(prev.cast()) };
+    }
+
+    /// The IRP linked before the parked `irp` in its keyed list (null: it is the first).
+    ///
+    /// # Safety
+    /// `irp` is linked in a keyed [`IrpList`].
+    unsafe fn parked_prev(irp: *mut IRP) -> *mut IRP {
+        // SAFETY: the caller's contract.
+        let link = unsafe { Self::back_link(irp) };
+        // SAFETY: the keyed list's `push_back` or unlinks wrote it.
+        unsafe { link.read() }.cast::<IRP>()
+    }
+
     /// Moves the wrapper's state into the IRP and gives up the wrapper (for [`IrpList`]).
     fn park(self) -> *mut IRP {
         let irp = self.irp.as_ptr();
@@ -150,15 +237,18 @@ impl Irp {
         // SAFETY: `self` owns the IRP, not completed (type invariant).
         let context = unsafe { Self::driver_context(irp) };
         // SAFETY: the owned IRP's DriverContext is ours to write (see `IrpList`): plain
-        // pointer-sized values, the note packed two u32 to a slot (the fifth beside the flags).
+        // pointer-sized values, the note packed two u32 to a slot (the fifth beside the flags,
+        // in slot 3, written below).
         unsafe {
-            context.write([
+            context.cast::<[*mut c_void; 3]>().write([
                 (u64::from(a) | (u64::from(b) << 32)) as usize as *mut c_void,
                 (u64::from(c) | (u64::from(d) << 32)) as usize as *mut c_void,
                 routine,
-                flags as *mut c_void,
             ])
         };
+        // SAFETY: as above. Stored atomically, without the in-line flag: a keyed list sets it
+        // after this, and a cancel routine may read the slot meanwhile (`IrpList::remove_key`).
+        unsafe { Self::flags_slot(irp) }.store(flags as *mut c_void, Ordering::Relaxed);
         // SAFETY: as above.
         let link = unsafe { Self::link(irp) };
         // SAFETY: the link field is ours while the IRP is owned.
@@ -174,8 +264,10 @@ impl Irp {
     unsafe fn unpark(irp: NonNull<IRP>) -> Irp {
         // SAFETY: the caller's contract: a parked, owned, not completed IRP.
         let context = unsafe { Self::driver_context(irp.as_ptr()) };
-        // SAFETY: `park` wrote every slot of the owned IRP's DriverContext.
-        let [n01, n23, routine, flags] = unsafe { context.read() };
+        // SAFETY: `park` wrote slots 0 to 2 of the owned IRP's DriverContext.
+        let [n01, n23, routine] = unsafe { context.cast::<[*mut c_void; 3]>().read() };
+        // SAFETY: as above; `park` stored slot 3 (the flags), read as it is written.
+        let flags = unsafe { Self::flags_slot(irp.as_ptr()) }.load(Ordering::Relaxed);
         // W9 (wine-host build): a parked IRP whose context is the completion poison was
         // completed and is still linked (or its memory reused): reported, then handled as it
         // reads (on Windows this read would be a use after free).
@@ -244,17 +336,51 @@ impl Irp {
     }
 }
 
+impl IrpList {
+    /// A keyed list: `irp`, just unlinked from it, leaves the line (its in-line flag cleared)
+    /// and `next`, if any, becomes the first or follows `prev` (its back link). Nothing for a
+    /// list that is not keyed.
+    ///
+    /// # Safety
+    /// `irp` was linked in this list and is still owned by it; `next` is null or linked in it.
+    unsafe fn left_line(&self, irp: *mut IRP, prev: *mut IRP, next: *mut IRP) {
+        if !self.keyed {
+            return;
+        }
+        // SAFETY: the caller's contract: the list owns `irp` until it hands it out.
+        unsafe { Irp::set_in_line(irp, false) };
+        if let Some(next) = NonNull::new(next) {
+            // SAFETY: `next` is linked in this keyed list (the caller's contract).
+            unsafe { Irp::set_parked_prev(next.as_ptr(), prev) };
+        }
+    }
+}
+
 impl RequestList<Irp> for IrpList {
     fn new() -> Self {
         IrpList {
             head: core::ptr::null_mut(),
             tail: core::ptr::null_mut(),
             len: 0,
+            keyed: false,
+        }
+    }
+
+    fn new_keyed() -> Self {
+        IrpList {
+            keyed: true,
+            ..Self::new()
         }
     }
 
     fn push_back(&mut self, request: Irp) {
         let irp = request.park();
+        if self.keyed {
+            // SAFETY: parked just now and owned by this list from here on.
+            unsafe { Irp::set_parked_prev(irp, self.tail) };
+            // SAFETY: as above; under this list's lock (its caller's).
+            unsafe { Irp::set_in_line(irp, true) };
+        }
         match NonNull::new(self.tail) {
             // SAFETY: `tail` is linked in this list (invariant).
             Some(tail) => unsafe { Irp::set_parked_next(tail.as_ptr(), irp) },
@@ -272,6 +398,8 @@ impl RequestList<Irp> for IrpList {
             self.tail = core::ptr::null_mut();
         }
         self.len -= 1;
+        // SAFETY: unlinked just now, still owned here; the new head (if any) is linked.
+        unsafe { self.left_line(head.as_ptr(), core::ptr::null_mut(), self.head) };
         // SAFETY: unlinked just now: this list gives up its ownership to the one wrapper.
         Some(unsafe { Irp::unpark(head) })
     }
@@ -300,12 +428,49 @@ impl RequestList<Irp> for IrpList {
                     self.tail = prev;
                 }
                 self.len -= 1;
+                // SAFETY: unlinked just now, still owned here; `next` is null or linked.
+                unsafe { self.left_line(irp.as_ptr(), prev, next) };
                 return Some(view);
             }
             prev = irp.as_ptr();
             at = next;
         }
         None
+    }
+
+    /// Constant time: no loop. The IRP `key` names is read only for its in-line flag unless
+    /// the flag is set, and then unlinked through its own Flink and Blink.
+    fn remove_key(&mut self, key: usize) -> Option<Irp> {
+        if !self.keyed {
+            return None;
+        }
+        let irp = NonNull::new(key as *mut IRP)?;
+        // SAFETY: the contract of `remove_key`: `key` is the address of an IRP the engine owns
+        // and does not complete while this runs (the cancel routine's, `cancel_queued`: the
+        // engine completes it only after the routine's search ended). Its flags' slot is read
+        // atomically: another list may be parking it (a taker that lost the hook).
+        let flags = unsafe { Irp::flags_slot(irp.as_ptr()) }.load(Ordering::Relaxed) as usize;
+        if flags & PARKED_IN_LINE == 0 {
+            return None;
+        }
+        // Linked in this keyed list (invariant: the flag is set only while it is): owned here.
+        // SAFETY: linked in this keyed list.
+        let prev = unsafe { Irp::parked_prev(irp.as_ptr()) };
+        // SAFETY: as above.
+        let next = unsafe { Irp::parked_next(irp.as_ptr()) };
+        match NonNull::new(prev) {
+            // SAFETY: `prev` is linked in this list.
+            Some(prev) => unsafe { Irp::set_parked_next(prev.as_ptr(), next) },
+            None => self.head = next,
+        }
+        if next.is_null() {
+            self.tail = prev;
+        }
+        self.len -= 1;
+        // SAFETY: unlinked just now, still owned here; `next` is null or linked.
+        unsafe { self.left_line(irp.as_ptr(), prev, next) };
+        // SAFETY: unlinked just now: this list gives up its ownership to the one wrapper.
+        Some(unsafe { Irp::unpark(irp) })
     }
 
     fn len(&self) -> usize {

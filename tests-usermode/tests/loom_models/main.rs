@@ -1,7 +1,7 @@
 //! Loom models of the engine's concurrency cores, run through `LoomPlatform`: one file per
 //! primitive (range lock, key erasure, completion hand-off, dismount drain, cancel hand-shake,
 //! the direct path's cap on host operations in flight, the hand-off of a request issued
-//! without a waiter),
+//! without a waiter, the VERIFYs' line: a waiting VERIFY's cancel against its hand-over),
 //! one test binary, so the fault-switch lock below covers them all.
 //!
 //! Each model is exhaustive within a preemption bound (set per model, overridable with
@@ -93,6 +93,7 @@ mod dismount_drain;
 mod host_ops;
 mod key_erasure;
 mod range_lock;
+mod verify_line;
 
 // Shared by the key and volume models.
 
