@@ -256,7 +256,7 @@ fn key_into(block: &mut Vec<Portable>, data: &[u8; 32], tweak: &[u8; 32]) {
 const BURN: usize = if cfg!(debug_assertions) {
     16 << 10
 } else if cfg!(target_arch = "aarch64") {
-    4 << 10
+    3 << 10
 } else {
     6 << 10
 };
