@@ -23,8 +23,10 @@ total_start=$(date +%s)
 #   lint           the docs' links and cited paths; rustfmt; workspace clippy in debug and
 #                  in release; rustdoc
 #   windows-check  the engine for x64 and ARM64 Windows (debug and release), vcctl for Windows
-#   unit           every cargo test of the workspace (debug), loom models included, and the
-#                  engine's allocation-injection seam test (its own feature)
+#   unit           every cargo test of the workspace (debug), loom models included, the
+#                  engine's allocation-injection seam test (its own feature), and the W5 check
+#                  of the portable AES keying's stack burn in release, with `aes` choosing at
+#                  run time and with its software form forced (--cfg aes_force_soft)
 #   lone-clone     the unit tests again in a clone with nothing next to it (the repository
 #                  stands alone); dependencies come from unit's build
 #   sim            release vcsim over 2,000 seeds and 1,000 of --filesystem-above (W1), the
@@ -73,7 +75,7 @@ run_stage() { # name command...
 run_stage setup scripts/setup.sh
 run_stage lint scripts/lint.sh
 run_stage windows-check scripts/windows-check.sh
-run_stage unit bash -c 'cargo test --workspace && cargo test -p vcdirect --features allocation-injection --test allocation_injection'
+run_stage unit bash -c 'cargo test --workspace && cargo test -p vcdirect --features allocation-injection --test allocation_injection && cargo test --release -p vcdirect --features fault-switches --test w5_portable_keying && RUSTFLAGS="--cfg aes_force_soft" cargo test --release -p vcdirect --features fault-switches --test w5_portable_keying --target-dir target/aes-soft'
 run_stage lone-clone scripts/lone-clone.sh
 run_stage sim bash -c 'cargo build -q --release -p vcdirect-usermode --bin vcsim && target/release/vcsim --seeds 0..2000 && target/release/vcsim --filesystem-above --seeds 0..1000 && cargo test -q --release -p vcdirect-usermode --test harness_bites -- --test-threads 1 && cargo run -q -p vcdirect-usermode --bin vcsim -- --seeds 0..20'
 run_stage fuzz scripts/fuzz-smoke.sh 15

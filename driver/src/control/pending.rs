@@ -24,9 +24,12 @@
 //! ([`ControlLocks::hold_host`], [`crate::control::order::Candidate::hosts_one_closing`]), so
 //! shutdown's forced dismount does not start that volume while the host file of a mount it
 //! refused at its publish (whose device may already have had links and a file system) is
-//! still open: the undo closes the host first. A pick made before the open returned
-//! dismounts the host's volume under a mount that has published nothing yet (its host file
-//! then fails with that volume's file system, and no file system can be on its device yet).
+//! still open: the undo closes the host first. A pick made before the mount counted itself
+//! (its open returned, `hold_host` not yet run) dismounts the host's volume under a mount that
+//! has published nothing yet (its host file then fails with that volume's file system, and no
+//! file system can be on its device yet). The undo of a refused mount that had published (its
+//! links, a forced dismount of a file system on it) and then the host volume's own forced
+//! dismount may together outlast shutdown's 30 s; what is not done by then stays as it is.
 
 use crate::faults::{self, Fault};
 use crate::Status;

@@ -248,23 +248,31 @@ fn key_into(block: &mut Vec<Portable>, data: &[u8; 32], tweak: &[u8; 32]) {
     block.push(Portable::new(data, tweak));
 }
 
-/// Bytes [`burn_stack`] overwrites below its caller. The driver images are built optimised:
-/// there `key_into`'s deepest path (the `aes` crate's key expansion; on x64 it chooses AES-NI
-/// or its fixsliced software form at run time, both inlined into one frame) needs less (x64
-/// 5,448 bytes, ARM64 2,880), which `scripts/check-sys.sh` checks in each image. Unoptimised
-/// test builds of this crate make far larger frames.
-const BURN: usize = if cfg!(debug_assertions) {
+/// Bytes [`burn_stack`] overwrites below its caller. In the driver images (optimised) this is
+/// `key_into`'s deepest path (x64 5,448 bytes, ARM64 2,880: the `aes` crate's key expansion; on
+/// x64 it chooses AES-NI or its fixsliced software form at run time, both inlined into one
+/// frame) plus 1 KiB for what an interrupt or a context switch at the keying's deepest point
+/// stores below it (a KTRAP_FRAME of 0x190 bytes with the volatile registers, an ISR's pushes,
+/// the switch frame with the non-volatile ones); `scripts/check-sys.sh` checks it in each
+/// image. Unoptimised user-mode test builds of this crate make far larger frames; a kernel
+/// build always burns the images' figure (16 KiB under unoptimised frames could reach a 24 KiB
+/// kernel stack's guard page).
+const BURN: usize = if cfg!(all(debug_assertions, not(feature = "kernel"))) {
     16 << 10
 } else if cfg!(target_arch = "aarch64") {
-    3 << 10
+    4 << 10
 } else {
-    6 << 10
+    6656
 };
 
 /// Overwrites [`BURN`] bytes of the stack below the caller with zeros (volatile writes, which
-/// the compiler may not remove), where [`key_into`] left the by-value copies of the keys.
+/// the compiler may not remove). Called after the portable path's keying (where `key_into`
+/// left by-value copies of its keys) and, in the kernel, by every system thread of the driver
+/// as its last step before it ends (the round keys a cipher's rounds spilled to that thread's
+/// stack, and the trap frames stored there, would otherwise go back to the system with the
+/// stack). Registers are not cleared; the next trap frame stores what they still hold.
 #[inline(never)]
-fn burn_stack() {
+pub fn burn_stack() {
     let mut area = [0u8; BURN];
     zeroize::Zeroize::zeroize(&mut area);
     core::hint::black_box(&area);

@@ -194,6 +194,9 @@ unsafe extern "C" fn thread_start(context: PVOID) {
     if run.load(Ordering::Acquire) {
         body();
     }
+    // W5: the stack goes back to the system with whatever the body left on it (round keys a
+    // cipher's rounds spilled, trap frames with the registers they held); zero it first.
+    crate::crypto::burn_stack();
     // W9 (wine-host build): a system thread ends at PASSIVE_LEVEL (PsTerminateSystemThread's
     // contract); one that leaves raised (a spin lock guard leaked) is reported here.
     irql::check_returned_at(Irql::Passive);
