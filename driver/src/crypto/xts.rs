@@ -265,8 +265,8 @@ const BURN: usize = if cfg!(all(debug_assertions, not(feature = "kernel"))) {
     6656
 };
 
-/// Overwrites `BURN` bytes (6.5 KiB; 4 KiB on ARM64) of the stack below the caller with zeros (volatile writes, which
-/// the compiler may not remove). Called after the portable path's keying (where `key_into`
+/// Overwrites `BURN` bytes (6.5 KiB; 4 KiB on ARM64) of the stack below the caller with zeros
+/// (volatile writes, which the compiler may not remove). Called after the portable path's keying (where `key_into`
 /// left by-value copies of its keys) and, in the kernel, by every system thread of the driver
 /// as its last step before it ends (the round keys a cipher's rounds spilled to that thread's
 /// stack, and the trap frames stored there, would otherwise go back to the system with the
