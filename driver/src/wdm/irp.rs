@@ -67,9 +67,9 @@ pub struct Irp {
 
 /// The engine's queues of waiting IRPs, linked through the IRPs themselves (as VeraCrypt
 /// queues IRPs): `Tail.Overlay.ListEntry` holds the links (`Flink` the next IRP, `Blink` the
-/// previous one), and what the [`Irp`] wrapper holds (the engine's note, the cancel routine to arm, the
-/// buffer and armed flags) waits in `Tail.Overlay.DriverContext`. Queueing allocates nothing
-/// and the list is never full (W6).
+/// previous one), and what the [`Irp`] wrapper holds (the engine's note, the cancel routine to
+/// arm, the buffer and armed flags) waits in `Tail.Overlay.DriverContext`. Queueing allocates
+/// nothing and the list is never full (W6).
 ///
 /// Which link and flag is written when is the engine's portable algorithm
 /// ([`LinkedRequests`], run by the user-mode tests and loom models too); this glue only gives it
