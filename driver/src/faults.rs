@@ -86,7 +86,8 @@ pub enum Fault {
     /// VERIFY, dismount's refusal) keeps its in-line flag, so a cancel that comes late finds
     /// the flag set on a request no longer in the line and unlinks it (in the kernel: through
     /// stale list links, a corrupted line and a second owner of the IRP). Applied by the
-    /// user-mode hosts' list (`TestRequestList`), which reports the stale unlink.
+    /// engine's list algorithm (`platform::LinkedRequests::pop_front`), whose neighbour check
+    /// stops the stale unlink.
     VerifyCancelStaleFlag = 1 << 24,
     /// R3: a mount claimed before erase-keys may publish after it: its publish does not
     /// compare the erase generation of its claim with the current one.

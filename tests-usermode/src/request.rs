@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::BytesMut;
-use vcdirect::platform::{BufOrigin, IoBuf, RequestKind, RequestList, RequestNote, UpperRequest};
+use vcdirect::platform::{
+    BufOrigin, IoBuf, LinkedRequests, RequestKind, RequestLinks, RequestList, RequestNote,
+    UpperRequest,
+};
 use vcdirect::Status;
 
 /// What a fresh read buffer holds before the read: a byte pattern no test volume or medium
@@ -150,15 +153,33 @@ type Callback = Box<dyn FnOnce(Completion) + Send>;
 #[derive(Clone, Debug)]
 pub struct CancelHandle(Arc<CancelState>);
 
-#[derive(Debug)]
 struct CancelState {
     key: usize,
     cancelled: AtomicBool,
     armed: AtomicBool,
-    /// The in-line flag (as the kernel keeps it in the IRP's DriverContext): the id of the
-    /// keyed [`TestRequestList`] the request is linked in, 0 when none. Set and cleared under
-    /// that list's lock; read by `remove_key` through the key alone ([`KEYS`]).
-    line: AtomicUsize,
+    /// The in-line flag (as the kernel keeps it in the IRP's DriverContext): set while the
+    /// request is linked in a keyed [`TestRequestList`]. Set and cleared under that list's
+    /// lock by the engine's [`LinkedRequests`]; read by `remove_key` through the key alone
+    /// ([`KEYS`]).
+    in_line: AtomicBool,
+    /// The key of the request linked after this one (the IRP's Flink), 0: none.
+    next: AtomicUsize,
+    /// The key of the request linked before this one (the IRP's Blink), 0: none.
+    prev: AtomicUsize,
+    /// The request itself while a list holds it (the list owns it, as an IRP is owned by the
+    /// list it is linked in): its block, allocated by its issuer, so a waiting request costs
+    /// the engine no allocation.
+    parked: Mutex<Option<TestRequest>>,
+}
+
+impl std::fmt::Debug for CancelState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelState")
+            .field("key", &self.key)
+            .field("cancelled", &self.cancelled)
+            .field("armed", &self.armed)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Keys of test requests: unique in the process, like the address of an outstanding IRP.
@@ -186,7 +207,10 @@ impl CancelHandle {
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             cancelled: AtomicBool::new(false),
             armed: AtomicBool::new(false),
-            line: AtomicUsize::new(0),
+            in_line: AtomicBool::new(false),
+            next: AtomicUsize::new(0),
+            prev: AtomicUsize::new(0),
+            parked: Mutex::new(None),
         });
         keys().insert(state.key, Arc::downgrade(&state));
         CancelHandle(state)
@@ -234,37 +258,33 @@ struct Inner {
     moved: Option<(i64, u32)>,
     offset_asked: AtomicBool,
     length_asked: AtomicBool,
-    /// The next request in the list this one waits in (the IRP's list entry).
-    next: Option<TestRequest>,
 }
 
 /// A FIFO of test requests linked through the requests themselves: no allocation, never full.
-/// Two singly linked stacks (requests are pushed on `back` and popped from `front`, which is
-/// refilled by reversing `back`), so every operation is safe code and amortized O(1), except
-/// `remove_first`, which walks the list as a cancel routine walks an IRP queue, and a hit of
-/// `remove_key`, which must walk to take the request out of a singly linked chain in safe code
-/// (the kernel's list unlinks it through its own links, no walk). What the engine asks the
-/// lists is counted per thread ([`list_steps`]).
+/// The link logic is the engine's ([`LinkedRequests`], the one the kernel's IRP lists run):
+/// this host gives it each request's links and in-line flag by the request's key
+/// ([`TestLinks`], through [`KEYS`], as the kernel reaches an IRP's by its address), so the
+/// tests and loom models run the kernel's push, pop, search and constant-time unlink by key,
+/// with its neighbour check. A request the list holds waits in its own cancel state
+/// (`parked`). What the engine asks the lists is counted per thread ([`list_steps`]).
 ///
 /// A keyed list ([`RequestList::new_keyed`]) keeps each request's in-line flag as the kernel's
 /// does: set on push, cleared on pop and remove (the fault switch `VerifyCancelStaleFlag`
-/// leaves it set on pop); a push on any list that is not keyed clears it, as the kernel's
-/// `park` rewrites the IRP's context. `remove_key` believes the flag, as the kernel's constant
-/// time unlink must: a flag naming this list on a request not linked here is the unlink of a
-/// request no longer in the line, and panics with that message.
-#[derive(Default)]
+/// leaves it set on pop); a push on any list clears it first, as the kernel's `park` rewrites
+/// the IRP's context. `remove_key` believes the flag only once the request's neighbours link
+/// it: a flag on a request no longer in the line panics with
+/// [`STALE_UNLINK`](vcdirect::platform::STALE_UNLINK).
 pub struct TestRequestList {
-    /// Oldest first.
-    front: Option<TestRequest>,
-    /// Newest first.
-    back: Option<TestRequest>,
-    len: usize,
-    /// A keyed list's id (its requests' in-line flag); 0: not keyed.
-    id: usize,
+    line: LinkedRequests<usize>,
 }
 
-/// Ids of keyed lists (0 is none).
-static NEXT_LIST: AtomicUsize = AtomicUsize::new(1);
+impl Default for TestRequestList {
+    fn default() -> Self {
+        TestRequestList {
+            line: LinkedRequests::new(false),
+        }
+    }
+}
 
 std::thread_local! {
     /// Requests a search looked at on this thread (`remove_first`'s `pick` calls: the
@@ -286,36 +306,62 @@ fn count_step(pick: u64, keyed: u64) {
     });
 }
 
-impl TestRequestList {
-    /// Takes out the request with `key` from `chain` (a singly linked stack).
-    fn unlink_from(chain: &mut Option<TestRequest>, key: usize) -> Option<TestRequest> {
-        let mut at = chain;
-        while at
-            .as_ref()
-            .is_some_and(|request| request.cancel_key() != key)
-        {
-            at = &mut at.as_mut()?.0.next;
-        }
-        let mut request = at.take()?;
-        *at = request.0.next.take();
-        Some(request)
-    }
+/// The cancel state of the live request `key` (what the kernel reaches through an IRP's
+/// address), `None` once it is gone.
+fn state(key: usize) -> Option<Arc<CancelState>> {
+    keys().get(&key).and_then(Weak::upgrade)
+}
 
-    /// Moves every request of `back` to the end of `front`, keeping the order.
-    fn settle(&mut self) {
-        // Reverse `back` (newest first) into oldest-first order.
-        let mut reversed: Option<TestRequest> = None;
-        while let Some(mut request) = self.back.take() {
-            self.back = request.0.next.take();
-            request.0.next = reversed;
-            reversed = Some(request);
+fn key_of(link: usize) -> Option<usize> {
+    (link != 0).then_some(link)
+}
+
+/// The links and in-line flag of test requests by key, for the engine's [`LinkedRequests`]. A
+/// key of a request that is gone has no links and no flag (writes to it are dropped): the
+/// kernel would read freed memory there.
+struct TestLinks;
+
+impl RequestLinks for TestLinks {
+    type Node = usize;
+
+    fn next(&self, key: usize) -> Option<usize> {
+        state(key).and_then(|s| key_of(s.next.load(Ordering::SeqCst)))
+    }
+    fn set_next(&self, key: usize, next: Option<usize>) {
+        if let Some(s) = state(key) {
+            s.next.store(next.unwrap_or(0), Ordering::SeqCst);
         }
-        // Append it after the last request of `front`.
-        let mut tail = &mut self.front;
-        while let Some(request) = tail {
-            tail = &mut request.0.next;
+    }
+    fn prev(&self, key: usize) -> Option<usize> {
+        state(key).and_then(|s| key_of(s.prev.load(Ordering::SeqCst)))
+    }
+    fn set_prev(&self, key: usize, prev: Option<usize>) {
+        if let Some(s) = state(key) {
+            s.prev.store(prev.unwrap_or(0), Ordering::SeqCst);
         }
-        *tail = reversed;
+    }
+    fn in_line(&self, key: usize) -> bool {
+        state(key).is_some_and(|s| s.in_line.load(Ordering::SeqCst))
+    }
+    fn set_in_line(&self, key: usize, on: bool) {
+        if let Some(s) = state(key) {
+            s.in_line.store(on, Ordering::SeqCst);
+        }
+    }
+}
+
+fn parked(state: &CancelState) -> std::sync::MutexGuard<'_, Option<TestRequest>> {
+    state.parked.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl TestRequestList {
+    /// Takes back the request `key` the engine's list just unlinked.
+    fn unpark(key: usize) -> TestRequest {
+        let request = state(key).and_then(|s| parked(&s).take());
+        match request {
+            Some(request) => request,
+            None => panic!("request {key} was unlinked from a list that did not hold it"),
+        }
     }
 }
 
@@ -326,84 +372,54 @@ impl RequestList<TestRequest> for TestRequestList {
 
     fn new_keyed() -> Self {
         TestRequestList {
-            front: None,
-            back: None,
-            len: 0,
-            id: NEXT_LIST.fetch_add(1, Ordering::Relaxed),
+            line: LinkedRequests::new(true),
         }
     }
 
-    fn push_back(&mut self, mut request: TestRequest) {
-        request.0.cancel.0.line.store(self.id, Ordering::SeqCst);
-        request.0.next = self.back.take();
-        self.back = Some(request);
-        self.len += 1;
+    fn push_back(&mut self, request: TestRequest) {
+        let state = Arc::clone(&request.0.cancel.0);
+        // As the kernel's `park`: the context is rewritten without the in-line flag.
+        state.in_line.store(false, Ordering::SeqCst);
+        let key = state.key;
+        let previous = parked(&state).replace(request);
+        assert!(previous.is_none(), "request {key} pushed on two lists");
+        self.line.push_back(&TestLinks, key);
     }
 
     fn pop_front(&mut self) -> Option<TestRequest> {
-        if self.front.is_none() {
-            self.settle();
-        }
-        let mut request = self.front.take()?;
-        self.front = request.0.next.take();
-        self.len -= 1;
-        if !vcdirect::faults::is_on(vcdirect::faults::Fault::VerifyCancelStaleFlag) {
-            request.0.cancel.0.line.store(0, Ordering::SeqCst);
-        }
-        Some(request)
+        let key = self.line.pop_front(&TestLinks)?;
+        Some(Self::unpark(key))
     }
 
     fn remove_first(&mut self, pick: &mut dyn FnMut(&TestRequest) -> bool) -> Option<TestRequest> {
-        self.settle();
-        let mut at = &mut self.front;
-        let mut pick = |request: &TestRequest| {
+        let key = self.line.remove_first(&TestLinks, |key| {
             count_step(1, 0);
-            pick(request)
-        };
-        while at.as_ref().is_some_and(|request| !pick(request)) {
-            at = &mut at.as_mut()?.0.next;
-        }
-        let mut request = at.take()?;
-        *at = request.0.next.take();
-        self.len -= 1;
-        request.0.cancel.0.line.store(0, Ordering::SeqCst);
-        Some(request)
+            let Some(state) = state(key) else {
+                panic!("request {key} is linked in a list but gone");
+            };
+            let request = parked(&state);
+            match request.as_ref() {
+                Some(request) => pick(request),
+                None => panic!("request {key} is linked in a list that does not hold it"),
+            }
+        })?;
+        Some(Self::unpark(key))
     }
 
     fn remove_key(&mut self, key: usize) -> Option<TestRequest> {
         count_step(0, 1);
-        if self.id == 0 {
-            return None;
-        }
-        // The in-line flag, reached through the key alone (the kernel: the IRP's address).
-        let state = keys().get(&key).and_then(Weak::upgrade)?;
-        if state.line.load(Ordering::SeqCst) != self.id {
-            return None;
-        }
-        // Linked here: take it out (newest first, then oldest first).
-        let request = Self::unlink_from(&mut self.back, key)
-            .or_else(|| Self::unlink_from(&mut self.front, key));
-        let Some(request) = request else {
-            panic!(
-                "a cancel unlinked a request no longer in the line: request {key}'s in-line \
-                 flag still names the keyed list it left (the kernel would unlink it through \
-                 stale links and give the IRP a second owner)"
-            );
-        };
-        self.len -= 1;
-        state.line.store(0, Ordering::SeqCst);
-        Some(request)
+        let key = self.line.remove_key(&TestLinks, key)?;
+        Some(Self::unpark(key))
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.line.len()
     }
 }
 
 impl Drop for TestRequestList {
     fn drop(&mut self) {
-        // Unlink iteratively (a long chain must not recurse); a request still linked is lost,
-        // which its own drop reports.
+        // A request still linked is lost, which its own drop reports.
         while let Some(request) = self.pop_front() {
             drop(request);
         }
@@ -432,7 +448,6 @@ impl TestRequest {
             moved: None,
             offset_asked: AtomicBool::new(false),
             length_asked: AtomicBool::new(false),
-            next: None,
         }))
     }
 

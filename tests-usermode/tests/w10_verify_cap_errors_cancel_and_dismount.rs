@@ -46,7 +46,8 @@ const BUSY: usize = 8;
 const FAILED_AT_MOST: u64 = 4;
 const WAIT: Duration = Duration::from_secs(60);
 /// Held for writing while a test turns a fault switch on (the switches are global), for
-/// reading by a test that must not see one.
+/// reading by every other test of this file (each counts on one VERIFY at a time, which the
+/// switches break).
 static FAULTS: RwLock<()> = RwLock::new(());
 
 const DIRECT: Gates = Gates {
@@ -266,6 +267,7 @@ fn verify(vol: &Vol, offset: i64, length: u32) -> Completion {
 
 #[test]
 fn w10_verify_over_its_cap_is_refused_and_reads_nothing() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     for gates in [Gates::OFF, DIRECT] {
         let (vol, host) = mount_on(&platform, gates);
@@ -328,6 +330,7 @@ fn w10_verify_over_its_cap_is_refused_and_reads_nothing() {
 
 #[test]
 fn w10_verify_reports_the_failing_host_reads_status() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     let data_error = Status::Host(0xC000_009C); // STATUS_DEVICE_DATA_ERROR
     for gates in [Gates::OFF, DIRECT] {
@@ -408,6 +411,7 @@ fn cancel(vol: &Vol, handle: &vcdirect_usermode::request::CancelHandle) -> bool 
 /// is then served.
 #[test]
 fn w10_a_verify_waiting_its_turn_is_cancelled_and_reads_nothing() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     for gates in [Gates::OFF, DIRECT] {
         let (vol, host) = mount_on(&platform, gates);
@@ -457,14 +461,36 @@ const PARKED: usize = 2_000;
 /// The (status, information) of each completion of one request.
 type Completions = Mutex<Vec<(Status, usize)>>;
 
-/// W10: 2,000 VERIFYs wait behind one in service (the path held), and all are cancelled,
-/// newest first (a process that exits with them parked): each completes exactly once with
+/// The order the 2,000 waiting VERIFYs are cancelled in: the oldest still waiting, the newest,
+/// then the middle one, in turn, so the line is unlinked at its head, its tail and inside it.
+fn mixed_order(n: usize) -> Vec<usize> {
+    let mut waiting: std::collections::VecDeque<usize> = (0..n).collect();
+    let mut order = Vec::with_capacity(n);
+    for turn in 0.. {
+        let next = match turn % 3 {
+            0 => waiting.pop_front(),
+            1 => waiting.pop_back(),
+            _ => waiting.remove(waiting.len() / 2),
+        };
+        match next {
+            Some(i) => order.push(i),
+            None => break,
+        }
+    }
+    order
+}
+
+/// W10: 2,000 VERIFYs wait behind one in service (the path held), and all are cancelled in a
+/// mixed order (the oldest, the newest, the middle one, in turn: the unlink by key at the
+/// line's head, tail and inside, through the engine's list code the kernel runs, with its
+/// neighbour check): each completes exactly once with
 /// STATUS_CANCELLED and information 0, none reads a byte, the line is empty after, and only the
 /// one in service is read once released. The cancels never search the line: each asks it once
 /// by key (`RequestList::remove_key`), and the requests looked at by searches (`remove_first`'s
 /// picks, the paths' FIFOs: the busy reads and the VERIFY in service) stay within `BUSY + 2` per
-/// cancel, where a search of the line looks at every VERIFY before the one it cancels (newest
-/// first: 2,001,000 in all). No clock is asserted: the steps are counted.
+/// cancel, where a search of the line looks at every VERIFY before the one it cancels (about
+/// a million in all in this order). After each cancel the line is one shorter. No clock is
+/// asserted: the steps are counted.
 #[test]
 fn w10_two_thousand_waiting_verifies_are_cancelled_without_a_search_of_the_line() {
     let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
@@ -500,10 +526,15 @@ fn w10_two_thousand_waiting_verifies_are_cancelled_without_a_search_of_the_line(
             "{path}: VERIFYs waiting behind the one in service"
         );
         let (picks_before, keyed_before) = list_steps();
-        for (i, handle) in handles.iter().enumerate().rev() {
+        for (done, i) in mixed_order(PARKED).into_iter().enumerate() {
             assert!(
-                cancel(&vol, handle),
+                cancel(&vol, &handles[i]),
                 "{path}: the cancel routine of waiting VERIFY {i} ran"
+            );
+            assert_eq!(
+                vol.verifies_waiting(),
+                PARKED - done - 1,
+                "{path}: the line after the cancel of waiting VERIFY {i}"
             );
         }
         let (picks_after, keyed_after) = list_steps();
@@ -530,8 +561,8 @@ fn w10_two_thousand_waiting_verifies_are_cancelled_without_a_search_of_the_line(
             "{path}: a cancelled VERIFY read while the path was held"
         );
         eprintln!(
-            "w10 verify {path}: {PARKED} waiting VERIFYs cancelled newest first: {keyed} asked by \
-             key, {picks} requests looked at by searches ({:.1} per cancel)",
+            "w10 verify {path}: {PARKED} waiting VERIFYs cancelled head, tail and middle in turn: \
+             {keyed} asked by key, {picks} requests looked at by searches ({:.1} per cancel)",
             picks as f64 / PARKED as f64
         );
         assert!(
@@ -568,6 +599,7 @@ fn w10_two_thousand_waiting_verifies_are_cancelled_without_a_search_of_the_line(
 /// after erase_keys, two in a row get the read's status).
 #[test]
 fn w10_the_verify_turn_never_sticks() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     for gates in [Gates::OFF, DIRECT] {
         let (vol, host) = mount_on(&platform, gates);
@@ -633,6 +665,7 @@ fn w10_the_verify_turn_never_sticks() {
 
 #[test]
 fn r13_dismount_waits_for_a_queued_verify() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     for gates in [Gates::OFF, DIRECT] {
         let (vol, host) = mount_on(&platform, gates);
@@ -913,6 +946,7 @@ fn w10_a_verify_flood_delays_the_owner_by_one_verify_and_dismount_serves_one() {
 /// reads and writes).
 #[test]
 fn r6_verify_is_direct_only_with_both_gates_and_records_no_legacy_reason() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     for (gates, direct) in [
         (Gates::OFF, false),
@@ -960,6 +994,7 @@ fn r6_verify_is_direct_only_with_both_gates_and_records_no_legacy_reason() {
 /// after dispatch changes nothing), on both paths.
 #[test]
 fn w10_a_queued_verify_serves_the_range_it_validated() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     for gates in [Gates::OFF, DIRECT] {
         let (vol, host) = mount_on(&platform, gates);
@@ -1001,6 +1036,7 @@ fn w10_a_queued_verify_serves_the_range_it_validated() {
 /// more of its fragments and completes with STATUS_CANCELLED.
 #[test]
 fn r2_a_long_legacy_request_cancelled_midway_issues_no_more_fragments() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     let total = (4u64 << 20) / u64::from(PIECE);
     for verify_it in [false, true] {
@@ -1061,6 +1097,7 @@ fn done(tx: std::sync::mpsc::Sender<Completion>) -> impl FnOnce(Completion) + Se
 /// ordering's waits, counted), on both paths.
 #[test]
 fn r12_a_verify_is_ordered_against_overlapping_writes_only() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     let data = vec![0x5Au8; 4096];
     for gates in [Gates::OFF, DIRECT] {
@@ -1113,6 +1150,7 @@ fn r12_a_verify_is_ordered_against_overlapping_writes_only() {
 /// R2: after erase_keys a VERIFY gets the status a read gets and reads nothing, on both paths.
 #[test]
 fn r2_after_erase_keys_a_verify_gets_the_reads_status_and_reads_nothing() {
+    let _no_faults = FAULTS.read().unwrap_or_else(|e| e.into_inner());
     let platform = platform();
     for gates in [Gates::OFF, DIRECT] {
         let (vol, host) = mount_on(&platform, gates);

@@ -12,6 +12,7 @@ mod injection;
 pub mod irql;
 pub mod irql_table;
 mod request;
+mod request_links;
 mod request_queue;
 mod rundown;
 mod work_queue;
@@ -24,6 +25,7 @@ pub use request::{
     BufOrigin, Detached, DetachedDone, HostDevice, HostIo, HostKind, HostLimits, HostRead, IoBuf,
     KeptRead, Origin, RequestKind, RequestList, RequestNote, UpperRequest,
 };
+pub use request_links::{LinkedRequests, RequestLinks, STALE_UNLINK};
 pub use request_queue::{RequestQueue, Taken};
 pub use rundown::{Rundown, RundownGuard};
 pub use work_queue::WorkQueue;

@@ -142,7 +142,9 @@ pub trait RequestList<R>: Send {
     fn remove_first(&mut self, pick: &mut dyn FnMut(&R) -> bool) -> Option<R>;
     /// A keyed list: takes out the request `key` names when its in-line flag says it is linked
     /// here, else `None` (as on a list that is not keyed). In the kernel, constant time: the
-    /// IRP the key names is unlinked through its own doubly linked list entry, no search.
+    /// IRP the key names is unlinked through its own doubly linked list entry, no search,
+    /// once its neighbours are checked to link it (a mismatch panics: [`super::LinkedRequests`],
+    /// the link logic every host's list runs).
     /// `key` must name a request that is not completed while the call runs (the cancel
     /// routine's: the engine completes such a request only after its routine's search ended,
     /// `volume/cancel.rs`); in the kernel it is read through that address.

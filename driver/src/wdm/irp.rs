@@ -19,7 +19,10 @@ use wdk_sys::{
 };
 
 use super::nt;
-use crate::platform::{BufOrigin, IoBuf, RequestKind, RequestList, RequestNote, UpperRequest};
+use crate::platform::{
+    BufOrigin, IoBuf, LinkedRequests, RequestKind, RequestLinks, RequestList, RequestNote,
+    UpperRequest,
+};
 use crate::Status;
 
 /// MdlMappingNoExecute (wdm.h, Windows 8 and later): map data pages no-execute.
@@ -63,36 +66,86 @@ pub struct Irp {
 }
 
 /// The engine's queues of waiting IRPs, linked through the IRPs themselves (as VeraCrypt
-/// queues IRPs): `Tail.Overlay.ListEntry.Flink` is the link (a singly linked FIFO with head and
-/// tail), and what the [`Irp`] wrapper holds (the engine's note, the cancel routine to arm, the
-/// buffer and armed flags) waits in `Tail.Overlay.DriverContext`. Queueing allocates nothing
-/// and the list is never full (W6).
+/// queues IRPs): `Tail.Overlay.ListEntry` holds the links (`Flink` the next IRP, `Blink` the
+/// previous one), and what the [`Irp`] wrapper holds (the engine's note, the cancel routine to
+/// arm, the buffer and armed flags) waits in `Tail.Overlay.DriverContext`. Queueing allocates
+/// nothing and the list is never full (W6).
 ///
-/// A keyed list (`new_keyed`: the VERIFYs' line) is doubly linked: `ListEntry.Blink` is the
-/// previous IRP (null for the first), and each IRP linked carries the in-line flag
-/// ([`PARKED_IN_LINE`], DriverContext[3]), set by `push_back` and cleared by `pop_front`,
-/// `remove_first` and `remove_key`, all under the list's lock; `park` (any other list's push)
-/// writes the slot without it. `remove_key` then unlinks the IRP its key names through its
-/// own Flink and Blink, no search: constant time at DISPATCH_LEVEL however long the line.
-/// The links hold IRP addresses (not LIST_ENTRY addresses), as the singly linked lists' do.
+/// Which link and flag is written when is the engine's portable algorithm
+/// ([`LinkedRequests`], run by the user-mode tests and loom models too); this glue only gives it
+/// access to an IRP's links and flag ([`IrpLinks`]). A keyed list (`new_keyed`: the VERIFYs'
+/// line) keeps the in-line flag ([`PARKED_IN_LINE`], DriverContext[3]) on each IRP linked: set
+/// by `push_back` and cleared by `pop_front`, `remove_first` and `remove_key`, all under the
+/// list's lock; `park` (any other list's push) writes the slot without it, and `from_raw`
+/// clears it as the IRP arrives (Windows does not zero DriverContext). `remove_key` then
+/// unlinks the IRP its key names through its own Flink and Blink after checking that its
+/// neighbours link it (as RemoveEntryList does; a mismatch panics, and the panic handler
+/// bugchecks), no search: constant time at DISPATCH_LEVEL however long the line. The links
+/// hold IRP addresses (not LIST_ENTRY addresses).
 ///
 /// IRQL: under the engine queue's spin lock (<= DISPATCH_LEVEL).
 ///
 /// # Invariants
 /// Every IRP linked is owned by this list alone (its wrapper was consumed by `push_back`) and
-/// not completed; `tail` is the last one linked (null when empty); only the driver that owns
-/// an IRP uses its `Tail.Overlay` ListEntry and DriverContext, which are not a device queue
-/// here (no StartIo). In a keyed list, every IRP linked has the in-line flag and a Blink that
-/// names the IRP before it (null for `head`); an IRP not linked in a keyed list has no in-line
-/// flag (its DriverContext[3] is read and written atomically, so a cancel routine's read of it
-/// never races another list's `park` as a data race). The engine keeps one keyed list per
-/// volume and an IRP is a request of one volume, so the flag names that volume's line.
+/// not completed (the invariants of [`LinkedRequests`] hold over their links); only the driver
+/// that owns an IRP uses its `Tail.Overlay` ListEntry and DriverContext, which are not a device
+/// queue here (no StartIo). From dispatch on (`from_raw`), an IRP not linked in a keyed list
+/// has no in-line flag (its DriverContext[3] is read and written atomically, so a cancel
+/// routine's read of it never races another list's `park` as a data race). The engine keeps
+/// one keyed list per volume and an IRP is a request of one volume, so the flag names that
+/// volume's line.
 pub struct IrpList {
-    head: *mut IRP,
-    tail: *mut IRP,
-    len: usize,
-    /// Doubly linked, with the in-line flag (the VERIFYs' line).
-    keyed: bool,
+    line: LinkedRequests<NonNull<IRP>>,
+}
+
+/// The links and in-line flag of IRPs, for [`LinkedRequests`]: `Tail.Overlay.ListEntry`'s
+/// Flink and Blink, and [`PARKED_IN_LINE`] in DriverContext[3].
+///
+/// # Invariants
+/// Used only by [`IrpList`], which hands it only IRPs linked in it or being linked into or out
+/// of it (parked, owned by the list, not completed), and, for `in_line` and the neighbour check
+/// of `remove_key`, the IRP a cancel routine's key names (the contract of `remove_key`: owned
+/// by the engine and not completed while the call runs; the neighbours read are linked IRPs of
+/// the same list when the check passes, or IRPs whose links were cleared or rewritten by a list
+/// that owns them).
+struct IrpLinks;
+
+impl RequestLinks for IrpLinks {
+    type Node = NonNull<IRP>;
+
+    fn next(&self, irp: NonNull<IRP>) -> Option<NonNull<IRP>> {
+        // SAFETY: an IRP of the list (type invariant).
+        NonNull::new(unsafe { Irp::parked_next(irp.as_ptr()) })
+    }
+
+    fn set_next(&self, irp: NonNull<IRP>, next: Option<NonNull<IRP>>) {
+        let next = next.map_or(core::ptr::null_mut(), NonNull::as_ptr);
+        // SAFETY: an IRP the list owns (type invariant).
+        unsafe { Irp::set_parked_next(irp.as_ptr(), next) }
+    }
+
+    fn prev(&self, irp: NonNull<IRP>) -> Option<NonNull<IRP>> {
+        // SAFETY: an IRP of the list (type invariant).
+        NonNull::new(unsafe { Irp::parked_prev(irp.as_ptr()) })
+    }
+
+    fn set_prev(&self, irp: NonNull<IRP>, prev: Option<NonNull<IRP>>) {
+        let prev = prev.map_or(core::ptr::null_mut(), NonNull::as_ptr);
+        // SAFETY: an IRP the list owns (type invariant).
+        unsafe { Irp::set_parked_prev(irp.as_ptr(), prev) }
+    }
+
+    fn in_line(&self, irp: NonNull<IRP>) -> bool {
+        // SAFETY: an IRP the engine owns, not completed during the call (type invariant). Read
+        // atomically: another list may be parking it (a taker that lost the hook).
+        let flags = unsafe { Irp::flags_slot(irp.as_ptr()) }.load(Ordering::Relaxed) as usize;
+        flags & PARKED_IN_LINE != 0
+    }
+
+    fn set_in_line(&self, irp: NonNull<IRP>, on: bool) {
+        // SAFETY: an IRP the keyed list links or unlinks, under its lock (type invariant).
+        unsafe { Irp::set_in_line(irp.as_ptr(), on) }
+    }
 }
 
 // SAFETY: the list owns the IRPs linked in it (an owned IRP may be handled from any thread);
@@ -223,7 +276,7 @@ impl Irp {
     }
 
     /// Moves the wrapper's state into the IRP and gives up the wrapper (for [`IrpList`]).
-    fn park(self) -> *mut IRP {
+    fn park(self) -> NonNull<IRP> {
         let irp = self.irp.as_ptr();
         let [a, b, c, d, e] = self.note.0;
         // The flags' slot is 64 bits wide (x64, ARM64): the two flags below, the note's fifth
@@ -253,7 +306,7 @@ impl Irp {
         let link = unsafe { Self::link(irp) };
         // SAFETY: the link field is ours while the IRP is owned.
         unsafe { link.write(core::ptr::null_mut()) };
-        irp
+        self.irp
     }
 
     /// The wrapper of an IRP [`park`](Self::park) gave up.
@@ -336,72 +389,28 @@ impl Irp {
     }
 }
 
-impl IrpList {
-    /// A keyed list: `irp`, just unlinked from it, leaves the line (its in-line flag cleared)
-    /// and `next`, if any, becomes the first or follows `prev` (its back link). Nothing for a
-    /// list that is not keyed.
-    ///
-    /// # Safety
-    /// `irp` was linked in this list and is still owned by it; `next` is null or linked in it.
-    unsafe fn left_line(&self, irp: *mut IRP, prev: *mut IRP, next: *mut IRP) {
-        if !self.keyed {
-            return;
-        }
-        // SAFETY: the caller's contract: the list owns `irp` until it hands it out.
-        unsafe { Irp::set_in_line(irp, false) };
-        if let Some(next) = NonNull::new(next) {
-            // SAFETY: `next` is linked in this keyed list (the caller's contract).
-            unsafe { Irp::set_parked_prev(next.as_ptr(), prev) };
-        }
-    }
-}
-
 impl RequestList<Irp> for IrpList {
     fn new() -> Self {
         IrpList {
-            head: core::ptr::null_mut(),
-            tail: core::ptr::null_mut(),
-            len: 0,
-            keyed: false,
+            line: LinkedRequests::new(false),
         }
     }
 
     fn new_keyed() -> Self {
         IrpList {
-            keyed: true,
-            ..Self::new()
+            line: LinkedRequests::new(true),
         }
     }
 
     fn push_back(&mut self, request: Irp) {
-        let irp = request.park();
-        if self.keyed {
-            // SAFETY: parked just now and owned by this list from here on.
-            unsafe { Irp::set_parked_prev(irp, self.tail) };
-            // SAFETY: as above; under this list's lock (its caller's).
-            unsafe { Irp::set_in_line(irp, true) };
-        }
-        match NonNull::new(self.tail) {
-            // SAFETY: `tail` is linked in this list (invariant).
-            Some(tail) => unsafe { Irp::set_parked_next(tail.as_ptr(), irp) },
-            None => self.head = irp,
-        }
-        self.tail = irp;
-        self.len += 1;
+        // Parked: owned by this list from here on.
+        self.line.push_back(&IrpLinks, request.park());
     }
 
     fn pop_front(&mut self) -> Option<Irp> {
-        let head = NonNull::new(self.head)?;
-        // SAFETY: `head` is linked in this list (invariant).
-        self.head = unsafe { Irp::parked_next(head.as_ptr()) };
-        if self.head.is_null() {
-            self.tail = core::ptr::null_mut();
-        }
-        self.len -= 1;
-        // SAFETY: unlinked just now, still owned here; the new head (if any) is linked.
-        unsafe { self.left_line(head.as_ptr(), core::ptr::null_mut(), self.head) };
+        let irp = self.line.pop_front(&IrpLinks)?;
         // SAFETY: unlinked just now: this list gives up its ownership to the one wrapper.
-        Some(unsafe { Irp::unpark(head) })
+        Some(unsafe { Irp::unpark(irp) })
     }
 
     // Always inlined: the cancel routine's call (inside the queue's spin lock) then calls its
@@ -410,71 +419,31 @@ impl RequestList<Irp> for IrpList {
     // image, and the cancel path goes over its budget (seen in the wine-host image).
     #[inline(always)]
     fn remove_first(&mut self, pick: &mut dyn FnMut(&Irp) -> bool) -> Option<Irp> {
-        let mut prev: *mut IRP = core::ptr::null_mut();
-        let mut at = self.head;
-        while let Some(irp) = NonNull::new(at) {
+        let irp = self.line.remove_first(&IrpLinks, |irp| {
             // SAFETY: `irp` is linked in this list; the view is only read and dropped while
             // the IRP stays parked (Irp has no Drop).
-            let view = unsafe { Irp::unpark(irp) };
-            // SAFETY: as above.
-            let next = unsafe { Irp::parked_next(irp.as_ptr()) };
-            if pick(&view) {
-                match NonNull::new(prev) {
-                    // SAFETY: `prev` is linked in this list.
-                    Some(prev) => unsafe { Irp::set_parked_next(prev.as_ptr(), next) },
-                    None => self.head = next,
-                }
-                if self.tail == irp.as_ptr() {
-                    self.tail = prev;
-                }
-                self.len -= 1;
-                // SAFETY: unlinked just now, still owned here; `next` is null or linked.
-                unsafe { self.left_line(irp.as_ptr(), prev, next) };
-                return Some(view);
-            }
-            prev = irp.as_ptr();
-            at = next;
-        }
-        None
+            pick(&unsafe { Irp::unpark(irp) })
+        })?;
+        // SAFETY: unlinked just now: this list gives up its ownership to the one wrapper.
+        Some(unsafe { Irp::unpark(irp) })
     }
 
     /// Constant time: no loop. The IRP `key` names is read only for its in-line flag unless
-    /// the flag is set, and then unlinked through its own Flink and Blink.
+    /// the flag is set, and then unlinked through its own Flink and Blink once its neighbours
+    /// are checked to link it.
     fn remove_key(&mut self, key: usize) -> Option<Irp> {
-        if !self.keyed {
-            return None;
-        }
-        let irp = NonNull::new(key as *mut IRP)?;
-        // SAFETY: the contract of `remove_key`: `key` is the address of an IRP the engine owns
-        // and does not complete while this runs (the cancel routine's, `cancel_queued`: the
-        // engine completes it only after the routine's search ended). Its flags' slot is read
-        // atomically: another list may be parking it (a taker that lost the hook).
-        let flags = unsafe { Irp::flags_slot(irp.as_ptr()) }.load(Ordering::Relaxed) as usize;
-        if flags & PARKED_IN_LINE == 0 {
-            return None;
-        }
-        // Linked in this keyed list (invariant: the flag is set only while it is): owned here.
-        // SAFETY: linked in this keyed list.
-        let prev = unsafe { Irp::parked_prev(irp.as_ptr()) };
-        // SAFETY: as above.
-        let next = unsafe { Irp::parked_next(irp.as_ptr()) };
-        match NonNull::new(prev) {
-            // SAFETY: `prev` is linked in this list.
-            Some(prev) => unsafe { Irp::set_parked_next(prev.as_ptr(), next) },
-            None => self.head = next,
-        }
-        if next.is_null() {
-            self.tail = prev;
-        }
-        self.len -= 1;
-        // SAFETY: unlinked just now, still owned here; `next` is null or linked.
-        unsafe { self.left_line(irp.as_ptr(), prev, next) };
+        // The contract of `remove_key`: `key` is the address of an IRP the engine owns and does
+        // not complete while this runs (the cancel routine's, `cancel_queued`: the engine
+        // completes it only after the routine's search ended): `IrpLinks`' invariant.
+        let irp = self
+            .line
+            .remove_key(&IrpLinks, NonNull::new(key as *mut IRP)?)?;
         // SAFETY: unlinked just now: this list gives up its ownership to the one wrapper.
         Some(unsafe { Irp::unpark(irp) })
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.line.len()
     }
 }
 
@@ -646,6 +615,12 @@ impl Irp {
     /// `irp` is an IRP the I/O manager handed to this driver's dispatch routine, not yet
     /// completed, and no other `Irp` wraps it.
     pub unsafe fn from_raw(irp: NonNull<IRP>) -> Self {
+        // SAFETY: the caller's contract: an IRP handed to this driver's dispatch routine, owned
+        // and not completed. Windows does not zero `Tail.Overlay.DriverContext` for a driver: the
+        // in-line flag is cleared here, atomically as the slot is always accessed, so from
+        // dispatch on an IRP not linked in a keyed list has none (`IrpList::remove_key`
+        // believes it). Nothing of ours is in the slot yet: the whole slot is cleared.
+        unsafe { Self::flags_slot(irp.as_ptr()) }.store(core::ptr::null_mut(), Ordering::Relaxed);
         Irp {
             irp,
             buffer_out: false,

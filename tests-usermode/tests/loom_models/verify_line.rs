@@ -72,8 +72,9 @@ fn w10_verify_line_cancel_racing_the_hand_over_completes_once() {
 
 /// The fault switch `VerifyCancelStaleFlag`: the hand-over pops the waiting VERIFY but leaves
 /// its in-line flag set, so a cancel routine that runs between the pop and the claim believes
-/// the flag and unlinks a request no longer in the line (the user-mode list reports it; the
-/// kernel's would corrupt the line and give the IRP a second owner). Loom finds that order.
+/// the flag and unlinks a request no longer in the line: the engine's list algorithm, which the
+/// kernel's IRP list runs too, stops it with its neighbour check (unchecked, the kernel would
+/// corrupt the line and give the IRP a second owner). Loom finds that order.
 #[test]
 #[should_panic(expected = "a cancel unlinked a request no longer in the line")]
 fn w10_verify_line_model_catches_a_stale_in_line_flag() {
