@@ -69,6 +69,8 @@ BUDGETS = {"dispatch": 6144, "control": 12288, "worker": 8192, "cancel": 3072,
 # which its zeroed array does not fill (tests-usermode's w5_portable_keying checks in user mode
 # that the keying writes nothing below the zeroed array).
 BURN_COVERS = ("vcdirect::crypto::xts::key_into", "vcdirect::crypto::xts::burn_stack")
+# W5: the system threads' start routine, and the burn it ends with (same margin).
+THREAD_BURN = ("vcdirect::wdm::thread::thread_start", "vcdirect::crypto::xts::burn_thread_stack")
 BURN_MARGIN = int(os.environ.get("CHECK_SYS_BURN_MARGIN", "1024"))
 
 # Roots of each path: symbol-name patterns (demangled paths) matched against the map.
@@ -635,6 +637,8 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
         return t if t in start_set else func_of(t)
 
     memo, recursion = {}, set()
+    # Functions left out of `worst` (the thread-end burn's check measures the bodies without it).
+    skipped = set()
 
     def allowed(g):
         return next((v for p, v in RECURSION.items() if re.search(p, name(g))), None)
@@ -649,7 +653,7 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
             return memo[f]
         best, extra = (0, []), 0
         for g in [node(g) for g in calls.get(f, ())] + sorted(targets(f)):
-            if g is None:
+            if g is None or g in skipped:
                 continue
             if g in path:
                 bound = allowed(g)
@@ -772,6 +776,22 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
               "driver/src/crypto/xts.rs")
     else:
         print("       no portable AES keying in this image (nothing to burn)")
+    # W5: every system thread burns its stack as its last step (`thread_start` calls
+    # `burn_thread_stack` after the body returned): the burn must reach the margin deeper than
+    # the deepest path of the bodies below `thread_start`.
+    burners = [f for f in starts if name(f) == THREAD_BURN[1]]
+    thread_roots = [f for f in starts if name(f) == THREAD_BURN[0]]
+    memo.clear()
+    skipped.update(burners)
+    bodies = max((worst(r, [r])[0] - frame(r) for r in thread_roots), default=0)
+    skipped.clear()
+    memo.clear()
+    burnt = min((frame(f) for f in burners), default=0)
+    check(f"every system thread's end burn covers its body ({burnt:,} bytes burnt, {bodies:,} "
+          f"used below {THREAD_BURN[0]})",
+          bool(burners) and bool(thread_roots) and burnt >= bodies + BURN_MARGIN,
+          f"{len(thread_roots)} thread starts and {len(burners)} burns; raise THREAD_BURN in "
+          "driver/src/crypto/xts.rs")
     for path, patterns in ROOTS.items():
         roots = [f for f in starts if any(re.search(p, name(f)) for p in patterns)]
         if not roots:

@@ -32,7 +32,7 @@ pub use key::{KeyBlock, KeyGuard, VolumeKey};
 pub use pool::{Cipher, CryptoPool, MIN_PIECE, MIN_PIECE_SLOW};
 pub use threads::{encryption_threads, thread_group, MAX_THREADS_GROUPS, MAX_THREADS_ONE_GROUP};
 pub use vcdirect_aes_hw::WideVectors;
-pub use xts::{burn_stack, XtsCipher, DATA_UNIT};
+pub use xts::{burn_stack, burn_thread_stack, XtsCipher, DATA_UNIT};
 
 /// Smallest buffer the kernel runs on the wide (VAES) path: below it the processor-state save
 /// and restore that the path needs there would eat the gain. Measured here: XSAVE plus XRSTOR

@@ -190,18 +190,27 @@ unsafe extern "C" fn thread_start(context: PVOID) {
     // W9 (wine-host build): a fresh system thread starts at PASSIVE_LEVEL; a level found
     // under its key is a stale entry, reported.
     irql::check_entered_at_passive();
-    let Start { run, body, .. } = *start;
-    if run.load(Ordering::Acquire) {
-        body();
-    }
+    // Everything the thread owns is dropped in there: PsTerminateSystemThread does not
+    // return, so a value still alive when it is called would leak its pool block (Driver
+    // Verifier's pool tracking bugchecks 0xC4 at unload for it).
+    run_body(start);
     // W5: the stack goes back to the system with whatever the body left on it (round keys a
     // cipher's rounds spilled, trap frames with the registers they held); zero it first.
-    crate::crypto::burn_stack();
+    crate::crypto::burn_thread_stack();
     // W9 (wine-host build): a system thread ends at PASSIVE_LEVEL (PsTerminateSystemThread's
     // contract); one that leaves raised (a spin lock guard leaked) is reported here.
     irql::check_returned_at(Irql::Passive);
     // SAFETY: called on the system thread itself, at PASSIVE_LEVEL, as its last action.
     let _ = unsafe { PsTerminateSystemThread(nt(Status::Success)) };
+}
+
+/// Runs the thread's body if `spawn` let it, and frees the start block and whatever the body
+/// did not consume before it returns.
+fn run_body(start: Box<Start>) {
+    let Start { run, body, .. } = *start;
+    if run.load(Ordering::Acquire) {
+        body();
+    }
 }
 
 impl SystemThread {
