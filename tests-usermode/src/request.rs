@@ -263,7 +263,7 @@ struct Inner {
 /// A FIFO of test requests linked through the requests themselves: no allocation, never full.
 /// The link logic is the engine's ([`LinkedRequests`], the one the kernel's IRP lists run):
 /// this host gives it each request's links and in-line flag by the request's key
-/// ([`TestLinks`], through [`KEYS`], as the kernel reaches an IRP's by its address), so the
+/// (`TestLinks`, through `KEYS`, as the kernel reaches an IRP's by its address), so the
 /// tests and loom models run the kernel's push, pop, search and constant-time unlink by key,
 /// with its neighbour check. A request the list holds waits in its own cancel state
 /// (`parked`). What the engine asks the lists is counted per thread ([`list_steps`]).

@@ -206,6 +206,9 @@ unsafe extern "C" fn thread_start(context: PVOID) {
 
 /// Runs the thread's body if `spawn` let it, and frees the start block and whatever the body
 /// did not consume before it returns.
+// The block itself must be freed in here, before the thread ends: taken by value, the box
+// would be dropped in `thread_start`, after PsTerminateSystemThread, that is never.
+#[allow(clippy::boxed_local)]
 fn run_body(start: Box<Start>) {
     let Start { run, body, .. } = *start;
     if run.load(Ordering::Acquire) {
