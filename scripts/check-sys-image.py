@@ -519,7 +519,9 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
     iat_calls = {}  # function -> [(address, imported routine)] of its calls through the IAT
     tails = {f: set() for f in starts}
     indirect = {f: set() for f in starts}  # slot offsets; None = unknown pointer
-    loaded = {}  # register -> vtable slot offset of the last load into it (same function)
+    # register -> vtable slot offsets loaded into it in this function (a set: two branches may
+    # load one register from different slots before a shared `blr`)
+    loaded = {}
     hexaddr = re.compile(r"^(?:0x)?([0-9a-f]+)\b")
     prev_f = None
     for addr, raw, mnem, ops in insns:
@@ -534,14 +536,14 @@ def stack_budget(arm64, insns, headers, mapfile, sections, base, image, flavour)
             target = hexaddr.match(ops)
             m = re.match(r"(x\d+), \[(x\d+)(?:, #(\d+))?\]$", ops)
             if mnem == "ldr" and m:
-                loaded[m.group(1)] = int(m.group(3) or 0)
+                loaded.setdefault(m.group(1), set()).add(int(m.group(3) or 0))
                 continue
             if mnem == "bl" and target:
                 calls[f].add(int(target.group(1), 16))
             elif mnem in ("blr", "br"):
                 reg = ops.strip()
                 if reg in loaded:
-                    indirect[f].add(loaded[reg])
+                    indirect[f].update(loaded[reg])
                 elif mnem == "blr":
                     indirect[f].add(None)
                 # `br` from a register not loaded from a vtable: a jump table or import thunk

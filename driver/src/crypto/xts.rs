@@ -276,9 +276,10 @@ pub fn burn_stack() {
     core::hint::black_box(&area);
 }
 
-/// Bytes [`burn_thread_stack`] overwrites: the deepest path of the driver's thread bodies on
-/// the worker path (x64 5,144 bytes, ARM64 4,784, wine-host 5,920) plus 1 KiB for a trap frame
-/// and a context switch, which `scripts/check-sys.sh` checks in each image.
+/// Bytes [`burn_thread_stack`] overwrites: at least the deepest path of the driver's thread
+/// bodies below their start routine plus 1 KiB for a trap frame and a context switch, which
+/// `scripts/check-sys.sh` checks in each image (x64 5,080 bytes, ARM64 4,752, wine-host 6,120:
+/// the last with 88 bytes to spare).
 const THREAD_BURN: usize = 7 << 10;
 
 /// Overwrites `THREAD_BURN` bytes (7 KiB) of the stack below the caller with zeros: the last
