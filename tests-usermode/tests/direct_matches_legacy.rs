@@ -16,21 +16,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use vcdirect::crypto::{Algorithm, AES, ALGORITHMS};
 use vcdirect::platform::irql::Irql;
-use vcdirect::platform::RequestKind;
 use vcdirect::registry::Gates;
 use vcdirect::Status;
 use vcdirect_usermode::host::MemoryHost;
 
 const SIZE: u64 = 6 * MIB;
-
-#[derive(Clone, Debug)]
-struct Req {
-    write: bool,
-    offset: u64,
-    len: usize,
-    page_offset: usize,
-    seed: u64,
-}
 
 /// Sizes 512 B .. 1 MiB (some just over a fragment or a segment), offsets often overlapping
 /// the previous request, buffers at several page offsets.
@@ -67,40 +57,6 @@ fn workload_in(seed: u64, n: usize, size: u64) -> Vec<Req> {
                 len: len as usize,
                 page_offset: [0, 512, 8, 3584][rng.gen_range(0..4)],
                 seed: seed << 20 | i as u64,
-            }
-        })
-        .collect()
-}
-
-struct Outcome {
-    status: Status,
-    information: usize,
-    read: Option<Vec<u8>>,
-}
-
-fn run(vol: &Vol, reqs: &[Req]) -> Vec<Outcome> {
-    reqs.iter()
-        .map(|r| {
-            let mut buf = buf_at_page_offset(r.len, r.page_offset);
-            let kind = if r.write {
-                buf.as_mut_slice().copy_from_slice(&pattern(r.seed, r.len));
-                RequestKind::Write
-            } else {
-                RequestKind::Read
-            };
-            let c = raw_request(vol, kind, r.offset as i64, r.len as u32, Some(buf));
-            let back = c.buf.expect("buffer back").as_slice().to_vec();
-            if r.write {
-                // The caller's buffer is never encrypted in place.
-                assert!(
-                    back == pattern(r.seed, r.len),
-                    "write buffer modified: {r:?}"
-                );
-            }
-            Outcome {
-                status: c.status,
-                information: c.information,
-                read: (!r.write).then_some(back),
             }
         })
         .collect()

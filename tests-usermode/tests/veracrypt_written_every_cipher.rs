@@ -19,7 +19,7 @@ use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
 use vcctl::kdf::Prf;
 use vcctl::volume::{Credentials, Kind, Opened};
-use vcdirect::platform::{HostDevice, RequestKind};
+use vcdirect::platform::HostDevice;
 use vcdirect::registry::Gates;
 use vcdirect::volume::{CounterSnapshot, Volume};
 use vcdirect::Status;
@@ -154,15 +154,6 @@ fn fat_serial(what: &str, boot: &[u8]) -> u32 {
     u32::from_le_bytes(boot[at..at + 4].try_into().unwrap())
 }
 
-#[derive(Clone, Debug)]
-struct Req {
-    write: bool,
-    offset: u64,
-    len: usize,
-    page_offset: usize,
-    seed: u64,
-}
-
 /// `n` requests over a data area of `size` bytes: mostly 1..16 sectors, some up to 256
 /// (never past the end), often over the previous request, buffers at several page offsets;
 /// the first is a read of the boot sector.
@@ -194,33 +185,6 @@ fn workload(seed: u64, n: usize, size: u64) -> Vec<Req> {
                 },
                 page_offset: [0, 512, 8, 3584][rng.gen_range(0..4)],
                 seed: seed << 20 | i as u64,
-            }
-        })
-        .collect()
-}
-
-struct Outcome {
-    status: Status,
-    information: usize,
-    read: Option<Vec<u8>>,
-}
-
-fn run(vol: &Vol, reqs: &[Req]) -> Vec<Outcome> {
-    reqs.iter()
-        .map(|r| {
-            let mut buf = buf_at_page_offset(r.len, r.page_offset);
-            let kind = if r.write {
-                buf.as_mut_slice().copy_from_slice(&pattern(r.seed, r.len));
-                RequestKind::Write
-            } else {
-                RequestKind::Read
-            };
-            let c = raw_request(vol, kind, r.offset as i64, r.len as u32, Some(buf));
-            let back = c.buf.expect("buffer back").as_slice().to_vec();
-            Outcome {
-                status: c.status,
-                information: c.information,
-                read: (!r.write).then_some(back),
             }
         })
         .collect()

@@ -563,3 +563,51 @@ pub fn with_watchdog<T: Send + 'static>(
 pub fn thread_name() -> String {
     std::thread::current().name().unwrap_or("").to_string()
 }
+
+/// One request of a differential workload: a read or write of `len` bytes at `offset`, its
+/// buffer at `page_offset` in its page, written data from `pattern(seed, len)`.
+#[derive(Clone, Debug)]
+pub struct Req {
+    pub write: bool,
+    pub offset: u64,
+    pub len: usize,
+    pub page_offset: usize,
+    pub seed: u64,
+}
+
+/// What one request of [`run`] ended with: its status, its byte count, and a read's bytes.
+pub struct Outcome {
+    pub status: Status,
+    pub information: usize,
+    pub read: Option<Vec<u8>>,
+}
+
+/// Runs `reqs` one after the other on `vol`; a write's buffer must come back unchanged (the
+/// caller's buffer is never encrypted in place).
+pub fn run(vol: &Vol, reqs: &[Req]) -> Vec<Outcome> {
+    reqs.iter()
+        .map(|r| {
+            let mut buf = buf_at_page_offset(r.len, r.page_offset);
+            let kind = if r.write {
+                buf.as_mut_slice().copy_from_slice(&pattern(r.seed, r.len));
+                RequestKind::Write
+            } else {
+                RequestKind::Read
+            };
+            let c = raw_request(vol, kind, r.offset as i64, r.len as u32, Some(buf));
+            let back = c.buf.expect("buffer back").as_slice().to_vec();
+            if r.write {
+                // The caller's buffer is never encrypted in place.
+                assert!(
+                    back == pattern(r.seed, r.len),
+                    "write buffer modified: {r:?}"
+                );
+            }
+            Outcome {
+                status: c.status,
+                information: c.information,
+                read: (!r.write).then_some(back),
+            }
+        })
+        .collect()
+}
