@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use vcdirect::crypto::KeyBlockWatch;
@@ -166,6 +166,8 @@ pub struct StdPlatform<H> {
     /// Every key block of this platform's volumes, as the engine's key-block watch shows them
     /// (docs/review.md R3: `crate::key_blocks`).
     key_blocks: Arc<KeyBlockRecorder>,
+    /// Buffers the engine handed to the encryption pool in pieces (`crypto_splits`).
+    splits: Arc<AtomicU64>,
     _host: PhantomData<fn() -> H>,
 }
 
@@ -180,6 +182,7 @@ impl<H> Clone for StdPlatform<H> {
             detached: self.detached,
             wide: self.wide,
             key_blocks: Arc::clone(&self.key_blocks),
+            splits: Arc::clone(&self.splits),
             _host: PhantomData,
         }
     }
@@ -204,6 +207,7 @@ impl<H> StdPlatform<H> {
             detached: true,
             wide: true,
             key_blocks: KeyBlockRecorder::new(),
+            splits: Arc::new(AtomicU64::new(0)),
             _host: PhantomData,
         }
     }
@@ -248,6 +252,18 @@ impl<H> StdPlatform<H> {
     pub fn fail_spawn_at(&self, n: usize, status: Status) {
         let at = self.engine.spawned.load(Ordering::Acquire) + n;
         *lock(&self.engine.fail_at) = Some((at, status));
+    }
+
+    /// The same platform, reporting `cpus` processors to the engine (its encryption pool's
+    /// split policy), whatever this machine has: the pieces still run on the rayon pool.
+    pub fn with_cpus(mut self, cpus: usize) -> Self {
+        self.cpus = cpus;
+        self
+    }
+
+    /// Buffers the engine has handed to the encryption pool in pieces so far.
+    pub fn crypto_splits(&self) -> u64 {
+        self.splits.load(Ordering::Acquire)
     }
 
     /// The key blocks of this platform's volumes, recorded by the engine's key-block watch.
@@ -382,6 +398,7 @@ impl<H: HostDevice> Platform for StdPlatform<H> {
     /// The pieces are split in halves with `rayon::join` inside the pool: no job is boxed per
     /// piece (a `rayon::scope` spawn would box one).
     fn run_pieces(&self, pieces: &mut [Piece<'_>], work: &(dyn Fn(&mut Piece<'_>) + Sync)) {
+        self.splits.fetch_add(1, Ordering::AcqRel);
         if self.inline_pieces {
             pieces.iter_mut().for_each(work);
             return;

@@ -9,10 +9,11 @@ use std::time::Duration;
 use common::*;
 use vcdirect::platform::{HostKind, HostLimits, RequestKind};
 use vcdirect::registry::Gates;
-use vcdirect::volume::{CounterSnapshot, LegacyReason};
+use vcdirect::volume::{CounterSnapshot, LegacyReason, Volume};
 use vcdirect::Status;
 use vcdirect_usermode::host::MemoryHost;
 use vcdirect_usermode::request::TestRequest;
+use vcdirect_usermode::std_platform::StdPlatform;
 
 fn mount_on(mem: MemoryHost, p: vcdirect::volume::MountParams) -> (ProbeHost, Vol) {
     let host = ProbeHost::new(mem);
@@ -644,5 +645,67 @@ fn direct_segments_of_a_request_in_flight_together_within_the_cap() {
         let (_, _, back) = read(&vol, (i + 1) * MIB, MIB as u32);
         assert_eq!(back, pattern(i, MIB as usize), "write {i}");
     }
+    vol.dismount();
+}
+
+/// A request alone on the volume splits its crypto across the encryption pool (the other
+/// CPUs have nothing of the volume's to do); a small one, or one that finds another host
+/// operation in flight, runs its crypto on its worker. The bytes round-trip either way.
+#[test]
+fn a_lone_large_request_splits_its_crypto_across_the_pool_a_busy_one_does_not() {
+    let size = 8 * MIB;
+    let platform = StdPlatform::<ProbeHost>::new(0).with_cpus(2);
+    let p = params(size, BOTH_ON);
+    let host = host_for(&p);
+    let key = key_area();
+    let vol = Volume::mount(
+        platform.clone(),
+        host.clone(),
+        &key[..p.algorithm.key_len()],
+        p,
+    )
+    .expect("mount");
+    let splits = || platform.crypto_splits();
+    let data = pattern(31, MIB as usize);
+    let before = splits();
+    assert_eq!(write(&vol, 0, &data), (Status::Success, data.len()));
+    assert_eq!(splits(), before + 1, "a lone 1 MiB write");
+    let (status, n, back) = read(&vol, 0, MIB as u32);
+    assert_eq!((status, n), (Status::Success, data.len()));
+    assert_eq!(back, data);
+    assert_eq!(splits(), before + 2, "a lone 1 MiB read");
+    let (status, _, back) = read(&vol, 0, 4096);
+    assert_eq!((status, &back[..]), (Status::Success, &data[..4096]));
+    assert_eq!(splits(), before + 2, "a 4 KiB read is not worth a hand-off");
+
+    // A 64 KiB read the host holds (a worker waits for it), then a 1 MiB read: not alone.
+    // Both are in the host before it lets them go.
+    let in_flight = |n: usize| {
+        let host = host.clone();
+        with_watchdog(
+            Duration::from_secs(10),
+            "the host never saw the reads",
+            move || {
+                while host.in_flight() < n {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            },
+        )
+    };
+    host.hold();
+    let held = submit_read(&vol, 2 * MIB, 64 << 10);
+    in_flight(1);
+    let busy = submit_read(&vol, 0, MIB as u32);
+    in_flight(2);
+    host.release();
+    let c = wait(&held);
+    assert_eq!((c.status, c.information), (Status::Success, 64 << 10));
+    let c = wait(&busy);
+    assert_eq!((c.status, c.information), (Status::Success, MIB as usize));
+    assert_eq!(
+        splits(),
+        before + 2,
+        "a request beside another host operation"
+    );
     vol.dismount();
 }

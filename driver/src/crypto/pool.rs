@@ -71,8 +71,8 @@ impl CryptoPool {
         }
     }
 
-    /// A policy that never splits: the caller's thread does all the work (the direct path,
-    /// whose 8 workers already run in parallel).
+    /// A policy that never splits: the caller's thread does all the work (a direct worker's
+    /// request under load, when the 8 workers already run in parallel).
     pub const fn inline() -> Self {
         CryptoPool {
             threads: 1,

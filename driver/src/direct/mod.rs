@@ -20,8 +20,10 @@
 //! finishes the request. Any other request is waited for by its worker: it keeps several
 //! segments in flight together, within the volume's cap of 8 host operations. Reads go
 //! straight into the caller's buffer and each segment is decrypted in place as it arrives
-//! (oldest first); writes are encrypted per segment into a window of the worker's own buffer
-//! (never into the caller's) and written through. Before issuing every segment the worker
+//! (oldest first; a request alone on the volume splits that crypto across the encryption
+//! pool, whose threads would otherwise idle while one core decrypts); writes are encrypted
+//! per segment into a window of the worker's own buffer (never into the caller's) and
+//! written through. Before issuing every segment the worker
 //! checks cancellation and the key block (docs/review.md R2); after a failure it issues
 //! nothing more. Every child request completes before its upper request does, so none is ever
 //! abandoned (R13). An IOCTL_DISK_VERIFY routed here (only where direct writes give the
@@ -508,6 +510,15 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
             }
             (_, Some(buf)) => {
                 direct.ops.enter();
+                // A request alone on the volume (no other worker busy, nothing queued, no
+                // host operation in flight) splits its crypto across the encryption pool:
+                // the other CPUs have nothing of this volume's to do. Under load every
+                // worker runs its own, as the 8 already run in parallel.
+                let alone = now == 1 && direct.ready.len() == 0 && direct.ops.held() == 0;
+                let pool = match alone {
+                    true => context.crypto_pool,
+                    false => CryptoPool::inline(),
+                };
                 let status = transfer(
                     context,
                     &direct.ops,
@@ -517,6 +528,7 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
                     buf,
                     &limits,
                     bounce.as_mut(),
+                    pool,
                 );
                 direct.ops.leave();
                 status
@@ -609,10 +621,11 @@ fn may_issue<P: Platform>(context: &PathContext<P>, request: &P::Request, pos: u
 /// Decrypts a read segment in place (docs/review.md R3: the key under its rundown; once the
 /// block is set it fails with STATUS_DEVICE_BUSY and nothing is decrypted). Both ways of the
 /// direct path: a worker's segment, and a request finished in the host's completion context.
-/// `pool`: `CryptoPool::inline()` on a worker, `CryptoPool::small()` for a detached request,
-/// which also sets `DETACHED`: a detached request runs only the hardware AES XTS
-/// (`CryptoPool::run_short`; the direct path detaches requests of such volumes only), so the
-/// other algorithms' code is not on the dispatch and completion paths' stacks (W13).
+/// `pool`: the volume's split policy for a worker's request alone on the volume,
+/// `CryptoPool::inline()` for a worker's request under load, `CryptoPool::small()` for a
+/// detached request, which also sets `DETACHED`: a detached request runs only the hardware
+/// AES XTS (`CryptoPool::run_short`; the direct path detaches requests of such volumes only),
+/// so the other algorithms' code is not on the dispatch and completion paths' stacks (W13).
 fn decrypt_segment<P: Platform, const DETACHED: bool>(
     context: &PathContext<P>,
     pool: CryptoPool,
@@ -744,6 +757,7 @@ fn transfer<P: Platform>(
     buf: &mut <P::Request as UpperRequest>::Buf,
     limits: &SegmentLimits,
     bounce: Option<&mut AlignedBuffer>,
+    pool: CryptoPool,
 ) -> Status {
     let address = buf.address();
     // W11: the host hands the caller's memory down (a read's segment is a partial MDL of the
@@ -798,12 +812,7 @@ fn transfer<P: Platform>(
             ops.give();
             status = settle(status, result, flight.len);
             if status.is_success() {
-                status = decrypt_segment::<P, false>(
-                    context,
-                    CryptoPool::inline(),
-                    segment,
-                    flight.unit,
-                );
+                status = decrypt_segment::<P, false>(context, pool, segment, flight.unit);
             }
         }
         return status;
@@ -848,13 +857,7 @@ fn transfer<P: Platform>(
                 let unit = host_offset(pos) / DATA_UNIT as u64;
                 // The block may have been set while this segment was encrypted: issue nothing
                 // then.
-                status = encrypt_segment::<P, false>(
-                    context,
-                    CryptoPool::inline(),
-                    out,
-                    &data[pos..pos + n],
-                    unit,
-                );
+                status = encrypt_segment::<P, false>(context, pool, out, &data[pos..pos + n], unit);
                 if !status.is_success() {
                     ops.give();
                     break;

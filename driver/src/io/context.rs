@@ -65,7 +65,8 @@ pub(crate) struct PathContext<P: Platform> {
     pub(crate) geometry: Geometry,
     /// The volume's path counters.
     pub(crate) counters: Arc<Counters>,
-    /// The encryption pool's split policy (the legacy queue's crypto).
+    /// The encryption pool's split policy (the legacy queue's crypto, and a direct request
+    /// alone on its volume).
     pub(crate) crypto_pool: CryptoPool,
     /// Writes granted and finished, for the legacy read-ahead.
     pub(crate) writes: WriteGeneration,
