@@ -20,10 +20,10 @@
 //! finishes the request. Any other request is waited for by its worker: it keeps several
 //! segments in flight together, within the volume's cap of 8 host operations. Reads go
 //! straight into the caller's buffer and each segment is decrypted in place as it arrives
-//! (oldest first; a request alone on the volume splits that crypto across the encryption
-//! pool, whose threads would otherwise idle while one core decrypts); writes are encrypted
-//! per segment into a window of the worker's own buffer (never into the caller's) and
-//! written through. Before issuing every segment the worker
+//! (oldest first); writes are encrypted per segment into a window of the worker's own buffer
+//! (never into the caller's) and written through. A request alone on the volume's direct path
+//! splits that crypto, both ways, across the driver's shared encryption pool (the worker runs
+//! the pieces no pool thread has taken), so a lone 1 MiB transfer is not one core's work. Before issuing every segment the worker
 //! checks cancellation and the key block (docs/review.md R2); after a failure it issues
 //! nothing more. Every child request completes before its upper request does, so none is ever
 //! abandoned (R13). An IOCTL_DISK_VERIFY routed here (only where direct writes give the
@@ -510,9 +510,9 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
             }
             (_, Some(buf)) => {
                 direct.ops.enter();
-                // A request alone on the volume (no other worker busy, nothing queued, no
-                // host operation in flight) splits its crypto across the encryption pool:
-                // the other CPUs have nothing of this volume's to do. Under load every
+                // A request alone on the volume's direct path (no other worker busy, nothing
+                // queued, no host operation in flight) splits its crypto across the shared
+                // encryption pool: a hint, only the split depends on it. Under load every
                 // worker runs its own, as the 8 already run in parallel.
                 let alone = now == 1 && direct.ready.len() == 0 && direct.ops.held() == 0;
                 let pool = match alone {

@@ -5,16 +5,19 @@
 //! system threads, sized as VeraCrypt sizes its pool (`crypto::encryption_threads`: none below 2,
 //! at most 64, or 256 with more than one processor group, each thread then bound to its group
 //! with KeSetSystemGroupAffinityThread), as VeraCrypt starts its pool at load, and stopped and
-//! joined in Unload after
-//! every volume was dismounted. A caller of `run` hands its pieces to the pool and waits until
-//! every piece is done; the batch that describes them (pieces, work, countdown, completion
-//! event) lives on the caller's stack and is linked into the pool's list of batches, so
-//! nothing is allocated per fragment, and no queue can be full.
+//! joined in Unload after every volume was dismounted. A caller of `run` hands its pieces to
+//! the pool, runs every piece of its own that no thread has taken yet, and waits until every
+//! piece is done; the batch that describes them (pieces, work, countdown, completion event)
+//! lives on the caller's stack and is linked into the pool's list of batches, so nothing is
+//! allocated per fragment, and no queue can be full.
 //! Never: splits buffers (`crypto::CryptoPool` does) or runs at raised IRQL: pieces run on the
-//! pool's threads at PASSIVE_LEVEL, and `run` waits at PASSIVE_LEVEL.
+//! pool's threads and the caller's at PASSIVE_LEVEL, and `run` waits at PASSIVE_LEVEL.
 //!
-//! The threads keep the default priority, as VeraCrypt's encryption threads do (W8 raises the
-//! engine's queue threads, not these).
+//! Priorities (W8): the threads wait at the default priority, as VeraCrypt's encryption threads
+//! do, and run a piece at LOW_REALTIME_PRIORITY, the priority of every caller (the engine's
+//! threads that do crypto are raised while the pool runs); VeraCrypt's run at 8. So a caller
+//! never waits for a piece nobody runs (it runs those itself) nor for one held by a thread of
+//! lower priority than its own.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -71,9 +74,10 @@ unsafe impl Send for Batches {}
 /// What the pool's threads share with callers.
 struct Shared {
     batches: SpinLock<Batches>,
-    /// One permit per piece posted, plus one per thread at stop.
+    /// One permit per piece posted but one (its caller runs pieces too), plus one per thread
+    /// at stop; a thread that finds no piece for its permit goes back to waiting.
     ready: KernelSemaphore,
-    /// Pieces run by the pool's threads so far (the self-test reads it).
+    /// Pieces run by the pool's threads so far, not the callers' (the self-test reads it).
     pieces_run: AtomicU64,
 }
 
@@ -199,8 +203,9 @@ impl EncryptionPool {
         self.inner().threads.with(|t| t.len())
     }
 
-    /// Runs `work` on every piece on the pool's threads and returns when all are done. With
-    /// one piece, no thread, or a stopped pool, the caller runs them itself.
+    /// Runs `work` on every piece, on the pool's threads and on the caller's (it takes the
+    /// pieces no thread has taken yet), and returns when all are done. With one piece, no
+    /// thread, or a stopped pool, the caller runs them all itself.
     ///
     /// IRQL: PASSIVE_LEVEL (it waits).
     ///
@@ -246,8 +251,27 @@ impl EncryptionPool {
         if !posted {
             return run_inline(pieces, work);
         }
-        for _ in 0..batch.count {
+        // The caller runs pieces of its own batch too (below), so one permit fewer.
+        for _ in 1..batch.count {
             shared.ready.release();
+        }
+        // W8: the caller (a LOW_REALTIME_PRIORITY engine thread) never waits for a piece that
+        // no thread has started: it takes every piece of its batch not yet taken, then waits
+        // only for those the pool's threads are running. (VeraCrypt's caller waits idle; a
+        // pool at the default priority could then be starved by real-time threads.)
+        let mut last = false;
+        while let Some(index) = shared.batches.with(|list| take_own(list, &batch)) {
+            // SAFETY: `index < count`, so inside the caller's slice of pieces.
+            let piece = unsafe { batch.pieces.add(index) };
+            // SAFETY: piece `index` was handed to this thread alone (taken under the lock).
+            let piece = unsafe { &mut *piece };
+            work(piece);
+            last = batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1;
+        }
+        if last {
+            // Every piece is done, the caller's own last: no thread touches the batch again
+            // (the pool's threads touch nothing of it after their own decrement).
+            return;
         }
         super::irql::check(crate::platform::irql::Call::Wait);
         // SAFETY: the event initialized above, alive until we return; a kernel-mode,
@@ -267,6 +291,9 @@ impl EncryptionPool {
     }
 
     /// Stops the threads and joins them. Nothing is posted afterwards (callers run inline).
+    /// Called with no `run` in progress (Unload after every volume was dismounted; the
+    /// self-test after its runs): a run whose caller ran pieces itself leaves permits
+    /// unused, and one that left fewer could keep a thread from seeing the stop.
     ///
     /// IRQL: PASSIVE_LEVEL.
     pub fn stop(&self) {
@@ -289,6 +316,49 @@ fn run_inline(pieces: &mut [Piece<'_>], work: &Work<'_>) {
     }
 }
 
+/// The next piece of `batch` not yet taken, for its own caller, or `None` when every piece was
+/// taken; the batch leaves the list with its last piece (it may be anywhere in the list: the
+/// list holds one batch per waiting caller, so the walk is short). Called under the lock.
+fn take_own(list: &mut Batches, batch: &Batch) -> Option<usize> {
+    // SAFETY: `next` and `link` are guarded by the pool's lock, which the caller holds.
+    let next = unsafe { &mut *batch.next.get() };
+    if *next == batch.count {
+        return None;
+    }
+    let index = *next;
+    *next += 1;
+    if *next == batch.count {
+        let me: *const Batch = batch;
+        // SAFETY: as above; the batch is in the list (its last piece was not taken yet).
+        let after = unsafe { *batch.link.get() };
+        if list.head == me {
+            list.head = after;
+        } else {
+            // `me` is in the list but not its head, so the walk ends at its predecessor.
+            let mut at = list.head;
+            loop {
+                // SAFETY: every batch in the list is alive (its caller waits).
+                let link = unsafe { &*at }.link.get();
+                // SAFETY: a batch's link is guarded by the pool's lock, which the caller holds.
+                let following = unsafe { *link };
+                if following == me {
+                    // SAFETY: as above.
+                    unsafe { *link = after };
+                    break;
+                }
+                at = following;
+            }
+            if list.tail == me {
+                list.tail = at;
+            }
+        }
+        if list.head.is_null() {
+            list.tail = core::ptr::null();
+        }
+    }
+    Some(index)
+}
+
 /// A pool thread: takes one piece per permit, oldest batch first; a permit without a piece
 /// after `stop` ends it.
 ///
@@ -298,50 +368,60 @@ fn run_inline(pieces: &mut [Piece<'_>], work: &Work<'_>) {
 fn pool_thread(shared: &Shared) {
     loop {
         shared.ready.acquire();
-        let taken = shared.batches.with(|list| {
-            let head = NonNull::new(list.head.cast_mut())?;
-            // SAFETY: a batch in the list is alive (its caller waits until every piece is done,
-            // and its last piece is not taken yet); `next` and `link` are guarded by this lock.
-            let batch = unsafe { head.as_ref() };
-            // SAFETY: as above.
-            let next = unsafe { &mut *batch.next.get() };
-            let index = *next;
-            *next += 1;
-            if *next == batch.count {
-                // SAFETY: as above.
-                list.head = unsafe { *batch.link.get() };
-                if list.head.is_null() {
-                    list.tail = core::ptr::null();
-                }
-            }
-            Some((head, index))
-        });
-        let Some((batch, index)) = taken else {
-            if shared.batches.with(|list| list.stopping) {
-                return;
-            }
-            continue;
-        };
-        // SAFETY: the batch stays alive until its `remaining` reaches 0, which needs this
-        // piece; piece `index` was handed to this thread alone (taken under the lock).
-        let batch = unsafe { batch.as_ref() };
-        // SAFETY: `index < count`, so inside the caller's slice of pieces.
-        let piece = unsafe { batch.pieces.add(index) };
-        // SAFETY: the caller's pieces outlive the batch; this thread alone was handed piece
-        // `index` (taken under the lock), so nothing else references it.
-        let piece = unsafe { &mut *piece };
-        // SAFETY: the caller's `&Work`, on its stack, outlives the batch.
-        let work = unsafe { *batch.work };
-        work(piece);
-        shared.pieces_run.fetch_add(1, Ordering::AcqRel);
-        if batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // The last piece: wake the caller. After KeSetEvent nothing of the batch is
-            // touched (the caller may return at once).
-            let done = batch.done.get();
-            // SAFETY: the caller's initialized event, alive until it has woken; Wait = FALSE.
-            unsafe { KeSetEvent(done, 0, 0) };
+        // W8: raised before it takes a piece and until the piece is done, so no caller (an
+        // engine thread at LOW_REALTIME_PRIORITY) ever waits for a piece held by a thread of
+        // lower priority than its own, which CPU-bound threads could keep off the processor.
+        let ran = super::thread::at_low_realtime_priority(|| run_one(shared));
+        if !ran && shared.batches.with(|list| list.stopping) {
+            return;
         }
     }
+}
+
+/// Takes the oldest batch's next piece and runs it; false when no batch has a piece.
+#[inline(always)]
+fn run_one(shared: &Shared) -> bool {
+    let taken = shared.batches.with(|list| {
+        let head = NonNull::new(list.head.cast_mut())?;
+        // SAFETY: a batch in the list is alive (its caller waits until every piece is done,
+        // and its last piece is not taken yet); `next` and `link` are guarded by this lock.
+        let batch = unsafe { head.as_ref() };
+        // SAFETY: as above.
+        let next = unsafe { &mut *batch.next.get() };
+        let index = *next;
+        *next += 1;
+        if *next == batch.count {
+            // SAFETY: as above.
+            list.head = unsafe { *batch.link.get() };
+            if list.head.is_null() {
+                list.tail = core::ptr::null();
+            }
+        }
+        Some((head, index))
+    });
+    let Some((batch, index)) = taken else {
+        return false;
+    };
+    // SAFETY: the batch stays alive until its `remaining` reaches 0, which needs this
+    // piece; piece `index` was handed to this thread alone (taken under the lock).
+    let batch = unsafe { batch.as_ref() };
+    // SAFETY: `index < count`, so inside the caller's slice of pieces.
+    let piece = unsafe { batch.pieces.add(index) };
+    // SAFETY: the caller's pieces outlive the batch; this thread alone was handed piece
+    // `index` (taken under the lock), so nothing else references it.
+    let piece = unsafe { &mut *piece };
+    // SAFETY: the caller's `&Work`, on its stack, outlives the batch.
+    let work = unsafe { *batch.work };
+    work(piece);
+    shared.pieces_run.fetch_add(1, Ordering::AcqRel);
+    if batch.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // The last piece: wake the caller. After KeSetEvent nothing of the batch is
+        // touched (the caller may return at once).
+        let done = batch.done.get();
+        // SAFETY: the caller's initialized event, alive until it has woken; Wait = FALSE.
+        unsafe { KeSetEvent(done, 0, 0) };
+    }
+    true
 }
 
 /// The active processor groups (product: KeQueryActiveGroupCount; wine-host: one, because

@@ -179,7 +179,8 @@ impl Platform for KernelPlatform {
     }
 
     /// The driver's encryption pool (wdm/encryption_pool.rs): the pieces run on its threads
-    /// while the caller waits; without a pool, on the caller's thread.
+    /// and on the caller's, which runs those no thread has taken and waits for the rest;
+    /// without a pool, all on the caller's thread.
     #[inline(always)]
     fn run_pieces(&self, pieces: &mut [Piece<'_>], work: &(dyn Fn(&mut Piece<'_>) + Sync)) {
         match &self.encryption {

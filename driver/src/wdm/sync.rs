@@ -195,7 +195,9 @@ impl Semaphore for KernelSemaphore {
 
     fn release(&self) {
         // SAFETY: initialized semaphore owned by `self`; adding one permit never exceeds
-        // MAXLONG because every permit matches a queued item (WorkQueue).
+        // MAXLONG: permits are released per queued item (WorkQueue) or per piece posted to
+        // the encryption pool (whose threads use up any a caller left unused), never more
+        // than a few thousand at once.
         unsafe { KeReleaseSemaphore(self.semaphore.get(), 0, 1, 0) };
     }
 

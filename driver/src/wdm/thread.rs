@@ -80,6 +80,23 @@ pub(crate) fn run_at_low_realtime_priority() {
     let _ = unsafe { KeSetPriorityThread(current_thread().cast(), LOW_REALTIME_PRIORITY) };
 }
 
+/// Runs `f` with the calling system thread at LOW_REALTIME_PRIORITY, then puts back the
+/// priority it had: an encryption-pool thread takes and runs a caller's piece at its caller's
+/// priority (the engine's threads that hand pieces to the pool run at 16 while it runs, W8), so
+/// the caller never waits for a piece held by a thread of lower priority.
+///
+/// IRQL: PASSIVE_LEVEL (KeSetPriorityThread's). Inlined, so the pool's one indirect call
+/// stays in `pool_thread`, where W13's stack budget finds it by name.
+#[inline(always)]
+pub(crate) fn at_low_realtime_priority<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: as in `run_at_low_realtime_priority`; it returns the priority the thread had.
+    let before = unsafe { KeSetPriorityThread(current_thread().cast(), LOW_REALTIME_PRIORITY) };
+    let result = f();
+    // SAFETY: as above; `before` is a priority this thread had, so a valid one.
+    let _ = unsafe { KeSetPriorityThread(current_thread().cast(), before) };
+    result
+}
+
 /// What the new thread owns: its body, and a gate so that it runs the body only once the
 /// creator holds a reference to the thread object (otherwise the creator could not join it).
 /// One pool allocation (W6: fallible); the gate is a notification KEVENT inside it, which does
