@@ -14,10 +14,11 @@
 //! pool's threads and the caller's at PASSIVE_LEVEL, and `run` waits at PASSIVE_LEVEL.
 //!
 //! Priorities (W8): the threads wait at the default priority, as VeraCrypt's encryption threads
-//! do, and run a piece at LOW_REALTIME_PRIORITY, the priority of every caller (the engine's
-//! threads that do crypto are raised while the pool runs); VeraCrypt's run at 8. So a caller
-//! never waits for a piece nobody runs (it runs those itself) nor for one held by a thread of
-//! lower priority than its own.
+//! do, and run a piece at LOW_REALTIME_PRIORITY; VeraCrypt's run at 8. `run`'s callers are
+//! at that priority (a precondition: the engine's threads that do crypto are raised whenever
+//! the pool has threads, `ThreadRole::low_realtime`; only the Wine self-test's caller is not).
+//! So a caller never waits for a piece nobody runs (it runs those itself) nor for one held by
+//! a thread of lower priority than its own.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -74,9 +75,13 @@ unsafe impl Send for Batches {}
 /// What the pool's threads share with callers.
 struct Shared {
     batches: SpinLock<Batches>,
-    /// One permit per piece posted but one (its caller runs pieces too), plus one per thread
-    /// at stop; a thread that finds no piece for its permit goes back to waiting.
+    /// Wake-ups for the threads: a caller posts one per piece but one (it runs pieces too),
+    /// never more than there are threads waiting for none (`wakes`), since a permit is only a
+    /// hint (the caller runs every piece no thread took); plus one per thread at stop. A
+    /// thread that finds no piece for its permit goes back to waiting.
     ready: KernelSemaphore,
+    /// Permits released and not yet taken by a thread.
+    wakes: AtomicUsize,
     /// Pieces run by the pool's threads so far, not the callers' (the self-test reads it).
     pieces_run: AtomicU64,
 }
@@ -161,6 +166,7 @@ impl EncryptionPool {
                     stopping: false,
                 }),
                 ready: KernelSemaphore::try_new(0)?,
+                wakes: AtomicUsize::new(0),
                 pieces_run: AtomicU64::new(0),
             },
             threads: SpinLock::new(handles),
@@ -251,8 +257,15 @@ impl EncryptionPool {
         if !posted {
             return run_inline(pieces, work);
         }
-        // The caller runs pieces of its own batch too (below), so one permit fewer.
-        for _ in 1..batch.count {
+        // The caller runs pieces of its own batch too (below), so one permit fewer; and no
+        // more than the threads not yet woken can use, so permits never pile up while the
+        // threads are kept off the processor.
+        let room = self
+            .threads()
+            .saturating_sub(shared.wakes.load(Ordering::Acquire));
+        let wake = (batch.count - 1).min(room);
+        shared.wakes.fetch_add(wake, Ordering::AcqRel);
+        for _ in 0..wake {
             shared.ready.release();
         }
         // W8: the caller (a LOW_REALTIME_PRIORITY engine thread) never waits for a piece that
@@ -300,6 +313,10 @@ impl EncryptionPool {
         let inner = self.inner();
         inner.shared.batches.with(|list| list.stopping = true);
         let threads = inner.threads.with(core::mem::take);
+        inner
+            .shared
+            .wakes
+            .fetch_add(threads.len(), Ordering::AcqRel);
         for _ in 0..threads.len() {
             inner.shared.ready.release();
         }
@@ -366,12 +383,15 @@ fn take_own(list: &mut Batches, batch: &Batch) -> Option<usize> {
 /// which W13's stack budget (scripts/check-sys-image.py, CLOSURE_ONLY) finds by this name.
 #[inline(never)]
 fn pool_thread(shared: &Shared) {
+    // Before any wait, so without a wake-up boost: the priority a piece returns it to.
+    let base = super::thread::own_priority();
     loop {
         shared.ready.acquire();
+        shared.wakes.fetch_sub(1, Ordering::AcqRel);
         // W8: raised before it takes a piece and until the piece is done, so no caller (an
         // engine thread at LOW_REALTIME_PRIORITY) ever waits for a piece held by a thread of
         // lower priority than its own, which CPU-bound threads could keep off the processor.
-        let ran = super::thread::at_low_realtime_priority(|| run_one(shared));
+        let ran = super::thread::at_low_realtime_priority(base, || run_one(shared));
         if !ran && shared.batches.with(|list| list.stopping) {
             return;
         }
@@ -422,6 +442,55 @@ fn run_one(shared: &Shared) -> bool {
         unsafe { KeSetEvent(done, 0, 0) };
     }
     true
+}
+
+/// The wine-host self-test of `take_own`'s unlink, with three batches by hand (no thread, no
+/// piece run): a batch leaves the list with its last piece, from the middle, the tail and the
+/// head, and the others stay linked in order.
+#[cfg(feature = "wine-host")]
+pub(crate) fn take_own_self_test() -> Result<(), &'static str> {
+    let batch = |count: usize| Batch {
+        pieces: core::ptr::null_mut(),
+        count,
+        work: core::ptr::null(),
+        next: UnsafeCell::new(0),
+        link: UnsafeCell::new(core::ptr::null()),
+        remaining: AtomicUsize::new(count),
+        // SAFETY: KEVENT is a plain C struct; all-zero is valid, and this one is never used.
+        done: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+    };
+    let (a, b, c) = (batch(1), batch(2), batch(1));
+    let (pa, pb, pc): (*const Batch, *const Batch, *const Batch) = (&a, &b, &c);
+    let link = |x: &Batch| {
+        // SAFETY: the batches are this function's locals and nothing else touches them.
+        unsafe { *x.link.get() }
+    };
+    let set_link = |x: &Batch, to: *const Batch| {
+        // SAFETY: as above.
+        unsafe { *x.link.get() = to };
+    };
+    set_link(&a, pb);
+    set_link(&b, pc);
+    let mut list = Batches {
+        head: pa,
+        tail: pc,
+        stopping: false,
+    };
+    let middle = take_own(&mut list, &b) == Some(0)
+        && link(&a) == pb
+        && take_own(&mut list, &b) == Some(1)
+        && take_own(&mut list, &b).is_none()
+        && link(&a) == pc
+        && list.head == pa
+        && list.tail == pc;
+    let tail = take_own(&mut list, &c) == Some(0) && link(&a).is_null() && list.tail == pa;
+    let head = take_own(&mut list, &a) == Some(0) && list.head.is_null() && list.tail.is_null();
+    match (middle, tail, head) {
+        (true, true, true) => Ok(()),
+        (false, _, _) => Err("encryption pool: a batch leaves the middle of the list"),
+        (_, false, _) => Err("encryption pool: a batch leaves the tail of the list"),
+        (_, _, false) => Err("encryption pool: a batch leaves the head of the list"),
+    }
 }
 
 /// The active processor groups (product: KeQueryActiveGroupCount; wine-host: one, because

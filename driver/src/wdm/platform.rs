@@ -77,7 +77,8 @@ impl Platform for KernelPlatform {
     /// `ThreadRole::low_realtime` says so, as VeraCrypt's queue threads do: the legacy I/O
     /// thread and the volume's completion thread always, the threads that do crypto (legacy
     /// main and completion, direct workers) only while the driver's encryption pool runs. The
-    /// encryption pool's threads keep the default priority, as VeraCrypt's do.
+    /// encryption pool's threads wait at the default priority, as VeraCrypt's do, and run each
+    /// piece at LOW_REALTIME_PRIORITY, their callers' (wdm/encryption_pool.rs).
     fn spawn(
         &self,
         role: ThreadRole,

@@ -134,11 +134,12 @@ fn work_item_teardown(platform: &KernelPlatform) -> Result<(), &'static str> {
 fn encryption_pool(platform: &KernelPlatform) -> Result<(), &'static str> {
     use core::sync::atomic::{AtomicUsize, Ordering};
 
-    use super::encryption_pool::EncryptionPool;
+    use super::encryption_pool::{take_own_self_test, EncryptionPool};
     use super::thread::current_thread;
     use crate::crypto::{Cipher, CryptoPool, VolumeKey, XtsCipher, DATA_UNIT, MIN_PIECE};
     use crate::platform::Piece;
 
+    take_own_self_test()?;
     const PIECES: usize = 4;
     let mut key = [0u8; 64];
     for (i, b) in key.iter_mut().enumerate() {

@@ -80,20 +80,34 @@ pub(crate) fn run_at_low_realtime_priority() {
     let _ = unsafe { KeSetPriorityThread(current_thread().cast(), LOW_REALTIME_PRIORITY) };
 }
 
-/// Runs `f` with the calling system thread at LOW_REALTIME_PRIORITY, then puts back the
-/// priority it had: an encryption-pool thread takes and runs a caller's piece at its caller's
-/// priority (the engine's threads that hand pieces to the pool run at 16 while it runs, W8), so
-/// the caller never waits for a piece held by a thread of lower priority.
+/// The calling system thread's priority (set to 16 and back: the WDK's query is not imported).
+/// Called by a thread before its first wait, it is the thread's base priority (no wake-up
+/// boost yet).
+///
+/// IRQL: PASSIVE_LEVEL (KeSetPriorityThread's).
+pub(crate) fn own_priority() -> i32 {
+    // SAFETY: as in `run_at_low_realtime_priority`; it returns the priority the thread had.
+    let priority = unsafe { KeSetPriorityThread(current_thread().cast(), LOW_REALTIME_PRIORITY) };
+    // SAFETY: as above; `priority` is one this thread had, so a valid one.
+    let _ = unsafe { KeSetPriorityThread(current_thread().cast(), priority) };
+    priority
+}
+
+/// Runs `f` with the calling system thread at LOW_REALTIME_PRIORITY, then sets `base` (the
+/// thread's own priority, from [`own_priority`]): an encryption-pool thread takes and runs a
+/// caller's piece at its caller's priority (the engine's threads that hand pieces to the pool
+/// run at 16 while it runs, W8), so the caller never waits for a piece held by a thread of
+/// lower priority.
 ///
 /// IRQL: PASSIVE_LEVEL (KeSetPriorityThread's). Inlined, so the pool's one indirect call
 /// stays in `pool_thread`, where W13's stack budget finds it by name.
 #[inline(always)]
-pub(crate) fn at_low_realtime_priority<R>(f: impl FnOnce() -> R) -> R {
-    // SAFETY: as in `run_at_low_realtime_priority`; it returns the priority the thread had.
-    let before = unsafe { KeSetPriorityThread(current_thread().cast(), LOW_REALTIME_PRIORITY) };
+pub(crate) fn at_low_realtime_priority<R>(base: i32, f: impl FnOnce() -> R) -> R {
+    // SAFETY: as in `run_at_low_realtime_priority`.
+    let _ = unsafe { KeSetPriorityThread(current_thread().cast(), LOW_REALTIME_PRIORITY) };
     let result = f();
-    // SAFETY: as above; `before` is a priority this thread had, so a valid one.
-    let _ = unsafe { KeSetPriorityThread(current_thread().cast(), before) };
+    // SAFETY: as above; `base` is a priority this thread had, so a valid one.
+    let _ = unsafe { KeSetPriorityThread(current_thread().cast(), base) };
     result
 }
 
