@@ -40,7 +40,7 @@ total_start=$(date +%s)
 #   wine           builds of the test disk, client, shim and vcctl, then the Wine end to end
 CI_LIMIT=5340
 declare -A budget=(
-    [setup]=360 [lint]=480 [windows-check]=360 [unit]=1140 [lone-clone]=840
+    [setup]=300 [lint]=480 [windows-check]=360 [unit]=1140 [lone-clone]=840
     [sim]=480 [fuzz]=360 [sys]=720 [wine]=600
 )
 sum=0
