@@ -273,7 +273,7 @@ impl EncryptionPool {
         // only for those the pool's threads are running. (VeraCrypt's caller waits idle; a
         // pool at the default priority could then be starved by real-time threads.)
         let mut last = false;
-        while let Some(index) = shared.batches.with(|list| take_own(list, &batch)) {
+        while let Some(index) = shared.batches.with(|list| take_piece(list, &batch)) {
             // SAFETY: `index < count`, so inside the caller's slice of pieces.
             let piece = unsafe { batch.pieces.add(index) };
             // SAFETY: piece `index` was handed to this thread alone (taken under the lock).
@@ -333,10 +333,11 @@ fn run_inline(pieces: &mut [Piece<'_>], work: &Work<'_>) {
     }
 }
 
-/// The next piece of `batch` not yet taken, for its own caller, or `None` when every piece was
-/// taken; the batch leaves the list with its last piece (it may be anywhere in the list: the
-/// list holds one batch per waiting caller, so the walk is short). Called under the lock.
-fn take_own(list: &mut Batches, batch: &Batch) -> Option<usize> {
+/// The next piece of `batch` not yet taken (a pool thread's from the head batch, a caller's
+/// from its own), or `None` when every piece was taken; the batch leaves the list with its last
+/// piece (a caller's may be anywhere in the list: the list holds one batch per waiting caller,
+/// so the walk is short). Called under the lock.
+fn take_piece(list: &mut Batches, batch: &Batch) -> Option<usize> {
     // SAFETY: `next` and `link` are guarded by the pool's lock, which the caller holds.
     let next = unsafe { &mut *batch.next.get() };
     if *next == batch.count {
@@ -406,18 +407,7 @@ fn run_one(shared: &Shared) -> bool {
         // SAFETY: a batch in the list is alive (its caller waits until every piece is done,
         // and its last piece is not taken yet); `next` and `link` are guarded by this lock.
         let batch = unsafe { head.as_ref() };
-        // SAFETY: as above.
-        let next = unsafe { &mut *batch.next.get() };
-        let index = *next;
-        *next += 1;
-        if *next == batch.count {
-            // SAFETY: as above.
-            list.head = unsafe { *batch.link.get() };
-            if list.head.is_null() {
-                list.tail = core::ptr::null();
-            }
-        }
-        Some((head, index))
+        take_piece(list, batch).map(|index| (head, index))
     });
     let Some((batch, index)) = taken else {
         return false;
@@ -444,11 +434,11 @@ fn run_one(shared: &Shared) -> bool {
     true
 }
 
-/// The wine-host self-test of `take_own`'s unlink, with three batches by hand (no thread, no
+/// The wine-host self-test of `take_piece`'s unlink, with three batches by hand (no thread, no
 /// piece run): a batch leaves the list with its last piece, from the middle, the tail and the
 /// head, and the others stay linked in order.
 #[cfg(feature = "wine-host")]
-pub(crate) fn take_own_self_test() -> Result<(), &'static str> {
+pub(crate) fn take_piece_self_test() -> Result<(), &'static str> {
     let batch = |count: usize| Batch {
         pieces: core::ptr::null_mut(),
         count,
@@ -476,15 +466,15 @@ pub(crate) fn take_own_self_test() -> Result<(), &'static str> {
         tail: pc,
         stopping: false,
     };
-    let middle = take_own(&mut list, &b) == Some(0)
+    let middle = take_piece(&mut list, &b) == Some(0)
         && link(&a) == pb
-        && take_own(&mut list, &b) == Some(1)
-        && take_own(&mut list, &b).is_none()
+        && take_piece(&mut list, &b) == Some(1)
+        && take_piece(&mut list, &b).is_none()
         && link(&a) == pc
         && list.head == pa
         && list.tail == pc;
-    let tail = take_own(&mut list, &c) == Some(0) && link(&a).is_null() && list.tail == pa;
-    let head = take_own(&mut list, &a) == Some(0) && list.head.is_null() && list.tail.is_null();
+    let tail = take_piece(&mut list, &c) == Some(0) && link(&a).is_null() && list.tail == pa;
+    let head = take_piece(&mut list, &a) == Some(0) && list.head.is_null() && list.tail.is_null();
     match (middle, tail, head) {
         (true, true, true) => Ok(()),
         (false, _, _) => Err("encryption pool: a batch leaves the middle of the list"),

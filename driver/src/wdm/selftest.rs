@@ -134,12 +134,12 @@ fn work_item_teardown(platform: &KernelPlatform) -> Result<(), &'static str> {
 fn encryption_pool(platform: &KernelPlatform) -> Result<(), &'static str> {
     use core::sync::atomic::{AtomicUsize, Ordering};
 
-    use super::encryption_pool::{take_own_self_test, EncryptionPool};
+    use super::encryption_pool::{take_piece_self_test, EncryptionPool};
     use super::thread::current_thread;
     use crate::crypto::{Cipher, CryptoPool, VolumeKey, XtsCipher, DATA_UNIT, MIN_PIECE};
     use crate::platform::Piece;
 
-    take_own_self_test()?;
+    take_piece_self_test()?;
     const PIECES: usize = 4;
     let mut key = [0u8; 64];
     for (i, b) in key.iter_mut().enumerate() {
@@ -196,8 +196,9 @@ fn encryption_pool(platform: &KernelPlatform) -> Result<(), &'static str> {
         .count();
     let run = pool.pieces_run();
     pool.stop();
-    // The caller posts one permit fewer than pieces and runs what no thread took, so it runs
-    // at least one piece of this fresh pool's first batch (W8: never waits idle for all).
+    // The caller posts fewer permits than pieces (one fewer, at most one per thread: 2 here)
+    // and runs what no thread took, so it runs at least one piece of this fresh pool's first
+    // batch (W8: never waits idle for all).
     if !once || by_threads == 0 || by_threads == PIECES || run != by_threads as u64 {
         return Err("encryption pool: every piece once, on the pool's threads and the caller's");
     }
