@@ -162,30 +162,48 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
         let mut t = mul_alpha(now[WIDTH - 1]);
         for (u, unit) in batch.iter_mut().enumerate() {
             let (groups, _) = unit.as_chunks_mut::<{ 16 * WIDTH }>();
-            let last = groups.len() - 1;
-            for (g, group) in groups.iter_mut().enumerate() {
-                if g == last {
-                    // The next group is the next unit's first: its own initial tweak.
+            // Two groups per step, so the tweak arrays trade roles without being copied (a
+            // swap of the two arrays cost about 13 % at 4 KiB on an AMD EPYC without VAES).
+            let (pairs, _) = groups.as_chunks_mut::<2>();
+            let last = pairs.len() - 1;
+            for (p, [first, second]) in pairs.iter_mut().enumerate() {
+                group::<ENCRYPT>(data, first, &now, &mut next, &mut t);
+                if p == last {
+                    // The group after `second` is the next unit's first: its own initial tweak.
                     t = initial.get(u + 1).copied().unwrap_or(_mm_setzero_si128());
                 }
-                let (blocks, _) = group.as_chunks_mut::<16>();
-                let mut x: [__m128i; WIDTH] =
-                    core::array::from_fn(|i| _mm_xor_si128(load(&blocks[i]), now[i]));
-                if ENCRYPT {
-                    xts_rounds!(data, x, t, next, "aesenc", "aesenclast");
-                } else {
-                    xts_rounds!(data, x, t, next, "aesdec", "aesdeclast");
-                }
-                for ((block, x), tweak) in blocks.iter_mut().zip(x).zip(now) {
-                    store(block, _mm_xor_si128(x, tweak));
-                }
-                core::mem::swap(&mut now, &mut next);
+                group::<ENCRYPT>(data, second, &next, &mut now, &mut t);
             }
         }
         for tweaks in [&mut initial, &mut now, &mut next] {
             crate::wipe(tweaks, _mm_setzero_si128());
         }
         number = number.wrapping_add(batch.len() as u64);
+    }
+}
+
+/// One group of 8 blocks: XORed with their tweaks `now`, through the rounds, XORed again;
+/// the rounds write the next group's tweaks, from `t`, into `next`.
+#[target_feature(enable = "aes")]
+#[inline]
+fn group<const ENCRYPT: bool>(
+    data: &Schedule,
+    group: &mut [u8; 16 * WIDTH],
+    now: &[__m128i; WIDTH],
+    next: &mut [__m128i; WIDTH],
+    t: &mut __m128i,
+) {
+    let (blocks, _) = group.as_chunks_mut::<16>();
+    let mut x: [__m128i; WIDTH] = core::array::from_fn(|i| _mm_xor_si128(load(&blocks[i]), now[i]));
+    let mut tw = *t;
+    if ENCRYPT {
+        xts_rounds!(data, x, tw, next, "aesenc", "aesenclast");
+    } else {
+        xts_rounds!(data, x, tw, next, "aesdec", "aesdeclast");
+    }
+    *t = tw;
+    for ((block, x), tweak) in blocks.iter_mut().zip(x).zip(now) {
+        store(block, _mm_xor_si128(x, *tweak));
     }
 }
 
@@ -224,6 +242,8 @@ fn aes_blocks(schedule: &Schedule, x: &mut [__m128i; WIDTH]) {
 
 // The assembly spells out 15 round keys and 8 blocks.
 const _: () = assert!(ROUNDS == 15 && WIDTH == 8);
+// A data unit is an even number of groups (taken in pairs).
+const _: () = assert!(crate::DATA_UNIT.is_multiple_of(2 * 16 * WIDTH));
 
 /// Multiplication by alpha in GF(2^128) (IEEE 1619 byte order) on a register: every 32-bit
 /// lane shifts left by one, each lane's top bit carries into the next lane's bit 0, and the
