@@ -6,7 +6,7 @@
 # so dependencies are not compiled twice; the sources and CARGO_MANIFEST_DIR are the clone's.
 # Uncommitted changes are not in the clone (a note says so).
 #
-#   scripts/lone-clone.sh                   the unit stage's tests
+#   scripts/lone-clone.sh                   the unit stage's tests and a debug vcsim smoke run
 #   scripts/lone-clone.sh -p vcctl --test X  only those (arguments go to `cargo test`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,5 +32,8 @@ if [ $# -gt 0 ]; then
 else
     cargo test -q --workspace
     cargo test -q -p vcdirect --features allocation-injection --test allocation_injection
+    # The debug simulator's smoke run: debug assertions on, over a few seeds, reusing the
+    # debug build the tests just made (the sim stage runs the release simulator).
+    cargo run -q -p vcdirect-usermode --bin vcsim -- --seeds 0..20
 fi
 echo "lone-clone: the unit tests pass with nothing next to the repository"

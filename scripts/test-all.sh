@@ -27,13 +27,13 @@ total_start=$(date +%s)
 #   windows-check  the engine for x64 and ARM64 Windows (debug and release), vcctl for Windows
 #   unit           every cargo test of the workspace (debug), loom models included, and the
 #                  engine's allocation-injection seam test (its own feature), all in a clone
-#                  with nothing next to it (the repository stands alone: scripts/lone-clone.sh);
+#                  with nothing next to it (the repository stands alone: scripts/lone-clone.sh),
+#                  and a debug vcsim smoke over a few seeds on that debug build;
 #                  then the W5 check of the portable AES keying's stack burn in release, with
 #                  `aes` choosing at run time and with its software form forced
 #                  (--cfg aes_force_soft)
 #   sim            release vcsim over 2,000 seeds and 1,000 of --filesystem-above (W1), the
-#                  harness-bites proof, a debug vcsim smoke
-#                  over a few seeds (about a minute)
+#                  harness-bites proof
 #   fuzz           nightly build of the fuzz targets, 15 s each
 #   sys            Debian packages, kernel glue clippy in debug and release (check only), the
 #                  x64 and x64-wine images, the ARM64 image, image checks, Wine smoke test
@@ -80,7 +80,7 @@ run_stage windows-check scripts/windows-check.sh
 # The workspace's tests run once, in a clone with nothing next to it (scripts/lone-clone.sh:
 # the repository stands alone); the W5 keying checks in release run here.
 run_stage unit bash -c 'scripts/lone-clone.sh && cargo test --release -p vcdirect --features fault-switches --test w5_portable_keying && RUSTFLAGS="--cfg aes_force_soft" cargo test --release -p vcdirect --features fault-switches --test w5_portable_keying --target-dir target/aes-soft'
-run_stage sim bash -c 'cargo build -q --release -p vcdirect-usermode --bin vcsim && target/release/vcsim --seeds 0..2000 && target/release/vcsim --filesystem-above --seeds 0..1000 && cargo test -q --release -p vcdirect-usermode --test harness_bites -- --test-threads 1 && cargo run -q -p vcdirect-usermode --bin vcsim -- --seeds 0..20'
+run_stage sim bash -c 'cargo build -q --release -p vcdirect-usermode --bin vcsim && target/release/vcsim --seeds 0..2000 && target/release/vcsim --filesystem-above --seeds 0..1000 && cargo test -q --release -p vcdirect-usermode --test harness_bites -- --test-threads 1'
 run_stage fuzz scripts/fuzz-smoke.sh 15
 # The kernel glue is linted here (debug and release) rather than in lint: it needs the sys
 # toolchain. build-sys.sh then builds the images without its own lint pass.
