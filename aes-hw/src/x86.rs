@@ -79,8 +79,8 @@ macro_rules! xts_rounds {
         // SAFETY: `s` points to a live schedule of 15 round keys, 16-byte aligned (`RoundKey`
         // is `align(16)`), so every aligned load at offsets 0..=224 reads inside it; `n`
         // points to 8 writable, aligned `__m128i` (offsets 0..=112). The block touches no
-        // other memory and only the listed registers; AES-NI is present: the macro's one user,
-        // `group`, runs only inside `xts`, whose contract requires it.
+        // other memory and only the listed registers; the macro's one user, `group`, requires
+        // AES-NI of its caller.
         unsafe {
             core::arch::asm!(
                 "pxor {x0}, xmmword ptr [{s}]", "pxor {x1}, xmmword ptr [{s}]",
@@ -167,12 +167,14 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
             let (pairs, _) = groups.as_chunks_mut::<2>();
             let last = pairs.len() - 1;
             for (p, [even, odd]) in pairs.iter_mut().enumerate() {
-                group::<ENCRYPT>(data, even, &now, &mut next, &mut t);
+                // SAFETY: `xts`'s contract: the CPU has AES-NI.
+                unsafe { group::<ENCRYPT>(data, even, &now, &mut next, &mut t) };
                 if p == last {
                     // The group after `odd` is the next unit's first: its own initial tweak.
                     t = initial.get(u + 1).copied().unwrap_or(_mm_setzero_si128());
                 }
-                group::<ENCRYPT>(data, odd, &next, &mut now, &mut t);
+                // SAFETY: as above.
+                unsafe { group::<ENCRYPT>(data, odd, &next, &mut now, &mut t) };
             }
         }
         for tweaks in [&mut initial, &mut now, &mut next] {
@@ -187,11 +189,14 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
 ///
 /// Always inlined into [`xts`], whose wipe then covers every tweak it handles: a frame of its
 /// own would keep copies of tweaks (values derived from the tweak key) that nothing wipes. A
-/// `#[target_feature]` function may not be `inline(always)`, so this one has none: its only
-/// caller is `xts`, whose contract guarantees AES-NI for the assembly (the XOR is SSE2, which
-/// every x86_64 CPU has). scripts/check-sys-image.py checks that no image has it as a function.
+/// `#[target_feature]` function may not be `inline(always)`, so this one has none (the XOR is
+/// SSE2, which every x86_64 CPU has). scripts/check-sys-image.py checks that `xts` calls
+/// nothing in the x64 images.
+///
+/// # Safety
+/// The CPU must have AES-NI (the assembly's instructions).
 #[inline(always)]
-fn group<const ENCRYPT: bool>(
+unsafe fn group<const ENCRYPT: bool>(
     data: &Schedule,
     bytes: &mut [u8; 16 * WIDTH],
     now: &[__m128i; WIDTH],
