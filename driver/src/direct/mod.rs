@@ -24,9 +24,8 @@
 //! (never into the caller's) and written through. A request alone on the volume's direct path
 //! splits that crypto, both ways, across the driver's shared encryption pool (the worker runs
 //! the pieces no pool thread has taken), so a lone 1 MiB transfer is not one core's work.
-//! Before issuing every segment the worker
-//! checks cancellation and the key block (docs/review.md R2); after a failure it issues
-//! nothing more. Every child request completes before its upper request does, so none is ever
+//! Before issuing every segment the worker checks cancellation and the key block
+//! (docs/review.md R2); after a failure it issues nothing more. Every child request completes before its upper request does, so none is ever
 //! abandoned (R13). An IOCTL_DISK_VERIFY routed here (only where direct writes give the
 //! workers a bounce buffer) is read by a worker into that buffer, window by window, and
 //! discarded (`verify`).
