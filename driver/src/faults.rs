@@ -104,6 +104,9 @@ pub enum Fault {
     /// W5: the portable AES path (a CPU without AES instructions) keys its `aes` schedules
     /// by value and leaves the stack they were built on unwiped afterwards.
     W5PortableKeysUnburnt = 1 << 28,
+    /// Direct path: a completion work item that carries a host permit and finds no job it may
+    /// issue returns without giving the permit back (the cap shrinks for good).
+    CarriedPermitLost = 1 << 29,
 }
 
 #[cfg(feature = "fault-switches")]

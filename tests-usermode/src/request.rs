@@ -391,6 +391,21 @@ impl RequestList<TestRequest> for TestRequestList {
         Some(Self::unpark(key))
     }
 
+    fn pop_front_if(&mut self, pick: &mut dyn FnMut(&TestRequest) -> bool) -> Option<TestRequest> {
+        let key = self.line.head()?;
+        let Some(state) = state(key) else {
+            panic!("request {key} is linked in a list but gone");
+        };
+        let picked = match parked(&state).as_ref() {
+            Some(request) => pick(request),
+            None => panic!("request {key} is linked in a list that does not hold it"),
+        };
+        if !picked {
+            return None;
+        }
+        self.pop_front()
+    }
+
     fn remove_first(&mut self, pick: &mut dyn FnMut(&TestRequest) -> bool) -> Option<TestRequest> {
         let key = self.line.remove_first(&TestLinks, |key| {
             count_step(1, 0);

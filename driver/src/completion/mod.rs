@@ -33,12 +33,12 @@
 //! 1024, far above the 8 + 16 requests one volume has in flight) makes practically
 //! unreachable. The simulator models the pool with the same bound.
 
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::faults::{self, Fault};
 use crate::platform::{
-    Platform, RequestNote, RequestQueue, Rundown, Semaphore, Taken, UpperRequest, WorkItems,
+    Lock, Platform, RequestNote, RequestQueue, Rundown, Semaphore, Taken, UpperRequest, WorkItems,
 };
 use crate::Status;
 
@@ -77,8 +77,17 @@ impl<R: UpperRequest> Finished<R> {
     }
 }
 
+/// Who a completion work item that carries a host permit hands it to, before the upper
+/// completion runs (the volume: its direct path issues the next job with it).
+pub trait Carrier: Send + Sync + 'static {
+    /// Uses or gives back the permit; never waits.
+    fn issue_carried(self: Arc<Self>);
+}
+
 /// What the work items share with the completion thread.
 struct Shared<P: Platform> {
+    /// Set once at start (the volume, which owns this stage: a weak reference).
+    carrier: P::Lock<Option<Weak<dyn Carrier>>>,
     /// One permit per work item that may be active.
     permits: P::Semaphore,
     /// Active work items; stop waits until none is.
@@ -93,11 +102,23 @@ struct Shared<P: Platform> {
 pub struct Handoff<P: Platform> {
     stage: Arc<Shared<P>>,
     finished: Finished<P::Request>,
+    /// It carries a host permit for the carrier.
+    carries: bool,
 }
 
 /// The routine of every completion work item, on a system worker thread.
 fn complete_on_worker<P: Platform>(handoff: Handoff<P>) {
-    let Handoff { stage, finished } = handoff;
+    let Handoff {
+        stage,
+        finished,
+        carries,
+    } = handoff;
+    if carries {
+        // Before the upper routine, which may block.
+        if let Some(carrier) = stage.carrier.with(|c| c.as_ref().and_then(Weak::upgrade)) {
+            carrier.issue_carried();
+        }
+    }
     stage.completed.fetch_add(1, Ordering::Relaxed);
     finished
         .request
@@ -128,6 +149,7 @@ impl<P: Platform> Completer<P> {
             queue: RequestQueue::new()?,
             waiting: AtomicUsize::new(0),
             shared: platform.try_arc(Shared {
+                carrier: P::Lock::new(None),
                 permits: P::Semaphore::new(count)?,
                 active: Rundown::new()?,
                 completed: AtomicU64::new(0),
@@ -149,7 +171,7 @@ impl<P: Platform> Completer<P> {
                 .complete(finished.status, finished.information);
             return;
         }
-        let finished = match self.queue_now(finished) {
+        let finished = match self.queue_now(finished, false) {
             Ok(()) => return,
             Err(finished) => finished,
         };
@@ -158,12 +180,40 @@ impl<P: Platform> Completer<P> {
         self.queue.push(finished.park());
     }
 
+    /// The carrier of permits ([`push_carrying`](Self::push_carrying)), set once before any
+    /// request.
+    pub fn set_carrier(&self, carrier: Weak<dyn Carrier>) {
+        self.shared.carrier.with(|c| *c = Some(carrier));
+    }
+
+    /// [`push`](Self::push) for a request whose host permit goes with its work item: true
+    /// when a work item took both now; false when none could now, and the request went the
+    /// usual way (the caller gives the permit back: it must not wait behind the bound).
+    pub fn push_carrying(&self, finished: Finished<P::Request>) -> bool {
+        if faults::is_on(Fault::R1CompleteOnEngineThread) {
+            self.push(finished);
+            return false;
+        }
+        match self.queue_now(finished, true) {
+            Ok(()) => true,
+            Err(finished) => {
+                self.waiting.fetch_add(1, Ordering::AcqRel);
+                self.queue.push(finished.park());
+                false
+            }
+        }
+    }
+
     /// The finishing thread's own hand-off: a work item for `finished` if one is free now
     /// and nobody is ahead of it; hands `finished` back otherwise. Out of line: the direct
     /// worker's stack is tight in the kernel image, and this is the deepest part of its
     /// finish.
     #[inline(never)]
-    fn queue_now(&self, finished: Finished<P::Request>) -> Result<(), Finished<P::Request>> {
+    fn queue_now(
+        &self,
+        finished: Finished<P::Request>,
+        carries: bool,
+    ) -> Result<(), Finished<P::Request>> {
         let shared = &self.shared;
         let behind =
             self.waiting.load(Ordering::Acquire) != 0 && !faults::is_on(Fault::CompletionOvertakes);
@@ -178,6 +228,7 @@ impl<P: Platform> Completer<P> {
         let handoff = Handoff {
             stage: Arc::clone(shared),
             finished,
+            carries,
         };
         // Counted before the routine can run (and its issuer look).
         shared.direct.fetch_add(1, Ordering::Relaxed);
@@ -220,6 +271,7 @@ impl<P: Platform> Completer<P> {
                     let mut handoff = Handoff {
                         stage: Arc::clone(shared),
                         finished,
+                        carries: false,
                     };
                     // A permit means an idle work item (the platform's contract); should the
                     // platform still refuse, wait for the next routine to finish and retry.

@@ -136,6 +136,11 @@ impl<P: Platform> HostOps<P> {
         }
     }
 
+    /// Workers waiting for a permit now.
+    pub fn waiters(&self) -> usize {
+        self.state.with(|s| s.waiters)
+    }
+
     /// Permits held now.
     pub fn held(&self) -> usize {
         self.state.with(|s| s.held)

@@ -76,6 +76,9 @@ pub(crate) struct DirectPath<P: Platform> {
     detached: Slots<P>,
     /// Direct writes are effective: the slots have bounce buffers.
     writes: bool,
+    /// Jobs a completion work item issued with the permit it carried (part of `detached`;
+    /// not in the status reply).
+    carried: AtomicU64,
 }
 
 impl<P: Platform> DirectPath<P> {
@@ -103,6 +106,7 @@ impl<P: Platform> DirectPath<P> {
             ops: HostOps::new(HOST_OPS)?,
             detached,
             writes,
+            carried: AtomicU64::new(0),
         })
     }
 
@@ -178,7 +182,8 @@ impl<P: Platform> DirectPath<P> {
         if self.busy.load(Ordering::Acquire) + queued >= WORKERS as u64 {
             Counters::add(&self.context.counters.slot_waits, 1);
         }
-        self.ready.push(job)
+        let small = self.may_detach(&job);
+        self.ready.push_marked(job, small)
     }
 
     /// Jobs ever queued in the direct FIFO, and ever taken out (the simulator's check that a
@@ -410,9 +415,73 @@ impl<P: Platform> DirectPath<P> {
                 None => Status::InvalidUserBuffer,
             };
         }
-        self.ops.give();
         let information = self.count_finished(kind, status, length);
-        finisher.finish(request, buf, ticket, kind, status, information);
+        // With more jobs waiting than workers waiting for a permit (each of those has counted
+        // on one job), the permit goes with the request's completion work item, which issues
+        // the oldest job (`issue_carried`) instead of waking a worker for it. A hint: either
+        // way every job is served in order.
+        if self.ready.len() > self.ops.waiters() {
+            finisher.finish_carrying(request, buf, ticket, kind, status, information);
+        } else {
+            self.ops.give();
+            finisher.finish(request, buf, ticket, kind, status, information);
+        }
+    }
+
+    /// Jobs completion work items issued with the permits they carried.
+    pub(crate) fn carried(&self) -> u64 {
+        self.carried.load(Ordering::Relaxed)
+    }
+
+    /// Host permits held now (by workers, requests in flight and completion work items that
+    /// carry one): 0 once the path is idle.
+    pub(crate) fn permits_held(&self) -> usize {
+        self.ops.held()
+    }
+
+    /// Gives back a host permit a finished job's completion could not carry.
+    pub(crate) fn give_permit(&self) {
+        self.ops.give();
+    }
+
+    /// A completion work item carries a host permit (`finish_detached`): when this thread may
+    /// issue (`Platform::issue_here`: PASSIVE_LEVEL, stack, the mounting user's context for
+    /// the call) and the oldest job may go without a waiter, issues it with that permit;
+    /// otherwise gives the permit back (to a worker waiting for one). Never waits. No worker
+    /// holds a job while it waits for a permit (`worker`), so taking the oldest job overtakes
+    /// nobody (docs/review.md R12).
+    pub(crate) fn issue_carried<F: Finisher<P> + DetachedDone>(&self, finisher: &Arc<F>) {
+        if self.ready.len() == 0 {
+            if !faults::is_on(Fault::CarriedPermitLost) {
+                self.ops.give();
+            }
+            return;
+        }
+        let issued = self.context.platform.issue_here(DISPATCH_STACK_NEEDED, || {
+            let job = self.ready.try_take_marked(&**finisher)?;
+            Some(self.issue(job, finisher, false))
+        });
+        match issued.flatten() {
+            Some(Ok(())) => Counters::add(&self.carried, 1),
+            None if faults::is_on(Fault::CarriedPermitLost) => {}
+            None => self.ops.give(),
+            // Not issued after all (rare: the host refused the start): the permit goes back
+            // and the job to the workers, at the FIFO's end (its cancel hook armed again).
+            Some(Err(job)) => {
+                self.ops.give();
+                if let Err(job) = self.ready.push_marked(job, false) {
+                    self.count_finished(job.kind, Status::Cancelled, job.length);
+                    finisher.finish(
+                        job.request,
+                        job.buf,
+                        job.ticket,
+                        job.kind,
+                        Status::Cancelled,
+                        0,
+                    );
+                }
+            }
+        }
     }
 
     /// Counts a finished direct request; the bytes it reports.
@@ -451,31 +520,40 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
     let counters = &*context.counters;
     let limits = direct.segment_limits();
     loop {
-        let job = match direct.ready.next(&**finisher) {
+        // A host permit before the job: a worker never holds a job while it waits for a
+        // permit, so whoever holds one may take the oldest job (a completion work item that
+        // carries one, `issue_carried`) without overtaking a worker.
+        direct.ready.wait();
+        direct.ops.take_for(0);
+        let job = match direct.ready.take_waited(&**finisher) {
             // Dropping the bounce buffer zeroizes it.
-            Next::Stop => return,
-            Next::Job(job) => job,
+            Some(Next::Stop) => {
+                direct.ops.give();
+                return;
+            }
+            Some(Next::Job(job)) => job,
+            None => {
+                direct.ops.give();
+                continue;
+            }
         };
         let now = direct.busy.fetch_add(1, Ordering::AcqRel) + 1;
         Counters::raise_max(&counters.direct_in_flight_max, now);
         // A small request goes out without this worker waiting for it: the host's completion
-        // finishes it, and the worker takes its next job at once. The permit first (holding
-        // none, the worker may wait for one).
+        // finishes it, and the worker takes its next job at once.
         let job = if direct.may_detach(&job) {
-            direct.ops.take_for(0);
             match direct.issue(job, finisher, false) {
                 Ok(()) => {
                     direct.busy.fetch_sub(1, Ordering::AcqRel);
                     continue;
                 }
-                Err(job) => {
-                    direct.ops.give();
-                    job
-                }
+                Err(job) => job,
             }
         } else {
             job
         };
+        // The permit this worker holds goes to the job's first host operation.
+        let mut permit = true;
         let IoJob {
             request,
             mut buf,
@@ -487,6 +565,8 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
         } = job;
         let status = match (kind, buf.as_mut()) {
             (JobKind::Flush, _) => {
+                direct.ops.give();
+                permit = false;
                 Counters::add(&counters.direct_flushes, 1);
                 match context.host.flush() {
                     Ok(()) => Status::Success,
@@ -499,6 +579,7 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
                 let status = verify(
                     context,
                     &direct.ops,
+                    &mut permit,
                     &request,
                     offset,
                     length,
@@ -511,10 +592,11 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
             (_, Some(buf)) => {
                 direct.ops.enter();
                 // A request alone on the volume's direct path (no other worker busy, nothing
-                // queued, no host operation in flight) splits its crypto across the shared
+                // queued, no host operation in flight but this worker's permit) splits its crypto across the shared
                 // encryption pool: a hint, only the split depends on it. Under load every
                 // worker runs its own, as the 8 already run in parallel.
-                let alone = now == 1 && direct.ready.len() == 0 && direct.ops.held() == 0;
+                let alone =
+                    now == 1 && direct.ready.len() == 0 && direct.ops.held() == usize::from(permit);
                 let pool = match alone {
                     true => context.crypto_pool,
                     false => CryptoPool::inline(),
@@ -522,6 +604,7 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
                 let status = transfer(
                     context,
                     &direct.ops,
+                    &mut permit,
                     &request,
                     kind,
                     offset,
@@ -535,6 +618,9 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
             }
             (_, None) => Status::InvalidUserBuffer,
         };
+        if permit {
+            direct.ops.give();
+        }
         let information = direct.count_finished(kind, status, length);
         direct.busy.fetch_sub(1, Ordering::AcqRel);
         finisher.finish(request, buf, ticket, kind, status, information);
@@ -677,6 +763,7 @@ fn encrypt_segment<P: Platform, const DETACHED: bool>(
 fn verify<P: Platform>(
     context: &PathContext<P>,
     ops: &HostOps<P>,
+    permit: &mut bool,
     request: &P::Request,
     offset: u64,
     length: u32,
@@ -706,7 +793,7 @@ fn verify<P: Platform>(
                     break;
                 }
                 fresh = false;
-                if !ops.take_for(ring.len) {
+                if !core::mem::take(permit) && !ops.take_for(ring.len) {
                     break;
                 }
                 status = may_issue(context, request, pos);
@@ -751,6 +838,7 @@ fn verify<P: Platform>(
 fn transfer<P: Platform>(
     context: &PathContext<P>,
     ops: &HostOps<P>,
+    permit: &mut bool,
     request: &P::Request,
     kind: JobKind,
     offset: u64,
@@ -781,7 +869,7 @@ fn transfer<P: Platform>(
             while status.is_success() && pos < total && ring.len < HOST_OPS {
                 // The permit first: waiting for it is a blocking point, and the checks must
                 // come right before the segment is issued.
-                if !ops.take_for(ring.len) {
+                if !core::mem::take(permit) && !ops.take_for(ring.len) {
                     break;
                 }
                 status = may_issue(context, request, pos);
@@ -841,7 +929,7 @@ fn transfer<P: Platform>(
                     break;
                 }
                 fresh = false;
-                if !ops.take_for(ring.len) {
+                if !core::mem::take(permit) && !ops.take_for(ring.len) {
                     break;
                 }
                 status = may_issue(context, request, pos);

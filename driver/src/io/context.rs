@@ -94,4 +94,17 @@ pub(crate) trait Finisher<P: Platform>: Send + Sync + 'static {
         status: Status,
         information: usize,
     );
+
+    /// [`finish`](Self::finish) for a job whose host permit goes with its completion work
+    /// item, which uses it to issue the path's next job (the direct path's
+    /// `issue_carried`), or gives it back itself when no work item could take it now.
+    fn finish_carrying(
+        &self,
+        request: P::Request,
+        buf: Option<<P::Request as UpperRequest>::Buf>,
+        ticket: Ticket,
+        kind: JobKind,
+        status: Status,
+        information: usize,
+    );
 }

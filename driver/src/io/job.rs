@@ -26,6 +26,9 @@ pub(crate) struct IoJob<R: UpperRequest> {
     pub(crate) path: Path,
 }
 
+/// Where a parked job's mark sits in its note's second word (kind: bits 0-7, path: 8-15).
+const MARK_SHIFT: u32 = 16;
+
 /// What a job does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum JobKind {
@@ -72,6 +75,13 @@ impl<R: UpperRequest> IoJob<R> {
     /// buffer goes back into the request, the ticket, path, kind and validated range into its
     /// note. Allocates nothing.
     pub(crate) fn park(self) -> R {
+        self.park_marked(false)
+    }
+
+    /// [`park`](Self::park), with a mark a queue's taker can read without unparking
+    /// ([`is_marked`](Self::is_marked)): the direct path marks a job that may be issued
+    /// without a waiter.
+    pub(crate) fn park_marked(self, mark: bool) -> R {
         let IoJob {
             mut request,
             buf,
@@ -90,7 +100,7 @@ impl<R: UpperRequest> IoJob<R> {
         };
         request.set_note(RequestNote([
             ticket.raw(),
-            kind.code() | (path << 8),
+            kind.code() | (path << 8) | (u32::from(mark) << MARK_SHIFT),
             offset as u32,
             (offset >> 32) as u32,
             length,
@@ -98,10 +108,16 @@ impl<R: UpperRequest> IoJob<R> {
         request
     }
 
+    /// The mark a parked request carries ([`park_marked`](Self::park_marked)).
+    pub(crate) fn is_marked(request: &R) -> bool {
+        let RequestNote([_, kind_path, ..]) = request.note();
+        kind_path >> MARK_SHIFT & 1 != 0
+    }
+
     /// The job a [`park`](Self::park)ed request was.
     pub(crate) fn unpark(mut request: R) -> Self {
         let RequestNote([ticket, kind_path, offset_low, offset_high, length]) = request.note();
-        let (kind, path) = (JobKind::from_code(kind_path & 0xff), kind_path >> 8);
+        let (kind, path) = (JobKind::from_code(kind_path & 0xff), kind_path >> 8 & 0xff);
         // The range dispatch validated, never read from the request again (a VERIFY's comes
         // from its system buffer).
         let offset = u64::from(offset_low) | (u64::from(offset_high) << 32);

@@ -39,6 +39,42 @@ impl<P: Platform> JobQueue<P> {
         self.requests.push_armed(job.park()).map_err(IoJob::unpark)
     }
 
+    /// Queues a granted job with a mark ([`IoJob::park_marked`]).
+    pub(crate) fn push_marked(
+        &self,
+        job: IoJob<P::Request>,
+        mark: bool,
+    ) -> Result<(), IoJob<P::Request>> {
+        self.requests
+            .push_armed(job.park_marked(mark))
+            .map_err(IoJob::unpark)
+    }
+
+    /// Blocks until a job or a stop is there for this thread, which then takes something
+    /// else before it takes the job ([`take_waited`](Self::take_waited)).
+    pub(crate) fn wait(&self) {
+        self.requests.wait();
+    }
+
+    /// After [`wait`](Self::wait): the next job this thread may work on, or stop; `None` when
+    /// the job it waited for is gone (taken by another taker, or its cancel won the claim).
+    pub(crate) fn take_waited<F: Finisher<P>>(&self, finisher: &F) -> Option<Next<P::Request>> {
+        match self.requests.take_waited()? {
+            Taken::Stop => Some(Next::Stop),
+            Taken::Request(request) => finisher.claim(IoJob::unpark(request)).map(Next::Job),
+        }
+    }
+
+    /// The oldest job, claimed, when it carries the mark and no thread between
+    /// [`wait`](Self::wait) and [`take_waited`](Self::take_waited) counts on it. Never blocks.
+    pub(crate) fn try_take_marked<F: Finisher<P>>(
+        &self,
+        finisher: &F,
+    ) -> Option<IoJob<P::Request>> {
+        let request = self.requests.try_take_front_if(IoJob::is_marked)?;
+        finisher.claim(IoJob::unpark(request))
+    }
+
     /// Queues one stop, taken after everything queued before.
     pub(crate) fn stop(&self) {
         self.requests.stop();

@@ -138,6 +138,9 @@ pub trait RequestList<R>: Send {
     fn push_back(&mut self, request: R);
     /// Takes the oldest request.
     fn pop_front(&mut self) -> Option<R>;
+    /// Takes the oldest request if `pick` selects it (`pick` sees that one only: constant
+    /// time).
+    fn pop_front_if(&mut self, pick: &mut dyn FnMut(&R) -> bool) -> Option<R>;
     /// Takes out the oldest request `pick` selects (a cancel routine's search).
     fn remove_first(&mut self, pick: &mut dyn FnMut(&R) -> bool) -> Option<R>;
     /// A keyed list: takes out the request `key` names when its in-line flag says it is linked

@@ -107,6 +107,42 @@ impl<P: Platform> RequestQueue<P> {
         }
     }
 
+    /// Blocks until a request or a stop is there for this consumer (one push's permit): the
+    /// first half of [`pop`](Self::pop), for a consumer that must take something else (a host
+    /// permit) before it takes the request ([`take_waited`](Self::take_waited)).
+    pub fn wait(&self) {
+        self.ready.acquire();
+    }
+
+    /// The second half of [`pop`](Self::pop), after [`wait`](Self::wait): the oldest request,
+    /// or a stop once no request waits (`None`: its permit was a request taken out since, by
+    /// `take_first` or [`try_take_front_if`](Self::try_take_front_if)).
+    pub fn take_waited(&self) -> Option<Taken<P::Request>> {
+        self.fifo.with(Self::take)
+    }
+
+    /// Takes the oldest request, without blocking, when `pick` selects it and a push's permit
+    /// is still unclaimed (no consumer between [`wait`](Self::wait) and
+    /// [`take_waited`](Self::take_waited) counts on it). Never a stop.
+    pub fn try_take_front_if(&self, pick: impl FnOnce(&P::Request) -> bool) -> Option<P::Request> {
+        if !self.ready.try_acquire() {
+            return None;
+        }
+        let mut pick = Some(pick);
+        let taken = self.fifo.with(|f| {
+            let request = f
+                .list
+                .pop_front_if(&mut |request| pick.take().is_some_and(|p| p(request)));
+            f.taken += u64::from(request.is_some());
+            request
+        });
+        if taken.is_none() {
+            // The permit goes back to whoever it was for.
+            self.ready.release();
+        }
+        taken
+    }
+
     /// The oldest request, or a stop once no request waits (`None`: the permit of a request
     /// `take_first` took out).
     fn take(f: &mut Fifo<P::Request>) -> Option<Taken<P::Request>> {

@@ -19,13 +19,13 @@ pub mod host_type;
 /// The counters a volume shows (defined with what both paths share, in `io`).
 pub use crate::io::{CounterSnapshot, Counters, LegacyReason, VolumeMemory};
 
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::ops::Range;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::barrier::{Access, RangeLock, Ticket};
-use crate::completion::{Completer, Finished};
+use crate::completion::{Carrier, Completer, Finished};
 use crate::crypto::{Algorithm, CryptoPool, VolumeKey, DATA_UNIT};
 use crate::direct::DirectPath;
 use crate::disk_ioctl::VERIFY_MAX;
@@ -266,6 +266,8 @@ impl<P: Platform> Volume<P> {
         let keep = &mut |thread| self.threads.with(|threads| threads.push(thread));
         let completer = Arc::clone(&self.completer);
         let platform = &self.context.platform;
+        let carrier: Weak<dyn Carrier> = Arc::downgrade(self) as Weak<Self>;
+        self.completer.set_carrier(carrier);
         keep(platform.spawn(
             ThreadRole::Completion,
             platform.try_box(move || completer.run())?,
@@ -746,6 +748,18 @@ impl<P: Platform> Volume<P> {
         self.direct.fifo_counts()
     }
 
+    /// Direct jobs that completion work items issued with the host permits they carried
+    /// (part of the `detached` counter).
+    pub fn direct_carried(&self) -> u64 {
+        self.direct.carried()
+    }
+
+    /// The direct path's host permits held now: 0 once the volume is idle (every permit given
+    /// back, including those completion work items carried).
+    pub fn direct_permits_held(&self) -> usize {
+        self.direct.permits_held()
+    }
+
     /// Requests admitted and not yet handed to completion.
     pub fn in_flight(&self) -> usize {
         self.admitted.active()
@@ -800,6 +814,13 @@ impl<P: Platform> Volume<P> {
     }
 }
 
+/// A completion work item that carries a direct host permit issues the next job with it.
+impl<P: Platform> Carrier for Volume<P> {
+    fn issue_carried(self: Arc<Self>) {
+        self.direct.issue_carried(&self);
+    }
+}
+
 /// The host's report on a small request issued without a waiter (its completion context).
 impl<P: Platform> DetachedDone for Volume<P> {
     fn detached_ended(&self, tag: usize, result: Result<usize, Status>) {
@@ -823,6 +844,38 @@ impl<P: Platform> Finisher<P> for Volume<P> {
         status: Status,
         information: usize,
     ) {
+        self.finish_with(request, buf, ticket, kind, status, information, false);
+    }
+
+    fn finish_carrying(
+        &self,
+        request: P::Request,
+        buf: Option<<P::Request as UpperRequest>::Buf>,
+        ticket: Ticket,
+        kind: JobKind,
+        status: Status,
+        information: usize,
+    ) {
+        self.finish_with(request, buf, ticket, kind, status, information, true);
+    }
+}
+
+impl<P: Platform> Volume<P> {
+    /// [`Finisher::finish`]; `carry`: the job's direct host permit goes with its completion
+    /// work item ([`Finisher::finish_carrying`]), or back to the direct path here when none
+    /// could take it now.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_with(
+        &self,
+        request: P::Request,
+        buf: Option<<P::Request as UpperRequest>::Buf>,
+        ticket: Ticket,
+        kind: JobKind,
+        status: Status,
+        information: usize,
+        carry: bool,
+    ) {
+        let mut carry = carry;
         // Jobs this release grants that were cancelled while they waited for their range: they
         // are finished here, one after the other (a loop, not a recursion), linked through
         // their own requests (nothing allocated).
@@ -869,11 +922,18 @@ impl<P: Platform> Finisher<P> for Volume<P> {
                     cancelled.push_back(request);
                 }
             }
-            self.completer.push(Finished {
+            let finished = Finished {
                 request,
                 status,
                 information,
-            });
+            };
+            if core::mem::take(&mut carry) {
+                if !self.completer.push_carrying(finished) {
+                    self.direct.give_permit();
+                }
+            } else {
+                self.completer.push(finished);
+            }
             self.admitted.exit();
             if let Some(request) = cancelled.pop_front() {
                 let job = IoJob::unpark(request);

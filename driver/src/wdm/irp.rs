@@ -413,6 +413,16 @@ impl RequestList<Irp> for IrpList {
         Some(unsafe { Irp::unpark(irp) })
     }
 
+    fn pop_front_if(&mut self, pick: &mut dyn FnMut(&Irp) -> bool) -> Option<Irp> {
+        let head = self.line.head()?;
+        // SAFETY: `head` is linked in this list; the view is only read and dropped while the
+        // IRP stays parked (Irp has no Drop).
+        if !pick(&unsafe { Irp::unpark(head) }) {
+            return None;
+        }
+        self.pop_front()
+    }
+
     // Always inlined: the cancel routine's call (inside the queue's spin lock) then calls its
     // `pick` closure directly. Out of line, the `dyn FnMut` call is an indirect call that the
     // image's stack-budget check (scripts/check-sys-image.py) must take as any closure of the

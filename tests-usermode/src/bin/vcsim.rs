@@ -68,6 +68,7 @@ fn main() {
     let start = Instant::now();
     let mut runs = 0u64;
     let mut requests = 0usize;
+    let mut carried = 0u64;
     for seed in seeds.clone() {
         let chosen: Vec<&SimConfig> = if all_configs || only.is_some() {
             configs.iter().collect()
@@ -78,6 +79,7 @@ fn main() {
             let r = run_seed(cfg, seed);
             runs += 1;
             requests += r.requests;
+            carried += r.carried;
             if std::env::var("VCSIM_SEED").is_ok() {
                 println!(
                     "seed {seed} config {}: trace {:016x}, {} requests, {}",
@@ -103,7 +105,7 @@ fn main() {
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "vcsim: {} seeds, {runs} runs, {requests} requests, {:.1} s ({:.1} runs/s), no violation",
+        "vcsim: {} seeds, {runs} runs, {requests} requests ({carried} issued with carried permits), {:.1} s ({:.1} runs/s), no violation",
         seeds.end - seeds.start,
         secs,
         runs as f64 / secs

@@ -119,6 +119,7 @@ fn simulate(seed: u64) -> SeedReport {
         trace_hash: volume.host().trace_hash(),
         violations,
         requests: fs.device_writes() as usize,
+        carried: volume.direct_carried(),
         drawn,
     }
 }

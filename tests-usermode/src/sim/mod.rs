@@ -42,6 +42,7 @@ pub fn set_fault(name: &str) -> Result<(), String> {
         "flush" => Fault::FlushErrorIgnored,
         "r3-leak" => Fault::R3EraseLeaksCipher,
         "r3-unwiped" => Fault::R3ReleaseUnwiped,
+        "carried-lost" => Fault::CarriedPermitLost,
         other => return Err(format!("unknown fault {other}")),
     };
     set_faults(&[f]);

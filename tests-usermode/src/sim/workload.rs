@@ -151,6 +151,8 @@ pub struct SeedReport {
     pub violations: Vec<String>,
     /// Requests dispatched.
     pub requests: usize,
+    /// Direct jobs issued by completion work items with the host permits they carried.
+    pub carried: u64,
     /// Faults drawn for this seed.
     pub drawn: String,
 }
@@ -466,6 +468,7 @@ fn simulate(cfg: &SimConfig, seed: u64) -> SeedReport {
         trace_hash: h,
         violations,
         requests: log.len(),
+        carried: volume.direct_carried(),
         drawn,
     }
 }

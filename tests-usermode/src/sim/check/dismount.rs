@@ -15,6 +15,12 @@ pub(crate) fn check_drained(volume: &Volume<SimPlatform>, when: &str) -> Vec<Str
             volume.host().outstanding()
         ));
     }
+    if volume.direct_permits_held() != 0 {
+        violations.push(format!(
+            "direct: {} host permits not given back {when}",
+            volume.direct_permits_held()
+        ));
+    }
     if volume.in_flight() != 0 {
         violations.push(format!(
             "R13: {} requests in flight {when}",
