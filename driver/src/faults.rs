@@ -107,6 +107,10 @@ pub enum Fault {
     /// Direct path: a completion work item that carries a host permit and finds no job it may
     /// issue returns without giving the permit back (the cap shrinks for good).
     CarriedPermitLost = 1 << 29,
+    /// A request queue's non-blocking taker (the carried permit's work item) that finds the
+    /// head not for it keeps the queue permit it took instead of releasing it: a consumer
+    /// then waits for the last request or stop forever.
+    CarriedCountKept = 1 << 30,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -297,6 +297,94 @@ fn r1_dispatch_issued_reads_complete_on_system_workers() {
     vol.dismount();
 }
 
+/// Under load (more small requests queued than host permits), a small request that ends
+/// hands its host permit to its completion work item, which issues the oldest queued one with
+/// it (no worker woken for it): from an application's threads, every request completes once
+/// with its bytes, on a system worker (R1), every host operation ran as the mounting user
+/// (R11), and every permit comes back.
+#[test]
+fn carried_permits_issue_queued_small_requests_on_system_workers_as_the_mounting_user() {
+    // An application's thread: it never issues host I/O itself.
+    security::set_caller(Caller::Process);
+    let params_model = ModelParams {
+        latency: Duration::from_micros(2000),
+        ..ModelParams::nvme()
+    };
+    let p = params(SIZE, BOTH_ON);
+    let model = ModelHost::new(DATA_OFFSET + SIZE + 64 * KIB, params_model);
+    let truth = pattern(5, SIZE as usize);
+    put_plain(model.memory(), DATA_OFFSET, 0, &truth);
+    let host = Arc::new(StdHost::Model(model));
+    let vol = Volume::mount(
+        StdPlatform::<Arc<StdHost>>::new(0),
+        Arc::clone(&host),
+        &master_key(),
+        p,
+    )
+    .expect("mount");
+    let model = match &*host {
+        StdHost::Model(m) => m,
+        _ => unreachable!(),
+    };
+    let mut carried_rounds = 0;
+    for round in 0..5u64 {
+        let before = (vol.counters.snapshot(), vol.direct_carried());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let n = 96u64;
+        for i in 0..n {
+            let tx = tx.clone();
+            let offset = ((i * 37 + round * 11) % (SIZE / 4096)) * 4096;
+            vcdirect_usermode::irql::dispatch_at(
+                Irql::Passive,
+                &vol,
+                TestRequest::new(
+                    RequestKind::Read,
+                    offset as i64,
+                    4096,
+                    Some(vcdirect_usermode::request::Buf::unread_aligned(4096, 4096)),
+                    move |c: Completion| {
+                        let _ = tx.send((offset, thread_name(), c));
+                    },
+                ),
+            );
+        }
+        for _ in 0..n {
+            let (offset, name, c) = rx.recv_timeout(WAIT).expect("completed");
+            assert_eq!((c.status, c.information), (Status::Success, 4096));
+            assert_eq!(name, "system-worker", "R1");
+            let at = offset as usize;
+            let data = c.buf.map(|b| b.as_slice().to_vec()).unwrap_or_default();
+            assert!(data == truth[at..at + 4096], "the bytes at {offset}");
+        }
+        wait_for("no request in flight", || vol.in_flight() == 0);
+        let after = (vol.counters.snapshot(), vol.direct_carried());
+        assert_eq!(
+            after.0.dispatch_issued, before.0.dispatch_issued,
+            "an application's thread"
+        );
+        assert_eq!(
+            after.0.detached - before.0.detached,
+            n,
+            "every one without a waiter"
+        );
+        carried_rounds += usize::from(after.1 > before.1);
+        wait_for("every host permit given back", || {
+            vol.direct_permits_held() == 0
+        });
+    }
+    // The first completions find 88 requests queued and at most 8 workers waiting.
+    assert!(
+        carried_rounds >= 4,
+        "carried permits in {carried_rounds} of 5 rounds"
+    );
+    assert_eq!(
+        model.foreign_contexts(),
+        0,
+        "R11: host I/O outside the mounting user's context"
+    );
+    vol.dismount();
+}
+
 /// The memory medium without latency completes a detached read inside the start (a
 /// synchronous completion): the issuer finishes it. Counted once, completed once.
 #[test]

@@ -25,6 +25,13 @@
 //! permit without waiting, queueing a work item and the rundown's spin lock are all allowed at
 //! DISPATCH_LEVEL (a cancel routine finishes there), and nothing is allocated (W6).
 //!
+//! A carried host permit (`push_carrying`): a small direct request that ended while jobs
+//! wait in the direct FIFO hands its host permit to its work item, which gives it to the
+//! [`Carrier`] (the volume: the direct path issues the oldest small job with it, or gives it
+//! back) before it completes the upper request. Only a work item queued at once carries one;
+//! a request that goes to the completion thread gives its permit back first, so no permit ever
+//! waits behind the bound.
+//!
 //! At the bound: when `max_work_items` routines are active at once (all blocked, say), the
 //! completion thread waits for one to return before queueing the next, as VeraCrypt's does.
 //! Requests keep being served meanwhile, but their completions queue up behind the bound; if

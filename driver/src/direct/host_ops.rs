@@ -27,8 +27,12 @@ pub const HOST_OPS: usize = 8;
 struct State {
     /// Permits nobody holds.
     free: usize,
-    /// Workers blocked in `take_for` (holding none).
+    /// Workers blocked in `take_for` (holding none, in the middle of a request).
     waiters: usize,
+    /// Idle workers blocked in `take_for_job` (a permit before they take a job).
+    takers: usize,
+    /// Permits that completion work items carry now ([`HostOps::try_carry`]).
+    carried: usize,
     /// Workers in a transfer (between `enter` and `leave`).
     active: usize,
     /// The cap.
@@ -53,7 +57,13 @@ pub struct HostOps<P: Platform> {
     state: P::Lock<State>,
     /// Wakes a waiter; each release hands it one permit.
     wake: P::Semaphore,
+    /// Wakes a taker; each release hands it one permit.
+    wake_taker: P::Semaphore,
 }
+
+/// Permits that completion work items may carry at once: the workers always keep the rest, so
+/// a system worker pool slow to run the work items can delay only these.
+pub const CARRIED_MAX: usize = 2;
 
 impl<P: Platform> HostOps<P> {
     /// A cap of `permits` operations in flight, or STATUS_INSUFFICIENT_RESOURCES when its
@@ -63,13 +73,34 @@ impl<P: Platform> HostOps<P> {
             state: P::Lock::new(State {
                 free: permits,
                 waiters: 0,
+                takers: 0,
+                carried: 0,
                 active: 0,
                 permits,
                 held: 0,
                 max_held: 0,
             }),
             wake: P::Semaphore::new(0)?,
+            wake_taker: P::Semaphore::new(0)?,
         })
+    }
+
+    /// An idle worker's permit, before it takes a job (waits until one is free; a permit given
+    /// back goes to a worker in the middle of a request first).
+    pub fn take_for_job(&self) {
+        let got = self.state.with(|s| {
+            if s.free > 0 {
+                s.grab();
+                true
+            } else {
+                s.takers += 1;
+                false
+            }
+        });
+        if !got {
+            // `give` counted this permit as held when it handed it over.
+            self.wake_taker.acquire();
+        }
     }
 
     /// Takes a permit for one more host operation of a worker that holds `holding`: with none
@@ -101,7 +132,7 @@ impl<P: Platform> HostOps<P> {
     /// and no worker waits for one (docs/review.md R12: it never overtakes a waiting worker).
     pub fn try_take_now(&self) -> bool {
         self.state.with(|s| {
-            let free = s.free > 0 && s.waiters == 0;
+            let free = s.free > 0 && s.waiters == 0 && s.takers == 0;
             if free {
                 s.grab();
             }
@@ -119,26 +150,73 @@ impl<P: Platform> HostOps<P> {
         self.state.with(|s| s.active = s.active.saturating_sub(1));
     }
 
-    /// Gives a permit back (its operation finished): to a waiting worker if there is one.
+    /// Gives a permit back (its operation finished): to a worker waiting in the middle of a
+    /// request if there is one, else to an idle worker waiting for one.
     pub fn give(&self) {
-        let hand_over = self.state.with(|s| {
-            if s.waiters > 0 {
-                s.waiters -= 1;
-                true
-            } else {
-                s.held -= 1;
-                s.free += 1;
-                false
-            }
-        });
-        if hand_over {
-            self.wake.release();
+        let to = self.state.with(Self::hand_over);
+        self.wake_up(to);
+    }
+
+    /// Whom a permit given back goes to (counted as still held when it is handed over).
+    fn hand_over(s: &mut State) -> Option<bool> {
+        if s.waiters > 0 {
+            s.waiters -= 1;
+            Some(true)
+        } else if s.takers > 0 {
+            s.takers -= 1;
+            Some(false)
+        } else {
+            s.held -= 1;
+            s.free += 1;
+            None
         }
     }
 
-    /// Workers waiting for a permit now.
-    pub fn waiters(&self) -> usize {
-        self.state.with(|s| s.waiters)
+    fn wake_up(&self, to: Option<bool>) {
+        match to {
+            Some(true) => self.wake.release(),
+            Some(false) => self.wake_taker.release(),
+            None => {}
+        }
+    }
+
+    /// A held permit whose operation finished may go with its request's completion work item
+    /// (true: counted as carried) when no worker in the middle of a request waits for one, more
+    /// than `queued` jobs wait than idle workers wait for one, and fewer than [`CARRIED_MAX`]
+    /// are carried. A hint for the jobs' sake; it never changes who is served first.
+    pub fn try_carry(&self, queued: usize) -> bool {
+        self.state.with(|s| {
+            let carry = s.waiters == 0 && queued > s.takers && s.carried < CARRIED_MAX;
+            s.carried += usize::from(carry);
+            carry
+        })
+    }
+
+    /// A carried permit comes back without being used (no work item could take it, or it had
+    /// nothing to issue): given back as by [`give`](Self::give).
+    pub fn give_carried(&self) {
+        let to = self.state.with(|s| {
+            s.carried -= 1;
+            Self::hand_over(s)
+        });
+        self.wake_up(to);
+    }
+
+    /// The work item that carries a permit is about to use it: true when it may (the permit
+    /// is an ordinary held one from now on); false when a worker in the middle of a request
+    /// waits for one, which gets it instead (docs/review.md R12: such a worker is never
+    /// starved by carried permits).
+    pub fn use_carried(&self) -> bool {
+        let to = self.state.with(|s| {
+            s.carried -= 1;
+            if s.waiters > 0 {
+                Self::hand_over(s)
+            } else {
+                None
+            }
+        });
+        self.wake_up(to);
+        to.is_none()
     }
 
     /// Permits held now.

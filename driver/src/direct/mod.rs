@@ -17,7 +17,11 @@
 //! without a waiter (`detached.rs`): by the thread that dispatched it when nothing is queued
 //! before it and a host permit is free now (`DirectPath::issue_here`), otherwise by a worker
 //! that then takes its next job at once; the host's completion context decrypts a read and
-//! finishes the request. Any other request is waited for by its worker: it keeps several
+//! finishes the request. Under load its host permit goes with the request's completion work
+//! item, which issues the oldest small job with it before the upper routine runs
+//! ([`DirectPath::issue_carried`]), instead of waking a worker for it; a worker takes a host
+//! permit before it takes a job, so none holds a job while it waits for one and the work item
+//! overtakes nobody. Any other request is waited for by its worker: it keeps several
 //! segments in flight together, within the volume's cap of 8 host operations. Reads go
 //! straight into the caller's buffer and each segment is decrypted in place as it arrives
 //! (oldest first); writes are encrypted per segment into a window of the worker's own buffer
@@ -182,7 +186,9 @@ impl<P: Platform> DirectPath<P> {
         if self.busy.load(Ordering::Acquire) + queued >= WORKERS as u64 {
             Counters::add(&self.context.counters.slot_waits, 1);
         }
-        let small = self.may_detach(&job);
+        // Paging I/O is never marked: a completion work item runs at the system worker pool's
+        // priority, below the page writer's (W8); the workers serve it.
+        let small = self.may_detach(&job) && !job.request.is_paging_io();
         self.ready.push_marked(job, small)
     }
 
@@ -368,7 +374,7 @@ impl<P: Platform> DirectPath<P> {
         }
         // The host may have reported already: then this thread finishes the request.
         if let Some(parked) = self.detached.started(index, request, buf, bounce) {
-            self.finish_detached(parked, &**finisher);
+            self.finish_detached(parked, &**finisher, false);
         }
         Ok(())
     }
@@ -382,13 +388,18 @@ impl<P: Platform> DirectPath<P> {
         finisher: &F,
     ) {
         if let Some(parked) = self.detached.ended(tag, result) {
-            self.finish_detached(parked, finisher);
+            self.finish_detached(parked, finisher, true);
         }
     }
 
     /// Finishes a detached request that ended: a read is decrypted (`decrypt_segment`); the
     /// permit goes back and the request to `finisher`. Never waits.
-    fn finish_detached<F: Finisher<P>>(&self, parked: Parked<P::Request>, finisher: &F) {
+    fn finish_detached<F: Finisher<P>>(
+        &self,
+        parked: Parked<P::Request>,
+        finisher: &F,
+        completion_context: bool,
+    ) {
         let context = &*self.context;
         let Parked {
             request,
@@ -416,11 +427,12 @@ impl<P: Platform> DirectPath<P> {
             };
         }
         let information = self.count_finished(kind, status, length);
-        // With more jobs waiting than workers waiting for a permit (each of those has counted
-        // on one job), the permit goes with the request's completion work item, which issues
-        // the oldest job (`issue_carried`) instead of waking a worker for it. A hint: either
-        // way every job is served in order.
-        if self.ready.len() > self.ops.waiters() {
+        // In the host's completion context (a thread that may block finishes its own request
+        // otherwise: it is back for the next job at once), with more jobs waiting than idle
+        // workers waiting for a permit and no worker in the middle of a request waiting for
+        // one, the permit goes with the request's completion work item, which issues the
+        // oldest job (`issue_carried`) instead of waking a worker for it.
+        if completion_context && self.ops.try_carry(self.ready.len()) {
             finisher.finish_carrying(request, buf, ticket, kind, status, information);
         } else {
             self.ops.give();
@@ -441,20 +453,26 @@ impl<P: Platform> DirectPath<P> {
 
     /// Gives back a host permit a finished job's completion could not carry.
     pub(crate) fn give_permit(&self) {
-        self.ops.give();
+        self.ops.give_carried();
     }
 
-    /// A completion work item carries a host permit (`finish_detached`): when this thread may
+    /// A completion work item carries a host permit (`finish_detached`): a worker in the
+    /// middle of a request that waits for a permit gets it; otherwise, when this thread may
     /// issue (`Platform::issue_here`: PASSIVE_LEVEL, stack, the mounting user's context for
-    /// the call) and the oldest job may go without a waiter, issues it with that permit;
-    /// otherwise gives the permit back (to a worker waiting for one). Never waits. No worker
-    /// holds a job while it waits for a permit (`worker`), so taking the oldest job overtakes
-    /// nobody (docs/review.md R12).
+    /// the call) and the oldest job is marked small, issues that job with it; otherwise gives
+    /// it back (to an idle worker waiting for one). Never waits. An idle worker takes a permit
+    /// before it takes a job (`worker`), so taking the oldest job overtakes no worker
+    /// (docs/review.md R12). The rare job the host then refuses goes back to the FIFO's end,
+    /// as a dispatching thread's does.
     pub(crate) fn issue_carried<F: Finisher<P> + DetachedDone>(&self, finisher: &Arc<F>) {
         if self.ready.len() == 0 {
             if !faults::is_on(Fault::CarriedPermitLost) {
-                self.ops.give();
+                self.ops.give_carried();
             }
+            return;
+        }
+        // A worker in the middle of a request waiting for a permit gets it instead.
+        if !self.ops.use_carried() {
             return;
         }
         let issued = self.context.platform.issue_here(DISPATCH_STACK_NEEDED, || {
@@ -520,11 +538,11 @@ fn worker<P: Platform, F: Finisher<P> + DetachedDone>(
     let counters = &*context.counters;
     let limits = direct.segment_limits();
     loop {
-        // A host permit before the job: a worker never holds a job while it waits for a
+        // A host permit before the job: an idle worker holds no job while it waits for a
         // permit, so whoever holds one may take the oldest job (a completion work item that
-        // carries one, `issue_carried`) without overtaking a worker.
+        // carries one, `issue_carried`) without overtaking it.
         direct.ready.wait();
-        direct.ops.take_for(0);
+        direct.ops.take_for_job();
         let job = match direct.ready.take_waited(&**finisher) {
             // Dropping the bounce buffer zeroizes it.
             Some(Next::Stop) => {

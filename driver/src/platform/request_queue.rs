@@ -87,21 +87,8 @@ impl<P: Platform> RequestQueue<P> {
     /// Takes the oldest request, or a stop once no request waits; blocks until one is there.
     pub fn pop(&self) -> Taken<P::Request> {
         loop {
-            self.ready.acquire();
-            // The W9 fault switch: a wait inside the spin lock (on a signalled event, so the
-            // faulted run records the violation and goes on instead of hanging).
-            // (Test-only: an event that cannot be made skips the violation.)
-            let signalled = faults::is_on(Fault::W9WaitInsideLock)
-                .then(|| P::Event::new().ok())
-                .flatten()
-                .inspect(|event| event.set());
-            let taken = self.fifo.with(|f| {
-                if let Some(event) = &signalled {
-                    event.wait();
-                }
-                Self::take(f)
-            });
-            if let Some(taken) = taken {
+            self.wait();
+            if let Some(taken) = self.take_waited() {
                 return taken;
             }
         }
@@ -118,7 +105,19 @@ impl<P: Platform> RequestQueue<P> {
     /// or a stop once no request waits (`None`: its permit was a request taken out since, by
     /// `take_first` or [`try_take_front_if`](Self::try_take_front_if)).
     pub fn take_waited(&self) -> Option<Taken<P::Request>> {
-        self.fifo.with(Self::take)
+        // The W9 fault switch: a wait inside the spin lock (on a signalled event, so the
+        // faulted run records the violation and goes on instead of hanging).
+        // (Test-only: an event that cannot be made skips the violation.)
+        let signalled = faults::is_on(Fault::W9WaitInsideLock)
+            .then(|| P::Event::new().ok())
+            .flatten()
+            .inspect(|event| event.set());
+        self.fifo.with(|f| {
+            if let Some(event) = &signalled {
+                event.wait();
+            }
+            Self::take(f)
+        })
     }
 
     /// Takes the oldest request, without blocking, when `pick` selects it and a push's permit
@@ -136,7 +135,7 @@ impl<P: Platform> RequestQueue<P> {
             f.taken += u64::from(request.is_some());
             request
         });
-        if taken.is_none() {
+        if taken.is_none() && !faults::is_on(Fault::CarriedCountKept) {
             // The permit goes back to whoever it was for.
             self.ready.release();
         }

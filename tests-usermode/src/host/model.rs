@@ -240,6 +240,8 @@ struct Scheduler {
     cv: Condvar,
     /// Completions signalled at DISPATCH_LEVEL (all of them: W9).
     raised_completions: std::sync::atomic::AtomicU64,
+    /// Operations started by a thread not in the mounting user's context (R11: always 0).
+    foreign_contexts: std::sync::atomic::AtomicU64,
     /// Detached reads whose report has not returned yet, and its change.
     reports: Mutex<usize>,
     reported: Condvar,
@@ -374,6 +376,7 @@ impl ModelHost {
                 shutdown: false,
             }),
             raised_completions: std::sync::atomic::AtomicU64::new(0),
+            foreign_contexts: std::sync::atomic::AtomicU64::new(0),
             cv: Condvar::new(),
             reports: Mutex::new(0),
             reported: Condvar::new(),
@@ -414,6 +417,23 @@ impl ModelHost {
         self.sched
             .raised_completions
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Operations started by a thread that was not in the mounting user's security context
+    /// (docs/review.md R11: always 0).
+    pub fn foreign_contexts(&self) -> u64 {
+        self.sched
+            .foreign_contexts
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts a start outside the mounting user's context (R11).
+    fn note_context(&self) {
+        if crate::security::current() != crate::security::Context::MountingUser {
+            self.sched
+                .foreign_contexts
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// Places an operation of `bytes` on the timeline (as device operations of at most the
@@ -481,6 +501,7 @@ impl ModelHost {
     /// Reports a detached operation whose data moved with `result`: at its time on the
     /// timeline, or at once when it failed (a failed operation takes no device time).
     fn detach(&self, result: Result<usize, Status>, then: Detached) {
+        self.note_context();
         match result {
             Ok(n) => {
                 *self.sched.reports.lock().unwrap_or_else(|e| e.into_inner()) += 1;
@@ -491,6 +512,7 @@ impl ModelHost {
     }
 
     fn io<'a>(&self, result: Result<usize, Status>) -> ModelIo<'a> {
+        self.note_context();
         let slot = match result {
             Ok(n) => self.schedule(n),
             Err(_) => None,

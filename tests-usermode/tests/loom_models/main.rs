@@ -1,6 +1,7 @@
 //! Loom models of the engine's concurrency cores, run through `LoomPlatform`: one file per
 //! primitive (range lock, key erasure, completion hand-off, dismount drain, cancel hand-shake,
-//! the direct path's cap on host operations in flight, the hand-off of a request issued
+//! the direct path's cap on host operations in flight, the permit a completion work item
+//! carries to the next job, the hand-off of a request issued
 //! without a waiter, the VERIFYs' line: a waiting VERIFY's cancel against its hand-over),
 //! one test binary, so the fault-switch lock below covers them all.
 //!
@@ -87,6 +88,7 @@ impl Drop for FaultsOn {
 }
 
 mod cancel;
+mod carried;
 mod completion;
 mod detached;
 mod dismount_drain;

@@ -1,0 +1,88 @@
+//! The carried host permit (docs/design.md §5): a direct worker waits for a job's queue permit,
+//! then for a host permit, and only then takes the oldest job (`RequestQueue::wait`,
+//! `HostOps::take_for_job`, `RequestQueue::take_waited`), while a completion work item that holds a
+//! host permit takes the oldest job without blocking when it is one it may issue
+//! (`RequestQueue::try_take_front_if`) and otherwise gives the permit back. Every job is taken
+//! exactly once, the stop reaches the worker, every permit comes back, and nobody waits
+//! forever.
+
+use std::sync::Arc;
+
+use loom::sync::Mutex;
+
+use vcdirect::direct::HostOps;
+use vcdirect::faults::Fault;
+use vcdirect::platform::{RequestQueue, Taken, UpperRequest};
+use vcdirect::Status;
+use vcdirect_usermode::loom_platform::{LoomHost, LoomPlatform};
+use vcdirect_usermode::request::TestRequest;
+
+use crate::{explore, lock, ordinary, FaultsOn};
+
+type Plat = LoomPlatform<LoomHost>;
+
+/// The job at `offset` is small (a carrier may issue it); the others are not.
+const SMALL: i64 = 0;
+
+fn serve(taken: &Mutex<Vec<i64>>, request: TestRequest) {
+    lock(taken).push(request.offset());
+    request.complete(Status::Success, 0);
+}
+
+/// Two jobs queued (a small one, then a large one) and a stop; one worker, with a free host
+/// permit of two; this thread is a completion work item carrying the other.
+fn carried() {
+    let queue = Arc::new(RequestQueue::<Plat>::new().unwrap());
+    let ops = Arc::new(HostOps::<Plat>::new(2).unwrap());
+    let taken = Arc::new(Mutex::new(Vec::new()));
+    // The permit the finished request's work item carries.
+    assert!(ops.take_for(0));
+    assert!(ops.try_carry(2));
+    queue.push(TestRequest::read(SMALL as u64, 512, |_| {}));
+    queue.push(TestRequest::read(4096, 512, |_| {}));
+    let worker = {
+        let (queue, ops, taken) = (Arc::clone(&queue), Arc::clone(&ops), Arc::clone(&taken));
+        loom::thread::spawn(move || loop {
+            queue.wait();
+            ops.take_for_job();
+            match queue.take_waited() {
+                Some(Taken::Request(request)) => serve(&taken, request),
+                Some(Taken::Stop) => {
+                    ops.give();
+                    return;
+                }
+                None => {}
+            }
+            ops.give();
+        })
+    };
+    // The carrier: the oldest job, if it is a small one; the permit goes back either way.
+    if ops.use_carried() {
+        if let Some(request) = queue.try_take_front_if(|r| r.offset() == SMALL) {
+            serve(&taken, request);
+        }
+        ops.give();
+    }
+    queue.stop();
+    worker.join().unwrap();
+    let mut taken = lock(&taken).clone();
+    taken.sort_unstable();
+    assert_eq!(taken, [SMALL, 4096], "every job taken exactly once");
+    assert_eq!(ops.held(), 0, "every host permit given back");
+    assert!(queue.is_empty());
+}
+
+#[test]
+fn carried_permit_and_worker_take_every_job_once_and_give_every_permit_back() {
+    let _g = ordinary();
+    explore("carried permit", 3, carried);
+}
+
+/// Teeth: a carrier that finds the head not for it and keeps the queue permit it took leaves
+/// the worker waiting for the stop forever, which loom reports.
+#[test]
+#[should_panic(expected = "deadlock")]
+fn carrier_keeping_the_queue_permit_leaves_the_worker_waiting() {
+    let _f = FaultsOn::new(&[Fault::CarriedCountKept]);
+    explore("carried permit, queue permit kept", 3, carried);
+}
