@@ -431,8 +431,10 @@ impl<P: Platform> DirectPath<P> {
         // otherwise: it is back for the next job at once), with more jobs waiting than idle
         // workers waiting for a permit and no worker in the middle of a request waiting for
         // one, the permit goes with the request's completion work item, which issues the
-        // oldest job (`issue_carried`) instead of waking a worker for it.
-        if completion_context && self.ops.try_carry(self.ready.len()) {
+        // oldest job (`issue_carried`) instead of waking a worker for it, when that job is a
+        // small one (a large one is left to the workers, and the permit to them).
+        let (queued, small_next) = self.ready.len_and_head_marked();
+        if completion_context && small_next && self.ops.try_carry(queued) {
             finisher.finish_carrying(request, buf, ticket, kind, status, information);
         } else {
             self.ops.give();

@@ -75,6 +75,11 @@ impl<P: Platform> JobQueue<P> {
         finisher.claim(IoJob::unpark(request))
     }
 
+    /// Jobs queued, and whether the oldest carries the mark (one look under the lock).
+    pub(crate) fn len_and_head_marked(&self) -> (usize, bool) {
+        self.requests.len_and_head(IoJob::is_marked)
+    }
+
     /// Queues one stop, taken after everything queued before.
     pub(crate) fn stop(&self) {
         self.requests.stop();

@@ -182,6 +182,20 @@ impl<P: Platform> RequestQueue<P> {
         self.fifo.with(|f| (f.pushed, f.taken))
     }
 
+    /// Requests waiting, and what `look` says of the oldest (false when none waits).
+    pub fn len_and_head(&self, look: impl FnOnce(&P::Request) -> bool) -> (usize, bool) {
+        let mut look = Some(look);
+        self.fifo.with(|f| {
+            let mut seen = false;
+            // Picks nothing: only looks at the head.
+            let _ = f.list.pop_front_if(&mut |request| {
+                seen = look.take().is_some_and(|l| l(request));
+                false
+            });
+            (f.list.len(), seen)
+        })
+    }
+
     /// Requests waiting.
     pub fn len(&self) -> usize {
         self.fifo.with(|f| f.list.len())

@@ -63,6 +63,10 @@ pub struct Irp {
     armed: bool,
     /// The engine's note while the IRP waits in one of its queues.
     note: RequestNote,
+    /// Dispatched with the cache manager's or the modified page writer's top-level mark on
+    /// the thread: paging I/O a file system sent without IRP_PAGING_IO (FastFAT), served as
+    /// paging I/O ([`UpperRequest::is_paging_io`]) whichever thread takes it later.
+    paging_mark: bool,
 }
 
 /// The engine's queues of waiting IRPs, linked through the IRPs themselves (as VeraCrypt
@@ -169,6 +173,9 @@ const PARKED_ARMED: usize = 2;
 /// DriverContext[3] flag: the IRP is linked in a keyed [`IrpList`] (the VERIFYs' line): the
 /// in-line flag `remove_key` believes. Set and cleared only by a keyed list, under its lock.
 const PARKED_IN_LINE: usize = 4;
+/// DriverContext[3] flag: dispatched in the cache manager's or page writer's path
+/// (`Irp::paging_mark`).
+const PARKED_PAGING_MARK: usize = 8;
 /// DriverContext[3] upper half: the engine note's fifth word (64-bit targets only).
 const _: () = assert!(core::mem::size_of::<usize>() == 8);
 
@@ -283,6 +290,7 @@ impl Irp {
         // word above.
         let flags = (usize::from(self.buffer_out) * PARKED_BUFFER_OUT)
             | (usize::from(self.armed) * PARKED_ARMED)
+            | (usize::from(self.paging_mark) * PARKED_PAGING_MARK)
             | ((u64::from(e) << 32) as usize);
         let routine = self
             .on_cancel
@@ -336,6 +344,7 @@ impl Irp {
             buffer_out: flags & PARKED_BUFFER_OUT != 0,
             on_cancel,
             armed: flags & PARKED_ARMED != 0,
+            paging_mark: flags & PARKED_PAGING_MARK != 0,
             note: RequestNote([
                 n01 as u32,
                 (n01 >> 32) as u32,
@@ -413,6 +422,8 @@ impl RequestList<Irp> for IrpList {
         Some(unsafe { Irp::unpark(irp) })
     }
 
+    // Always inlined, as `remove_first`: the caller's `pick` is then called directly.
+    #[inline(always)]
     fn pop_front_if(&mut self, pick: &mut dyn FnMut(&Irp) -> bool) -> Option<Irp> {
         let head = self.line.head()?;
         // SAFETY: `head` is linked in this list; the view is only read and dropped while the
@@ -631,12 +642,21 @@ impl Irp {
         // dispatch on an IRP not linked in a keyed list has none (`IrpList::remove_key`
         // believes it). Nothing of ours is in the slot yet: the whole slot is cleared.
         unsafe { Self::flags_slot(irp.as_ptr()) }.store(core::ptr::null_mut(), Ordering::Relaxed);
+        // The product's: the dispatching thread's top-level IRP (the Wine build lends no
+        // context and imports no IoGetTopLevelIrp: no mark).
+        #[cfg(not(feature = "wine-host"))]
+        // SAFETY: no preconditions; reads the current (dispatching) thread's field.
+        let top_level = unsafe { wdk_sys::ntddk::IoGetTopLevelIrp() } as usize;
+        #[cfg(feature = "wine-host")]
+        let top_level = 0usize;
         Irp {
             irp,
             buffer_out: false,
             on_cancel: None,
             armed: false,
             note: RequestNote([0; 5]),
+            paging_mark: top_level == wdk_sys::FSRTL_CACHE_TOP_LEVEL_IRP as usize
+                || top_level == wdk_sys::FSRTL_MOD_WRITE_TOP_LEVEL_IRP as usize,
         }
     }
 
@@ -948,10 +968,14 @@ impl UpperRequest for Irp {
         None
     }
 
-    /// IRP_PAGING_IO on the IRP, or on its master when it is an associated IRP (a file system
+    /// Dispatched under the cache manager's or page writer's top-level mark, or IRP_PAGING_IO
+    /// on the IRP, or on its master when it is an associated IRP (a file system
     /// splits a paging request into associated IRPs, which IoMakeAssociatedIrp gives only
     /// IRP_ASSOCIATED_IRP).
     fn is_paging_io(&self) -> bool {
+        if self.paging_mark {
+            return true;
+        }
         // SAFETY: the IRP is owned by this request and not completed; Flags is only read.
         let flags = unsafe { (*self.irp.as_ptr()).Flags };
         if flags & wdk_sys::IRP_PAGING_IO != 0 {
