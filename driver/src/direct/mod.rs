@@ -19,7 +19,7 @@
 //! that then takes its next job at once; the host's completion context decrypts a read and
 //! finishes the request. Under load its host permit goes with the request's completion work
 //! item, which issues the oldest small job with it before the upper routine runs
-//! ([`DirectPath::issue_carried`]), instead of waking a worker for it; a worker takes a host
+//! (`DirectPath::issue_carried`), instead of waking a worker for it; a worker takes a host
 //! permit before it takes a job, so none holds a job while it waits for one and the work item
 //! overtakes nobody. Any other request is waited for by its worker: it keeps several
 //! segments in flight together, within the volume's cap of 8 host operations. Reads go
@@ -38,7 +38,7 @@ mod detached;
 mod host_ops;
 
 pub use detached::{HandedOver, Handoff, DETACHED_MAX, DISPATCH_STACK_NEEDED};
-pub use host_ops::{HostOps, HOST_OPS};
+pub use host_ops::{HostOps, CARRIED_MAX, HOST_OPS};
 
 use detached::{Parked, Slots};
 
@@ -433,8 +433,11 @@ impl<P: Platform> DirectPath<P> {
         // one, the permit goes with the request's completion work item, which issues the
         // oldest job (`issue_carried`) instead of waking a worker for it, when that job is a
         // small one (a large one is left to the workers, and the permit to them).
-        let (queued, small_next) = self.ready.len_and_head_marked();
-        if completion_context && small_next && self.ops.try_carry(queued) {
+        let carry = completion_context && {
+            let (queued, small_next) = self.ready.len_and_head_marked();
+            small_next && self.ops.try_carry(queued)
+        };
+        if carry {
             finisher.finish_carrying(request, buf, ticket, kind, status, information);
         } else {
             self.ops.give();

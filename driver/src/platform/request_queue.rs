@@ -188,10 +188,11 @@ impl<P: Platform> RequestQueue<P> {
         self.fifo.with(|f| {
             let mut seen = false;
             // Picks nothing: only looks at the head.
-            let _ = f.list.pop_front_if(&mut |request| {
+            let picked = f.list.pop_front_if(&mut |request| {
                 seen = look.take().is_some_and(|l| l(request));
                 false
             });
+            debug_assert!(picked.is_none(), "a look took a request");
             (f.list.len(), seen)
         })
     }

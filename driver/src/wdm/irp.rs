@@ -72,7 +72,7 @@ pub struct Irp {
 /// The engine's queues of waiting IRPs, linked through the IRPs themselves (as VeraCrypt
 /// queues IRPs): `Tail.Overlay.ListEntry` holds the links (`Flink` the next IRP, `Blink` the
 /// previous one), and what the [`Irp`] wrapper holds (the engine's note, the cancel routine to
-/// arm, the buffer and armed flags) waits in `Tail.Overlay.DriverContext`. Queueing allocates
+/// arm, the buffer, armed and paging-mark flags) waits in `Tail.Overlay.DriverContext`. Queueing allocates
 /// nothing and the list is never full (W6).
 ///
 /// Which link and flag is written when is the engine's portable algorithm
@@ -176,6 +176,11 @@ const PARKED_IN_LINE: usize = 4;
 /// DriverContext[3] flag: dispatched in the cache manager's or page writer's path
 /// (`Irp::paging_mark`).
 const PARKED_PAGING_MARK: usize = 8;
+/// The flags are distinct bits of the slot's low byte, below the note's word.
+const _: () = assert!(
+    PARKED_BUFFER_OUT | PARKED_ARMED | PARKED_IN_LINE | PARKED_PAGING_MARK == 15
+        && PARKED_BUFFER_OUT + PARKED_ARMED + PARKED_IN_LINE + PARKED_PAGING_MARK == 15
+);
 /// DriverContext[3] upper half: the engine note's fifth word (64-bit targets only).
 const _: () = assert!(core::mem::size_of::<usize>() == 8);
 
@@ -286,8 +291,8 @@ impl Irp {
     fn park(self) -> NonNull<IRP> {
         let irp = self.irp.as_ptr();
         let [a, b, c, d, e] = self.note.0;
-        // The flags' slot is 64 bits wide (x64, ARM64): the two flags below, the note's fifth
-        // word above.
+        // The flags' slot is 64 bits wide (x64, ARM64): the flags below (PARKED_*, the low
+        // byte), the note's fifth word above.
         let flags = (usize::from(self.buffer_out) * PARKED_BUFFER_OUT)
             | (usize::from(self.armed) * PARKED_ARMED)
             | (usize::from(self.paging_mark) * PARKED_PAGING_MARK)
@@ -642,11 +647,17 @@ impl Irp {
         // dispatch on an IRP not linked in a keyed list has none (`IrpList::remove_key`
         // believes it). Nothing of ours is in the slot yet: the whole slot is cleared.
         unsafe { Self::flags_slot(irp.as_ptr()) }.store(core::ptr::null_mut(), Ordering::Relaxed);
-        // The product's: the dispatching thread's top-level IRP (the Wine build lends no
-        // context and imports no IoGetTopLevelIrp: no mark).
+        // The product's: the dispatching thread's top-level IRP, read only below
+        // DISPATCH_LEVEL (above it, from a DPC, the current thread is whichever one was
+        // interrupted: no mark). The Wine build lends no context: no mark.
         #[cfg(not(feature = "wine-host"))]
-        // SAFETY: no preconditions; reads the current (dispatching) thread's field.
-        let top_level = unsafe { wdk_sys::ntddk::IoGetTopLevelIrp() } as usize;
+        let top_level = if super::pool::below_dispatch() {
+            // SAFETY: IRQL <= DISPATCH_LEVEL (IoGetTopLevelIrp's contract; below it here);
+            // reads the current thread's field.
+            unsafe { wdk_sys::ntddk::IoGetTopLevelIrp() as usize }
+        } else {
+            0
+        };
         #[cfg(feature = "wine-host")]
         let top_level = 0usize;
         Irp {

@@ -234,6 +234,11 @@ pub fn try_arc<T>(value: T) -> Result<Arc<T>, crate::Status> {
 /// thread making one at the same time (mounts open their hosts side by side, outside the
 /// control mutex, so concurrent mounts share these slots with each other and with the other
 /// threads; one that finds none free allocates as it would without the reserve).
+/// Below DISPATCH_LEVEL (see `reserve`): the current thread is the one running this code
+/// (the product's top-level IRP read, `wdm/irp.rs`).
+#[cfg(not(feature = "wine-host"))]
+pub(crate) use reserve::below_dispatch;
+
 mod reserve {
     use core::alloc::Layout;
     use core::ffi::c_void;
@@ -261,7 +266,7 @@ mod reserve {
     /// and Wine's KeGetCurrentIrql always answers PASSIVE_LEVEL: the mount's thread, always
     /// passive. ARM64 product: KeGetCurrentIrql, which the WDK's ARM64 headers import from
     /// hal.dll rather than inline (docs/arm64.md; the toolchain's ARM64 hal.lib exports it).
-    fn below_dispatch() -> bool {
+    pub(crate) fn below_dispatch() -> bool {
         #[cfg(all(target_arch = "aarch64", not(feature = "wine-host")))]
         {
             extern "system" {
