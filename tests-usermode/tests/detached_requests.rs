@@ -194,26 +194,34 @@ fn a_host_that_cannot_start_it_now_hands_the_read_to_the_workers() {
 /// device that completes them later (the model NVMe, whose completions run at
 /// DISPATCH_LEVEL): each read either returns the plaintext or fails with
 /// STATUS_DEVICE_BUSY; none returns bytes that were not decrypted, none hangs.
+/// A direct volume on the model host (completions on its timer thread after `latency`) whose
+/// data area holds `pattern(5, SIZE)`.
+fn model_volume(latency: Duration) -> (Arc<StdHost>, Arc<Volume<StdPlatform<Arc<StdHost>>>>) {
+    let model = ModelHost::new(
+        DATA_OFFSET + SIZE + 64 * KIB,
+        ModelParams {
+            latency,
+            ..ModelParams::nvme()
+        },
+    );
+    put_plain(model.memory(), DATA_OFFSET, 0, &pattern(5, SIZE as usize));
+    let host = Arc::new(StdHost::Model(model));
+    let vol = Volume::mount(
+        StdPlatform::<Arc<StdHost>>::new(0),
+        Arc::clone(&host),
+        &master_key(),
+        params(SIZE, BOTH_ON),
+    )
+    .expect("mount");
+    (host, vol)
+}
+
 #[test]
 fn r3_erase_racing_reads_finished_in_the_completion_context() {
     // A System thread (a file system's or server's worker): the dispatching thread may issue.
     security::set_caller(Caller::System);
-    let params_model = ModelParams {
-        latency: Duration::from_micros(300),
-        ..ModelParams::nvme()
-    };
     for round in 0..20u64 {
-        let p = params(SIZE, BOTH_ON);
-        let model = ModelHost::new(DATA_OFFSET + SIZE + 64 * KIB, params_model);
-        put_plain(model.memory(), DATA_OFFSET, 0, &pattern(5, SIZE as usize));
-        let host = Arc::new(StdHost::Model(model));
-        let vol = Volume::mount(
-            StdPlatform::<Arc<StdHost>>::new(0),
-            Arc::clone(&host),
-            &master_key(),
-            p,
-        )
-        .expect("mount");
+        let (host, vol) = model_volume(Duration::from_micros(300));
         let truth = pattern(5, SIZE as usize);
         let (tx, rx) = std::sync::mpsc::channel();
         let n = 32u64;
@@ -306,22 +314,8 @@ fn r1_dispatch_issued_reads_complete_on_system_workers() {
 fn carried_permits_issue_queued_small_requests_on_system_workers_as_the_mounting_user() {
     // An application's thread: it never issues host I/O itself.
     security::set_caller(Caller::Process);
-    let params_model = ModelParams {
-        latency: Duration::from_micros(2000),
-        ..ModelParams::nvme()
-    };
-    let p = params(SIZE, BOTH_ON);
-    let model = ModelHost::new(DATA_OFFSET + SIZE + 64 * KIB, params_model);
+    let (host, vol) = model_volume(Duration::from_micros(2000));
     let truth = pattern(5, SIZE as usize);
-    put_plain(model.memory(), DATA_OFFSET, 0, &truth);
-    let host = Arc::new(StdHost::Model(model));
-    let vol = Volume::mount(
-        StdPlatform::<Arc<StdHost>>::new(0),
-        Arc::clone(&host),
-        &master_key(),
-        p,
-    )
-    .expect("mount");
     let model = match &*host {
         StdHost::Model(m) => m,
         _ => unreachable!(),

@@ -1,9 +1,9 @@
 //! Loom models of the engine's concurrency cores, run through `LoomPlatform`: one file per
 //! primitive (range lock, key erasure, completion hand-off, dismount drain, cancel hand-shake,
 //! the direct path's cap on host operations in flight, the permit a completion work item
-//! carries to the next job, the hand-off of a request issued
-//! without a waiter, the VERIFYs' line: a waiting VERIFY's cancel against its hand-over),
-//! one test binary, so the fault-switch lock below covers them all.
+//! carries to the next job, the hand-off of a request issued without a waiter, the VERIFYs'
+//! line: a waiting VERIFY's cancel against its hand-over), one test binary, so the
+//! fault-switch lock below covers them all.
 //!
 //! Each model is exhaustive within a preemption bound (set per model, overridable with
 //! `LOOM_MAX_PREEMPTIONS`). Run them optimised:
