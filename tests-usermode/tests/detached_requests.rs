@@ -194,9 +194,12 @@ fn a_host_that_cannot_start_it_now_hands_the_read_to_the_workers() {
 /// device that completes them later (the model NVMe, whose completions run at
 /// DISPATCH_LEVEL): each read either returns the plaintext or fails with
 /// STATUS_DEVICE_BUSY; none returns bytes that were not decrypted, none hangs.
+/// A volume on the model host.
+type ModelVol = Arc<Volume<StdPlatform<Arc<StdHost>>>>;
+
 /// A direct volume on the model host (completions on its timer thread after `latency`) whose
 /// data area holds `pattern(5, SIZE)`.
-fn model_volume(latency: Duration) -> (Arc<StdHost>, Arc<Volume<StdPlatform<Arc<StdHost>>>>) {
+fn model_volume(latency: Duration) -> (Arc<StdHost>, ModelVol) {
     let model = ModelHost::new(
         DATA_OFFSET + SIZE + 64 * KIB,
         ModelParams {
