@@ -21,8 +21,8 @@ total_start=$(date +%s)
 # EPYC VM every compile-heavy stage took about 3 times as long (lint 269 s against 88,
 # windows-check 191 s against 66, the workspace's debug test build 533 s), so each budget
 # leaves that machine kind its stage time with a margin. Since the engine's tests build at
-# opt-level 1, a fresh clone's full run took 39 minutes on that machine kind (unit 804 s). What
-# each budget pays for:
+# opt-level 1, a fresh clone's full run took 36 minutes on that machine kind (unit 774 s, at
+# cc7436a). What each budget pays for:
 #   setup          rustup targets, nightly, cargo-fuzz (built from source: the long part)
 #   lint           the docs' links and cited paths; rustfmt; workspace clippy in debug and
 #                  in release; rustdoc
