@@ -111,6 +111,9 @@ pub enum Fault {
     /// head not for it keeps the queue permit it took instead of releasing it: a consumer
     /// then waits for the last request or stop forever.
     CarriedCountKept = 1 << 30,
+    /// Direct path: a carried host permit is used (or carried) even while a worker in the
+    /// middle of a request waits for one (such a worker can be starved, docs/review.md R12).
+    CarriedPassesWaiter = 1 << 31,
 }
 
 #[cfg(feature = "fault-switches")]

@@ -186,7 +186,8 @@ impl<P: Platform> HostOps<P> {
     /// are carried. A hint for the jobs' sake; it never changes who is served first.
     pub fn try_carry(&self, queued: usize) -> bool {
         self.state.with(|s| {
-            let carry = s.waiters == 0 && queued > s.takers && s.carried < CARRIED_MAX;
+            let waiter = s.waiters > 0 && !faults::is_on(Fault::CarriedPassesWaiter);
+            let carry = !waiter && queued > s.takers && s.carried < CARRIED_MAX;
             s.carried += usize::from(carry);
             carry
         })
@@ -209,7 +210,7 @@ impl<P: Platform> HostOps<P> {
     pub fn use_carried(&self) -> bool {
         let to = self.state.with(|s| {
             s.carried -= 1;
-            if s.waiters > 0 {
+            if s.waiters > 0 && !faults::is_on(Fault::CarriedPassesWaiter) {
                 Self::hand_over(s)
             } else {
                 None
@@ -217,6 +218,11 @@ impl<P: Platform> HostOps<P> {
         });
         self.wake_up(to);
         to.is_none()
+    }
+
+    /// Workers in the middle of a request waiting for a permit now.
+    pub fn waiting_mid_request(&self) -> usize {
+        self.state.with(|s| s.waiters)
     }
 
     /// Permits held now.

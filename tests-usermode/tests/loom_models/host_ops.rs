@@ -79,3 +79,54 @@ fn host_ops_waiting_while_holding_deadlocks() {
     let _g = FaultsOn::new(&[Fault::CapWaitWhileHolding]);
     explore("host_ops_wait_while_holding", 3, || cap_model(2, 2, 2));
 }
+
+/// A carried permit and a worker in the middle of a request that waits for one (docs/review.md
+/// R12): once that worker waits, the carrier may not use the permit (`use_carried` hands it
+/// over), so a stream of carried permits cannot starve it. The worker holds none and asks;
+/// this thread carries the only one.
+fn carried_yields_to_waiter() {
+    let ops = Arc::new(Ops::new(1).unwrap());
+    assert!(ops.take_for(0));
+    assert!(
+        ops.try_carry(5),
+        "nobody waits yet: the permit may be carried"
+    );
+    let worker = {
+        let ops = Arc::clone(&ops);
+        loom::thread::spawn(move || {
+            assert!(ops.take_for(0));
+            ops.give();
+        })
+    };
+    // Only this thread hands permits over, so a waiter seen here still waits below.
+    let waiting = ops.waiting_mid_request();
+    let used = ops.use_carried();
+    assert!(
+        !(used && waiting > 0),
+        "a carried permit was used while a worker in the middle of a request waited"
+    );
+    if used {
+        ops.give();
+    }
+    worker.join().unwrap();
+    assert_eq!(ops.held(), 0, "every permit given back");
+}
+
+#[test]
+fn host_ops_carried_permit_goes_to_a_worker_waiting_mid_request() {
+    let _g = ordinary();
+    explore("host_ops_carried_yields", 3, carried_yields_to_waiter);
+}
+
+/// Teeth: a carrier that ignores the waiting worker uses the permit (fault switch
+/// `CarriedPassesWaiter`), which the model sees.
+#[test]
+#[should_panic(expected = "used while a worker in the middle of a request waited")]
+fn host_ops_carrier_passing_a_waiting_worker_is_found() {
+    let _g = FaultsOn::new(&[Fault::CarriedPassesWaiter]);
+    explore(
+        "host_ops_carried_passes_waiter",
+        3,
+        carried_yields_to_waiter,
+    );
+}
