@@ -178,10 +178,13 @@ impl<P: Platform> Completer<P> {
                 .complete(finished.status, finished.information);
             return;
         }
-        let finished = match self.queue_now(finished, false) {
-            Ok(()) => return,
-            Err(finished) => finished,
-        };
+        if let Err(finished) = self.queue_now(finished, false) {
+            self.to_thread(finished);
+        }
+    }
+
+    /// Hands `finished` to the completion thread, which queues its work item in turn.
+    fn to_thread(&self, finished: Finished<P::Request>) {
         // Counted before it is queued, so a later finisher sees it waiting.
         self.waiting.fetch_add(1, Ordering::AcqRel);
         self.queue.push(finished.park());
@@ -204,8 +207,7 @@ impl<P: Platform> Completer<P> {
         match self.queue_now(finished, true) {
             Ok(()) => true,
             Err(finished) => {
-                self.waiting.fetch_add(1, Ordering::AcqRel);
-                self.queue.push(finished.park());
+                self.to_thread(finished);
                 false
             }
         }

@@ -457,7 +457,7 @@ impl<P: Platform> DirectPath<P> {
     }
 
     /// Gives back a host permit a finished job's completion could not carry.
-    pub(crate) fn give_permit(&self) {
+    pub(crate) fn give_carried_permit(&self) {
         self.ops.give_carried();
     }
 

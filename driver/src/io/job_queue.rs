@@ -34,9 +34,7 @@ impl<P: Platform> JobQueue<P> {
 
     /// Queues a granted job.
     pub(crate) fn push(&self, job: IoJob<P::Request>) -> Result<(), IoJob<P::Request>> {
-        // The cancel hook is armed here, under the FIFO's lock (docs/review.md W6: a cancel
-        // routine then finds the job in the FIFO, or the taker's claim sees the hook gone).
-        self.requests.push_armed(job.park()).map_err(IoJob::unpark)
+        self.push_marked(job, false)
     }
 
     /// Queues a granted job with a mark ([`IoJob::park_marked`]).
@@ -45,6 +43,8 @@ impl<P: Platform> JobQueue<P> {
         job: IoJob<P::Request>,
         mark: bool,
     ) -> Result<(), IoJob<P::Request>> {
+        // The cancel hook is armed here, under the FIFO's lock (docs/review.md W6: a cancel
+        // routine then finds the job in the FIFO, or the taker's claim sees the hook gone).
         self.requests
             .push_armed(job.park_marked(mark))
             .map_err(IoJob::unpark)
@@ -112,13 +112,9 @@ impl<P: Platform> JobQueue<P> {
     /// won the claim is skipped (it is completed cancelled, here or by the routine).
     pub(crate) fn next<F: Finisher<P>>(&self, finisher: &F) -> Next<P::Request> {
         loop {
-            match self.requests.pop() {
-                Taken::Stop => return Next::Stop,
-                Taken::Request(request) => {
-                    if let Some(job) = finisher.claim(IoJob::unpark(request)) {
-                        return Next::Job(job);
-                    }
-                }
+            self.wait();
+            if let Some(next) = self.take_waited(finisher) {
+                return next;
             }
         }
     }

@@ -873,9 +873,8 @@ impl<P: Platform> Volume<P> {
         kind: JobKind,
         status: Status,
         information: usize,
-        carry: bool,
+        mut carry: bool,
     ) {
-        let mut carry = carry;
         // Jobs this release grants that were cancelled while they waited for their range: they
         // are finished here, one after the other (a loop, not a recursion), linked through
         // their own requests (nothing allocated).
@@ -929,7 +928,7 @@ impl<P: Platform> Volume<P> {
             };
             if core::mem::take(&mut carry) {
                 if !self.completer.push_carrying(finished) {
-                    self.direct.give_permit();
+                    self.direct.give_carried_permit();
                 }
             } else {
                 self.completer.push(finished);
