@@ -331,47 +331,37 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
         let mut now = first_group(initial[0]);
         let mut next = [_mm256_set1_epi64x(0); REGS];
         for (u, unit) in batch.iter_mut().enumerate() {
+            // A unit is two groups: the first's tweaks are in `now`, its rounds write the
+            // second's into `next`, whose rounds write the next unit's first into `now`. The
+            // arrays trade roles without being copied (as on the XMM path, `x86.rs`).
             let (groups, _) = unit.as_chunks_mut::<{ 16 * GROUP }>();
-            for (g, group) in groups.iter_mut().enumerate() {
-                let (pairs, _) = group.as_chunks_mut::<32>();
+            let (both, _) = groups.as_chunks_mut::<2>();
+            for [first_half, second_half] in both {
+                let (pairs, _) = first_half.as_chunks_mut::<32>();
                 let mut x: [__m256i; REGS] =
                     core::array::from_fn(|i| _mm256_xor_si256(load(&pairs[i]), now[i]));
-                if g == 0 {
-                    if ENCRYPT {
-                        wide_rounds!(data, x, now, next, "vpxor", "vaesenc", "vaesenclast");
-                    } else {
-                        wide_rounds!(data, x, now, next, "vpxor", "vaesdec", "vaesdeclast");
-                    }
+                if ENCRYPT {
+                    wide_rounds!(data, x, now, next, "vpxor", "vaesenc", "vaesenclast");
                 } else {
-                    // The next group is the next unit's first: its tweaks by doubling from its
-                    // initial tweak, between these rounds.
-                    let t = initial.get(u + 1).copied().unwrap_or(initial[0]);
-                    if ENCRYPT {
-                        wide_rounds_first_group!(
-                            data,
-                            x,
-                            t,
-                            next,
-                            "vpxor",
-                            "vaesenc",
-                            "vaesenclast"
-                        );
-                    } else {
-                        wide_rounds_first_group!(
-                            data,
-                            x,
-                            t,
-                            next,
-                            "vpxor",
-                            "vaesdec",
-                            "vaesdeclast"
-                        );
-                    }
+                    wide_rounds!(data, x, now, next, "vpxor", "vaesdec", "vaesdeclast");
                 }
                 for ((pair, x), tweak) in pairs.iter_mut().zip(x).zip(now) {
                     store(pair, _mm256_xor_si256(x, tweak));
                 }
-                core::mem::swap(&mut now, &mut next);
+                // The next unit's first group's tweaks, by doubling from its initial tweak,
+                // between the second group's rounds.
+                let (pairs, _) = second_half.as_chunks_mut::<32>();
+                let mut x: [__m256i; REGS] =
+                    core::array::from_fn(|i| _mm256_xor_si256(load(&pairs[i]), next[i]));
+                let t = initial.get(u + 1).copied().unwrap_or(initial[0]);
+                if ENCRYPT {
+                    wide_rounds_first_group!(data, x, t, now, "vpxor", "vaesenc", "vaesenclast");
+                } else {
+                    wide_rounds_first_group!(data, x, t, now, "vpxor", "vaesdec", "vaesdeclast");
+                }
+                for ((pair, x), tweak) in pairs.iter_mut().zip(x).zip(next) {
+                    store(pair, _mm256_xor_si256(x, tweak));
+                }
             }
         }
         let zero = _mm256_set1_epi64x(0);
