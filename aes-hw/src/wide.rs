@@ -9,12 +9,15 @@
 //!
 //! Shape: per batch of 16 data units, the 16 initial tweaks are one 8-register pass on the
 //! tweak key (two units per register). Each unit is two groups of 16 blocks (8 registers, a
-//! pair of consecutive blocks each). The first group's tweaks come from the unit's initial
-//! tweak by doubling (computed before the previous group's rounds, so its latency hides
-//! behind them); the second group's are the first's times alpha^16, computed per 128-bit lane
-//! between the AES instructions (a 2-byte shift and a carry-less multiplication of the 16 bits
-//! shifted out by 0x87). Round keys are broadcast from the schedule into one scratch register
-//! inside the assembly, as on the XMM path.
+//! pair of consecutive blocks each), taken as a pair: the first group's tweaks come from the
+//! unit's initial tweak by doubling (computed between the previous unit's second-group
+//! rounds, inside their assembly, so their latency hides behind them), the second group's are
+//! the first's times alpha^16, computed per 128-bit lane between the first group's AES
+//! instructions (a 2-byte shift and a carry-less multiplication of the 16 bits shifted out by
+//! 0x87). So the two tweak arrays trade roles without being copied, and every tweak is made
+//! by the assembly straight into those arrays, which are wiped at the end (W5; the image
+//! checker requires the pass to call nothing). Round keys are broadcast from the schedule into
+//! one scratch register inside the assembly, as on the XMM path.
 
 use core::arch::x86_64::{
     __m128i, __m256i, _mm256_castsi256_si128, _mm256_loadu_si256, _mm256_set1_epi64x,
@@ -210,11 +213,13 @@ macro_rules! wide_rounds_plain {
     }};
 }
 
-/// The first register of a unit's first-group tweaks: `{t}` and `{t}` times alpha (as
+/// The first register of a unit's first-group tweaks: its initial tweak `{t}`, loaded from
+/// `{tp}` (so that no copy of it is made outside the wiped arrays), and `{t}` times alpha (as
 /// `x86.rs`'s `mul_alpha`, VEX-encoded) in its two lanes, stored at byte 0 of `{n}`.
 macro_rules! first_pair {
     () => {
         concat!(
+            "vmovdqu {t}, xmmword ptr [{tp}]\n",
             "vpshufd {c}, {t}, 0x93\n",
             "vpsrad {c}, {c}, 31\n",
             "vpand {c}, {c}, {m}\n",
@@ -246,18 +251,19 @@ macro_rules! next_pair {
     };
 }
 
-/// The 14 rounds over the 8 registers `$x` with `$schedule`, writing into `$next` the 16
-/// tweaks of the next unit's first group from `$t`, its initial tweak, between them (so that
-/// their latency hides behind the AES instructions).
+/// The 14 rounds over the 8 registers `$x` with `$schedule`, writing into `$out` the 16
+/// tweaks of the next unit's first group from its initial tweak at `$tp`, between them (so
+/// that their latency hides behind the AES instructions).
 macro_rules! wide_rounds_first_group {
-    ($schedule:expr, $x:ident, $t:expr, $next:ident, $first:literal, $mid:literal, $last:literal) => {{
+    ($schedule:expr, $x:ident, $tp:expr, $out:ident, $first:literal, $mid:literal, $last:literal) => {{
         let [x0, x1, x2, x3, x4, x5, x6, x7] = $x;
         let s: *const RoundKey = $schedule.as_ptr();
-        let n: *mut __m256i = $next.as_mut_ptr();
+        let tp: *const __m128i = $tp;
+        let n: *mut __m256i = $out.as_mut_ptr();
         // SAFETY: `s` points to a live schedule of 15 round keys (reads at offsets 0..=224);
-        // `n` points to 8 live `__m256i` (writes at offsets 0..=224). Only the listed
-        // registers change; the caller's target features and `WideVectors` token as in
-        // `wide_rounds`.
+        // `tp` to a live `__m128i` (one unaligned read); `n` to 8 live `__m256i` (writes at
+        // offsets 0..=224). Only the listed registers change; the caller's target features
+        // and `WideVectors` token as in `wide_rounds`.
         unsafe {
             core::arch::asm!(
                 wide_round!("0", $first),
@@ -275,10 +281,11 @@ macro_rules! wide_rounds_first_group {
                 // The scratch register would keep the last round key after the block.
                 "vpxor {k}, {k}, {k}",
                 s = in(reg) s,
+                tp = in(reg) tp,
                 n = in(reg) n,
                 m = in(xmm_reg) _mm_set_epi32(1, 1, 1, 0x87),
                 p = in(ymm_reg) _mm256_set1_epi64x(0x87),
-                t = inout(xmm_reg) $t => _,
+                t = out(xmm_reg) _,
                 k = out(ymm_reg) _,
                 c = out(xmm_reg) _,
                 r = out(ymm_reg) _,
@@ -292,6 +299,36 @@ macro_rules! wide_rounds_first_group {
                 x5 = inout(ymm_reg) x5 => $x[5],
                 x6 = inout(ymm_reg) x6 => $x[6],
                 x7 = inout(ymm_reg) x7 => $x[7],
+                options(nostack, preserves_flags),
+            );
+        }
+    }};
+}
+
+/// The 16 tweaks of a unit's first group from its initial tweak at `$tp`, two per register,
+/// into `$out`: the same steps as between [`wide_rounds_first_group`]'s rounds, alone (for a
+/// batch's first unit). In assembly so that no copy is made outside the wiped arrays.
+macro_rules! first_group {
+    ($tp:expr, $out:ident) => {{
+        let tp: *const __m128i = $tp;
+        let n: *mut __m256i = $out.as_mut_ptr();
+        // SAFETY: `tp` points to a live `__m128i` (one unaligned read), `n` to 8 live
+        // `__m256i` (writes at offsets 0..=224). Only the listed registers change; the
+        // caller's target features and `WideVectors` token as in `wide_rounds`.
+        unsafe {
+            core::arch::asm!(
+                first_pair!(),
+                next_pair!("32"), next_pair!("64"), next_pair!("96"), next_pair!("128"),
+                next_pair!("160"), next_pair!("192"), next_pair!("224"),
+                tp = in(reg) tp,
+                n = in(reg) n,
+                m = in(xmm_reg) _mm_set_epi32(1, 1, 1, 0x87),
+                p = in(ymm_reg) _mm256_set1_epi64x(0x87),
+                t = out(xmm_reg) _,
+                c = out(xmm_reg) _,
+                r = out(ymm_reg) _,
+                d = out(ymm_reg) _,
+                e = out(ymm_reg) _,
                 options(nostack, preserves_flags),
             );
         }
@@ -328,7 +365,8 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
             "vaesenclast"
         );
         let mut initial: [__m128i; BATCH] = core::array::from_fn(|u| lane(&initial_pairs, u));
-        let mut now = first_group(initial[0]);
+        let mut now = [_mm256_set1_epi64x(0); REGS];
+        first_group!(&initial[0], now);
         let mut next = [_mm256_set1_epi64x(0); REGS];
         for (u, unit) in batch.iter_mut().enumerate() {
             // A unit is two groups: the first's tweaks are in `now`, its rounds write the
@@ -345,22 +383,23 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
                 } else {
                     wide_rounds!(data, x, now, next, "vpxor", "vaesdec", "vaesdeclast");
                 }
-                for ((pair, x), tweak) in pairs.iter_mut().zip(x).zip(now) {
-                    store(pair, _mm256_xor_si256(x, tweak));
+                for ((pair, x), tweak) in pairs.iter_mut().zip(x).zip(&now) {
+                    store(pair, _mm256_xor_si256(x, *tweak));
                 }
                 // The next unit's first group's tweaks, by doubling from its initial tweak,
                 // between the second group's rounds.
                 let (pairs, _) = second_half.as_chunks_mut::<32>();
                 let mut x: [__m256i; REGS] =
                     core::array::from_fn(|i| _mm256_xor_si256(load(&pairs[i]), next[i]));
-                let t = initial.get(u + 1).copied().unwrap_or(initial[0]);
+                // (The batch's last unit computes tweaks nobody uses; they are wiped.)
+                let t: &__m128i = initial.get(u + 1).unwrap_or(&initial[0]);
                 if ENCRYPT {
                     wide_rounds_first_group!(data, x, t, now, "vpxor", "vaesenc", "vaesenclast");
                 } else {
                     wide_rounds_first_group!(data, x, t, now, "vpxor", "vaesdec", "vaesdeclast");
                 }
-                for ((pair, x), tweak) in pairs.iter_mut().zip(x).zip(next) {
-                    store(pair, _mm256_xor_si256(x, tweak));
+                for ((pair, x), tweak) in pairs.iter_mut().zip(x).zip(&next) {
+                    store(pair, _mm256_xor_si256(x, *tweak));
                 }
             }
         }
@@ -372,18 +411,6 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
         number = number.wrapping_add(batch.len() as u64);
     }
     _mm256_zeroupper();
-}
-
-/// The 16 tweaks of a unit's first group from its initial tweak `t`, two per register.
-#[target_feature(enable = "avx2")]
-#[inline]
-fn first_group(t: __m128i) -> [__m256i; REGS] {
-    let mut tweaks = [t; GROUP];
-    for i in 1..GROUP {
-        // The XMM path's doubling, inlined here and so VEX-encoded like the rest.
-        tweaks[i] = crate::x86::mul_alpha(tweaks[i - 1]);
-    }
-    core::array::from_fn(|i| _mm256_set_m128i(tweaks[2 * i + 1], tweaks[2 * i]))
 }
 
 /// Tweak `u` (0..16) of the initial tweaks, two per register.
