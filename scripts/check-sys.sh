@@ -138,15 +138,19 @@ for flavour in "${flavours[@]}"; do
         grep -qE "FAIL [0-9]+ VEX/EVEX instructions, all in the wide path" <<<"$bite"
         check "the wide-path rule fails on a VEX instruction outside the wide path's functions" $? "$(grep -E 'VEX' <<<"$bite" | head -n2 | tr '\n' ' ')"
         # The no-call rule bites: with the XMM pass named after functions that call, it must
-        # fail naming them; with the VAES pass named after no function, it must fail too.
+        # fail naming them; with either pass named after no function, it must fail too.
         bite="$(CHECK_SYS_XMM_PASS='^vcdirect::crypto::xts::' python3 "$ROOT/scripts/check-sys-image.py" \
             "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt" 2>&1 || true)"
         grep -qE "FAIL the XTS passes call nothing.*: vcdirect::crypto::xts::" <<<"$bite"
         check "the no-call rule fails on functions that call (vcdirect::crypto::xts)" $? "$(grep -E 'XTS passes' <<<"$bite" | head -n1)"
         bite="$(CHECK_SYS_WIDE_PASS='^no::such::pass$' python3 "$ROOT/scripts/check-sys-image.py" \
             "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt" 2>&1 || true)"
-        grep -qE "FAIL the XTS passes call nothing \([0-9]+ XMM and 0 VAES copies.*: no copy found" <<<"$bite"
+        grep -qE "FAIL the XTS passes call nothing \([0-9]+ XMM and 0 VAES copies.*: not two copies of each pass" <<<"$bite"
         check "the no-call rule fails when the image's VAES pass is not found" $? "$(grep -E 'XTS passes' <<<"$bite" | head -n1)"
+        bite="$(CHECK_SYS_XMM_PASS='^no::such::pass$' python3 "$ROOT/scripts/check-sys-image.py" \
+            "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt" 2>&1 || true)"
+        grep -qE "FAIL the XTS passes call nothing \(0 XMM and [0-9]+ VAES copies.*: not two copies of each pass" <<<"$bite"
+        check "the no-call rule fails when the image's XMM pass is not found" $? "$(grep -E 'XTS passes' <<<"$bite" | head -n1)"
         # The W5 burn rule bites: asked for a margin no frame has, it must fail.
         bite="$(CHECK_SYS_BURN_MARGIN=1048576 python3 "$ROOT/scripts/check-sys-image.py" \
             "$flavour" "$sys" "$map" "$ROOT/sys/imports-$flavour.txt" 2>&1 || true)"

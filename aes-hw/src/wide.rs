@@ -14,14 +14,15 @@
 //! rounds, inside their assembly, so their latency hides behind them), the second group's are
 //! the first's times alpha^16, computed per 128-bit lane between the first group's AES
 //! instructions (a 2-byte shift and a carry-less multiplication of the 16 bits shifted out by
-//! 0x87). So the two tweak arrays trade roles without being copied, and every tweak is made
-//! by the assembly straight into those arrays, which are wiped at the end (W5; the image
-//! checker requires the pass to call nothing). Round keys are broadcast from the schedule into
+//! 0x87). So the two tweak arrays trade roles without being copied, and the assembly makes
+//! every group's tweaks straight into them (the initial tweaks, stored by compiled code, are
+//! in two arrays of their own); all four are wiped at the end (W5; the image checker requires
+//! the pass to call nothing). Round keys are broadcast from the schedule into
 //! one scratch register inside the assembly, as on the XMM path.
 
 use core::arch::x86_64::{
     __m128i, __m256i, _mm256_castsi256_si128, _mm256_loadu_si256, _mm256_set1_epi64x,
-    _mm256_set_m128i, _mm256_storeu_si256, _mm256_xor_si256, _mm256_zeroupper, _mm_set_epi32,
+    _mm256_set_m128i, _mm256_storeu_si256, _mm256_xor_si256, _mm256_zeroall, _mm_set_epi32,
     _mm_set_epi64x,
 };
 
@@ -410,7 +411,9 @@ pub(crate) unsafe fn xts<const ENCRYPT: bool>(keys: &XtsKeys, units: &mut [Unit]
         crate::wipe(&mut initial, _mm256_castsi256_si128(zero));
         number = number.wrapping_add(batch.len() as u64);
     }
-    _mm256_zeroupper();
+    // All of them, not only the upper halves: the last unit's block state (the ciphertext
+    // XORed with a tweak) would stay in a low half until overwritten.
+    _mm256_zeroall();
 }
 
 /// Tweak `u` (0..16) of the initial tweaks, two per register.
