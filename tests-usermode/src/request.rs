@@ -355,6 +355,17 @@ fn parked(state: &CancelState) -> std::sync::MutexGuard<'_, Option<TestRequest>>
 }
 
 impl TestRequestList {
+    /// Parks `request` in its cancel state for a list (as the kernel's `park`: the context is
+    /// rewritten without the in-line flag); its key, which links it.
+    fn park(request: TestRequest) -> usize {
+        let state = Arc::clone(&request.0.cancel.0);
+        state.in_line.store(false, Ordering::SeqCst);
+        let key = state.key;
+        let previous = parked(&state).replace(request);
+        assert!(previous.is_none(), "request {key} pushed on two lists");
+        key
+    }
+
     /// Takes back the request `key` the engine's list just unlinked.
     fn unpark(key: usize) -> TestRequest {
         let request = state(key).and_then(|s| parked(&s).take());
@@ -377,13 +388,13 @@ impl RequestList<TestRequest> for TestRequestList {
     }
 
     fn push_back(&mut self, request: TestRequest) {
-        let state = Arc::clone(&request.0.cancel.0);
-        // As the kernel's `park`: the context is rewritten without the in-line flag.
-        state.in_line.store(false, Ordering::SeqCst);
-        let key = state.key;
-        let previous = parked(&state).replace(request);
-        assert!(previous.is_none(), "request {key} pushed on two lists");
+        let key = Self::park(request);
         self.line.push_back(&TestLinks, key);
+    }
+
+    fn push_front(&mut self, request: TestRequest) {
+        let key = Self::park(request);
+        self.line.push_front(&TestLinks, key);
     }
 
     fn pop_front(&mut self) -> Option<TestRequest> {

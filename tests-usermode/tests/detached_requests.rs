@@ -488,3 +488,35 @@ fn a_refused_small_write_is_written_the_waiting_way() {
     assert!(get_plain(&host.mem, DATA_OFFSET, 65536, 8192) == data);
     vol.dismount();
 }
+
+/// R12: a job a carrying work item took from the direct FIFO and could not issue (the host
+/// refused its start) goes back to the FIFO's head, so the jobs queued after it do not
+/// overtake it: the next taker gets it first, then the others in their order.
+#[test]
+fn r12_a_job_put_back_is_taken_before_the_jobs_queued_after_it() {
+    use vcdirect::platform::{RequestQueue, Taken, UpperRequest};
+    let queue = RequestQueue::<StdPlatform<MemoryHost>>::new().unwrap();
+    for offset in [0u64, 4096, 8192] {
+        queue
+            .push_armed(TestRequest::read(offset, 512, |_| {}))
+            .unwrap_or_else(|_| panic!("not cancelled"));
+    }
+    let first = queue
+        .try_take_front_if(|r| r.offset() == 0)
+        .expect("the head, with a queue permit free");
+    queue
+        .push_front_armed(first)
+        .unwrap_or_else(|_| panic!("not cancelled"));
+    let order: Vec<i64> = (0..3)
+        .map(|_| match queue.pop() {
+            Taken::Request(r) => {
+                let offset = r.offset();
+                r.complete(Status::Success, 0);
+                offset
+            }
+            Taken::Stop => panic!("no stop was queued"),
+        })
+        .collect();
+    assert_eq!(order, [0, 4096, 8192]);
+    assert!(queue.is_empty());
+}

@@ -467,8 +467,7 @@ impl<P: Platform> DirectPath<P> {
     /// the call) and the oldest job is marked small, issues that job with it; otherwise gives
     /// it back (to an idle worker waiting for one). Never waits. An idle worker takes a permit
     /// before it takes a job (`worker`), so taking the oldest job overtakes no worker
-    /// (docs/review.md R12). The rare job the host then refuses goes back to the FIFO's end,
-    /// as a dispatching thread's does.
+    /// (docs/review.md R12). The rare job the host then refuses goes back to the FIFO's head.
     pub(crate) fn issue_carried<F: Finisher<P> + DetachedDone>(&self, finisher: &Arc<F>) {
         if self.ready.len() == 0 {
             if !faults::is_on(Fault::CarriedPermitLost) {
@@ -489,10 +488,11 @@ impl<P: Platform> DirectPath<P> {
             None if faults::is_on(Fault::CarriedPermitLost) => {}
             None => self.ops.give(),
             // Not issued after all (rare: the host refused the start): the permit goes back
-            // and the job to the workers, at the FIFO's end (its cancel hook armed again).
+            // and the job to the workers, at the FIFO's head where it was, so nothing queued
+            // after it overtakes it (R12; its cancel hook armed again).
             Some(Err(job)) => {
                 self.ops.give();
-                if let Err(job) = self.ready.push_marked(job, false) {
+                if let Err(job) = self.ready.push_front(job) {
                     self.count_finished(job.kind, Status::Cancelled, job.length);
                     finisher.finish(
                         job.request,

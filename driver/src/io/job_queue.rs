@@ -50,6 +50,14 @@ impl<P: Platform> JobQueue<P> {
             .map_err(IoJob::unpark)
     }
 
+    /// Puts a job taken and not served back before every other, unmarked (for the workers),
+    /// its cancel hook armed again; hands it back when it was cancelled meanwhile.
+    pub(crate) fn push_front(&self, job: IoJob<P::Request>) -> Result<(), IoJob<P::Request>> {
+        self.requests
+            .push_front_armed(job.park_marked(false))
+            .map_err(IoJob::unpark)
+    }
+
     /// Blocks until a job or a stop is there for this thread, which then takes something
     /// else before it takes the job ([`take_waited`](Self::take_waited)).
     pub(crate) fn wait(&self) {

@@ -136,6 +136,9 @@ pub trait RequestList<R>: Send {
     fn new_keyed() -> Self;
     /// Appends `request`.
     fn push_back(&mut self, request: R);
+    /// Puts `request` before every other (one taken that could not be served after all goes
+    /// back where it was, so nothing queued after it overtakes it).
+    fn push_front(&mut self, request: R);
     /// Takes the oldest request.
     fn pop_front(&mut self) -> Option<R>;
     /// Takes the oldest request if `pick` selects it (`pick` sees that one only: constant

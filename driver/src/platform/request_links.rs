@@ -120,6 +120,23 @@ impl<N: Copy + PartialEq> LinkedRequests<N> {
         }
     }
 
+    /// Puts `node` (not linked in any list) before every other request, and in a keyed list
+    /// sets its in-line flag, after its links (as [`push_back`](Self::push_back)).
+    #[inline]
+    pub fn push_front<L: RequestLinks<Node = N>>(&mut self, links: &L, node: N) {
+        links.set_prev(node, None);
+        links.set_next(node, self.head);
+        match self.head {
+            Some(head) => links.set_prev(head, Some(node)),
+            None => self.tail = Some(node),
+        }
+        self.head = Some(node);
+        self.len += 1;
+        if self.keyed {
+            links.set_in_line(node, true);
+        }
+    }
+
     /// Takes the oldest request. The fault switch `VerifyCancelStaleFlag` leaves a keyed
     /// list's in-line flag set on it (test builds only).
     #[inline]
@@ -289,6 +306,8 @@ mod tests {
     #[derive(Clone, Debug)]
     enum Op {
         Push,
+        /// A request taken and put back before every other.
+        PushFront,
         Pop,
         /// Unlink by key the request at this position (modulo the length; head, middle and
         /// tail all come up), or a request not linked when the list is empty.
@@ -302,6 +321,7 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             4 => Just(Op::Push),
+            1 => Just(Op::PushFront),
             2 => Just(Op::Pop),
             3 => any::<usize>().prop_map(Op::RemoveKey),
             1 => any::<usize>().prop_map(Op::RemoveFirst),
@@ -319,6 +339,11 @@ mod tests {
                 Op::Push => {
                     list.push_back(&table, fresh);
                     model.push_back(fresh);
+                    fresh += 1;
+                }
+                Op::PushFront => {
+                    list.push_front(&table, fresh);
+                    model.push_front(fresh);
                     fresh += 1;
                 }
                 Op::Pop => assert_eq!(list.pop_front(&table), model.pop_front(), "step {step}"),

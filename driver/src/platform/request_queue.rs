@@ -54,12 +54,25 @@ impl<P: Platform> RequestQueue<P> {
     /// Arms `request`'s cancel hook and appends it, under the queue's lock, so its cancel
     /// routine (which takes requests out under the same lock) finds it here or not at all;
     /// wakes one consumer. Hands `request` back, not queued, when it was already cancelled.
-    pub fn push_armed(&self, mut request: P::Request) -> Result<(), P::Request> {
+    pub fn push_armed(&self, request: P::Request) -> Result<(), P::Request> {
+        self.armed(request, false)
+    }
+
+    /// As [`push_armed`](Self::push_armed), before every request queued: a request a consumer
+    /// took and could not serve goes back where it was, so none queued after it overtakes it.
+    pub fn push_front_armed(&self, request: P::Request) -> Result<(), P::Request> {
+        self.armed(request, true)
+    }
+
+    fn armed(&self, mut request: P::Request, front: bool) -> Result<(), P::Request> {
         let queued = self.fifo.with(|f| {
             if !request.arm_cancel() {
                 return Err(request);
             }
-            f.list.push_back(request);
+            match front {
+                true => f.list.push_front(request),
+                false => f.list.push_back(request),
+            }
             f.pushed += 1;
             Ok(())
         });

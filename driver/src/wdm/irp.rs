@@ -421,6 +421,11 @@ impl RequestList<Irp> for IrpList {
         self.line.push_back(&IrpLinks, request.park());
     }
 
+    fn push_front(&mut self, request: Irp) {
+        // Parked: owned by this list from here on.
+        self.line.push_front(&IrpLinks, request.park());
+    }
+
     fn pop_front(&mut self) -> Option<Irp> {
         let irp = self.line.pop_front(&IrpLinks)?;
         // SAFETY: unlinked just now: this list gives up its ownership to the one wrapper.

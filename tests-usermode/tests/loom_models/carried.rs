@@ -2,9 +2,10 @@
 //! then for a host permit, and only then takes the oldest job (`RequestQueue::wait`,
 //! `HostOps::take_for_job`, `RequestQueue::take_waited`), while a completion work item that holds a
 //! host permit takes the oldest job without blocking when it is one it may issue
-//! (`RequestQueue::try_take_front_if`) and otherwise gives the permit back. Every job is taken
-//! exactly once, the stop reaches the worker, every permit comes back, and nobody waits
-//! forever.
+//! (`RequestQueue::try_take_front_if`) and otherwise gives the permit back; a job whose start
+//! the host refuses goes back to the FIFO's head (`RequestQueue::push_front_armed`). Every job
+//! is taken exactly once, the stop reaches the worker, every permit comes back, and nobody
+//! waits forever.
 
 use std::sync::Arc;
 
@@ -32,6 +33,16 @@ fn serve(taken: &Mutex<Vec<i64>>, request: TestRequest) {
 /// Two jobs queued (a small one, then a large one) and a stop; one worker, with a free host
 /// permit of two; this thread is a completion work item carrying the other.
 fn carried() {
+    carried_then(false);
+}
+
+/// As [`carried`], with the host refusing the carrier's start: the job it took goes back to the
+/// FIFO's head (`RequestQueue::push_front_armed`) for the worker.
+fn carried_refused() {
+    carried_then(true);
+}
+
+fn carried_then(refused: bool) {
     let queue = Arc::new(RequestQueue::<Plat>::new().unwrap());
     let ops = Arc::new(HostOps::<Plat>::new(2).unwrap());
     let taken = Arc::new(Mutex::new(Vec::new()));
@@ -59,7 +70,14 @@ fn carried() {
     // The carrier: the oldest job, if it is a small one; the permit goes back either way.
     if ops.use_carried() {
         if let Some(request) = queue.try_take_front_if(|r| r.offset() == SMALL) {
-            serve(&taken, request);
+            match refused {
+                false => serve(&taken, request),
+                true => {
+                    if let Err(request) = queue.push_front_armed(request) {
+                        panic!("job {} was never cancelled", request.offset());
+                    }
+                }
+            }
         }
         ops.give();
     }
@@ -76,6 +94,12 @@ fn carried() {
 fn carried_permit_and_worker_take_every_job_once_and_give_every_permit_back() {
     let _g = ordinary();
     explore("carried permit", 3, carried);
+}
+
+#[test]
+fn carried_job_the_host_refuses_goes_back_and_is_taken_once() {
+    let _g = ordinary();
+    explore("carried permit, start refused", 3, carried_refused);
 }
 
 /// Teeth: a carrier that finds the head not for it and keeps the queue permit it took leaves
