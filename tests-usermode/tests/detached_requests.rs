@@ -507,6 +507,8 @@ fn r12_a_job_put_back_is_taken_before_the_jobs_queued_after_it() {
     queue
         .push_front_armed(first)
         .unwrap_or_else(|_| panic!("not cancelled"));
+    // Put back, it counts as never taken (the simulator's overtaking check reads these).
+    assert_eq!(queue.counts(), (3, 0));
     let order: Vec<i64> = (0..3)
         .map(|_| match queue.pop() {
             Taken::Request(r) => {
@@ -518,5 +520,6 @@ fn r12_a_job_put_back_is_taken_before_the_jobs_queued_after_it() {
         })
         .collect();
     assert_eq!(order, [0, 4096, 8192]);
+    assert_eq!(queue.counts(), (3, 3));
     assert!(queue.is_empty());
 }

@@ -487,12 +487,15 @@ impl<P: Platform> DirectPath<P> {
             Some(Ok(())) => Counters::add(&self.carried, 1),
             None if faults::is_on(Fault::CarriedPermitLost) => {}
             None => self.ops.give(),
-            // Not issued after all (rare: the host refused the start): the permit goes back
-            // and the job to the workers, at the FIFO's head where it was, so nothing queued
-            // after it overtakes it (R12; its cancel hook armed again).
+            // Not issued after all (rare: the host refused the start): the job goes back to
+            // the FIFO's head, where it was (its cancel hook armed again), and only then the
+            // permit, so the worker it wakes takes this job before those queued after it (R12;
+            // while it was out, a worker or a dispatching thread may have started another, as
+            // beside any carried start).
             Some(Err(job)) => {
+                let requeued = self.ready.push_front(job);
                 self.ops.give();
-                if let Err(job) = self.ready.push_front(job) {
+                if let Err(job) = requeued {
                     self.count_finished(job.kind, Status::Cancelled, job.length);
                     finisher.finish(
                         job.request,

@@ -306,8 +306,11 @@ mod tests {
     #[derive(Clone, Debug)]
     enum Op {
         Push,
-        /// A request taken and put back before every other.
+        /// A new request pushed before every other.
         PushFront,
+        /// The oldest request taken and put back where it was (a consumer that could not
+        /// serve it).
+        PopPushFront,
         Pop,
         /// Unlink by key the request at this position (modulo the length; head, middle and
         /// tail all come up), or a request not linked when the list is empty.
@@ -322,6 +325,7 @@ mod tests {
         prop_oneof![
             4 => Just(Op::Push),
             1 => Just(Op::PushFront),
+            1 => Just(Op::PopPushFront),
             2 => Just(Op::Pop),
             3 => any::<usize>().prop_map(Op::RemoveKey),
             1 => any::<usize>().prop_map(Op::RemoveFirst),
@@ -345,6 +349,14 @@ mod tests {
                     list.push_front(&table, fresh);
                     model.push_front(fresh);
                     fresh += 1;
+                }
+                Op::PopPushFront => {
+                    let taken = list.pop_front(&table);
+                    assert_eq!(taken, model.pop_front(), "step {step}");
+                    if let Some(node) = taken {
+                        list.push_front(&table, node);
+                        model.push_front(node);
+                    }
                 }
                 Op::Pop => assert_eq!(list.pop_front(&table), model.pop_front(), "step {step}"),
                 Op::RemoveKey(at) if !model.is_empty() => {

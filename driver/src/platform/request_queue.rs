@@ -59,7 +59,7 @@ impl<P: Platform> RequestQueue<P> {
     }
 
     /// As [`push_armed`](Self::push_armed), before every request queued: a request a consumer
-    /// took and could not serve goes back where it was, so none queued after it overtakes it.
+    /// took from the head and could not serve goes back where it was, counted as not taken.
     pub fn push_front_armed(&self, request: P::Request) -> Result<(), P::Request> {
         self.armed(request, true)
     }
@@ -69,11 +69,19 @@ impl<P: Platform> RequestQueue<P> {
             if !request.arm_cancel() {
                 return Err(request);
             }
+            // A request put back counts as not taken (it was taken from the head), so `counts`
+            // keeps its meaning: once `taken` reaches `n`, the `n` queued first have left.
             match front {
-                true => f.list.push_front(request),
-                false => f.list.push_back(request),
+                true => {
+                    f.list.push_front(request);
+                    debug_assert!(f.taken > 0, "a request put back was never taken");
+                    f.taken = f.taken.saturating_sub(1);
+                }
+                false => {
+                    f.list.push_back(request);
+                    f.pushed += 1;
+                }
             }
-            f.pushed += 1;
             Ok(())
         });
         if queued.is_ok() {
