@@ -13,4 +13,5 @@ pub mod mount;
 pub mod request;
 pub mod security;
 pub mod sim;
+pub mod stack_scan;
 pub mod std_platform;

@@ -20,8 +20,6 @@
 //! cipher's rounds spill to their stacks, are not.)
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 
 use vcdirect::abi::{MasterKey, MountRequest};
 use vcdirect::crypto::{
@@ -29,6 +27,7 @@ use vcdirect::crypto::{
 };
 use vcdirect::faults::{set_faults, Fault};
 use vcdirect_usermode::host::MemoryHost;
+use vcdirect_usermode::stack_scan;
 use vcdirect_usermode::std_platform::StdPlatform;
 
 /// The master key area of `algorithm`, made on the heap by the main thread only.
@@ -165,64 +164,13 @@ fn key_the_portable_path(key: &[u8]) {
     assert_eq!(cipher.round_keys_left(), 0);
 }
 
-/// Runs `work` 64 KiB below the caller, so the frames it leaves behind lie deeper than
-/// anything the scan itself calls.
-#[inline(never)]
-fn deep(work: &dyn Fn()) {
-    let pad = std::hint::black_box([0u8; 64 << 10]);
-    work();
-    std::hint::black_box(&pad);
-}
-
-/// Offsets in this thread's stack mapping where a round key in `patterns` lies.
-fn scan_own_stack(patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
-    let here = &patterns as *const _ as u64;
-    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
-    let (start, end) = maps
-        .lines()
-        .filter_map(|l| {
-            let range = l.split_whitespace().next()?;
-            let (a, b) = range.split_once('-')?;
-            Some((
-                u64::from_str_radix(a, 16).ok()?,
-                u64::from_str_radix(b, 16).ok()?,
-            ))
-        })
-        .find(|&(a, b)| (a..b).contains(&here))
-        .expect("the mapping that holds this thread's stack");
-    let mut stack = vec![0u8; (end - start) as usize];
-    let mut mem = File::open("/proc/self/mem").expect("open /proc/self/mem");
-    mem.seek(SeekFrom::Start(start)).expect("seek");
-    mem.read_exact(&mut stack)
-        .expect("read this thread's stack");
-    (0..stack.len().saturating_sub(16))
-        .filter(|&i| {
-            let head = u64::from_le_bytes(stack[i..i + 8].try_into().unwrap());
-            patterns
-                .get(&head)
-                .is_some_and(|k| stack[i..i + 16] == k[..])
-        })
-        .collect()
-}
-
 fn hits_after_mount(input: &[u8], patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
     hits_after(&|| use_the_key(input), patterns)
 }
 
 /// Runs `work` deep on a thread of its own, then scans that thread's stack for `patterns`.
 fn hits_after(work: &(dyn Fn() + Sync), patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("mounting-user".into())
-            .stack_size(1 << 20)
-            .spawn_scoped(s, || {
-                deep(work);
-                scan_own_stack(patterns)
-            })
-            .expect("spawn")
-            .join()
-            .expect("the mounting thread")
-    })
+    stack_scan::hits_after("mounting-user", work, patterns)
 }
 
 #[test]

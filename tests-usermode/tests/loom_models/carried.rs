@@ -30,6 +30,28 @@ fn serve(taken: &Mutex<Vec<i64>>, request: TestRequest) {
     request.complete(Status::Success, 0);
 }
 
+/// A direct worker: a queue permit, then a host permit, then the oldest job (or the stop).
+fn spawn_worker(
+    queue: &Arc<RequestQueue<Plat>>,
+    ops: &Arc<HostOps<Plat>>,
+    taken: &Arc<Mutex<Vec<i64>>>,
+) -> loom::thread::JoinHandle<()> {
+    let (queue, ops, taken) = (Arc::clone(queue), Arc::clone(ops), Arc::clone(taken));
+    loom::thread::spawn(move || loop {
+        queue.wait();
+        ops.take_for_job();
+        match queue.take_waited() {
+            Some(Taken::Request(request)) => serve(&taken, request),
+            Some(Taken::Stop) => {
+                ops.give();
+                return;
+            }
+            None => {}
+        }
+        ops.give();
+    })
+}
+
 /// Two jobs queued (a small one, then a large one) and a stop; one worker, with a free host
 /// permit of two; this thread is a completion work item carrying the other.
 fn carried() {
@@ -41,22 +63,7 @@ fn carried() {
     assert!(ops.try_carry(2));
     queue.push(TestRequest::read(SMALL as u64, 512, |_| {}));
     queue.push(TestRequest::read(4096, 512, |_| {}));
-    let worker = {
-        let (queue, ops, taken) = (Arc::clone(&queue), Arc::clone(&ops), Arc::clone(&taken));
-        loom::thread::spawn(move || loop {
-            queue.wait();
-            ops.take_for_job();
-            match queue.take_waited() {
-                Some(Taken::Request(request)) => serve(&taken, request),
-                Some(Taken::Stop) => {
-                    ops.give();
-                    return;
-                }
-                None => {}
-            }
-            ops.give();
-        })
-    };
+    let worker = spawn_worker(&queue, &ops, &taken);
     // The carrier: the oldest job, if it is a small one; the permit goes back either way.
     if ops.use_carried() {
         if let Some(request) = queue.try_take_front_if(|r| r.offset() == SMALL) {
@@ -87,22 +94,7 @@ fn carried_refused(permit_first: bool) {
     assert!(ops.try_carry(2));
     queue.push(TestRequest::read(SMALL as u64, 512, |_| {}));
     queue.push(TestRequest::read(4096, 512, |_| {}));
-    let worker = {
-        let (queue, ops, taken) = (Arc::clone(&queue), Arc::clone(&ops), Arc::clone(&taken));
-        loom::thread::spawn(move || loop {
-            queue.wait();
-            ops.take_for_job();
-            match queue.take_waited() {
-                Some(Taken::Request(request)) => serve(&taken, request),
-                Some(Taken::Stop) => {
-                    ops.give();
-                    return;
-                }
-                None => {}
-            }
-            ops.give();
-        })
-    };
+    let worker = spawn_worker(&queue, &ops, &taken);
     assert!(
         ops.use_carried(),
         "no worker waits in the middle of a request"

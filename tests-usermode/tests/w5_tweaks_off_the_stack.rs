@@ -13,11 +13,8 @@
 //! driver image's (other callee-saved registers), whose stores the image checks cover.
 #![cfg(target_os = "linux")]
 
-use std::collections::HashMap;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-
 use vcdirect_aes_hw::{WideVectors, XtsKeys, DATA_UNIT};
+use vcdirect_usermode::stack_scan::{self, Patterns};
 
 const FIRST_UNIT: u64 = 0x1234_5678;
 const UNITS: usize = 40;
@@ -42,76 +39,27 @@ fn times_alpha(t: [u8; 16]) -> [u8; 16] {
     out
 }
 
-/// Every tweak of the units the passes touch, keyed by their first 8 bytes.
-fn tweaks(key: &[u8; 64]) -> HashMap<u64, [u8; 16]> {
+/// Every tweak of the units the passes touch.
+fn tweaks(key: &[u8; 64]) -> Patterns {
     use aes09::cipher::{BlockCipherEncrypt, KeyInit};
     let tweak_key = aes09::Aes256::new_from_slice(&key[32..]).unwrap();
-    let mut all = HashMap::new();
+    let mut all = Patterns::new();
     for unit in FIRST_UNIT..FIRST_UNIT + UNITS_COMPUTED {
         let mut block = aes09::Block::default();
         block[..8].copy_from_slice(&unit.to_le_bytes());
         tweak_key.encrypt_block(&mut block);
         let mut t: [u8; 16] = block.into();
         for _ in 0..DATA_UNIT / 16 {
-            all.insert(u64::from_le_bytes(t[..8].try_into().unwrap()), t);
+            stack_scan::add(&mut all, t);
             t = times_alpha(t);
         }
     }
     all
 }
 
-/// Runs `work` 64 KiB below the caller, so the frames it leaves behind lie deeper than
-/// anything the scan itself calls.
-#[inline(never)]
-fn deep(work: &dyn Fn()) {
-    let pad = std::hint::black_box([0u8; 64 << 10]);
-    work();
-    std::hint::black_box(&pad);
-}
-
-/// Offsets in this thread's stack mapping where a tweak in `patterns` lies.
-fn scan_own_stack(patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
-    let here = &patterns as *const _ as u64;
-    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
-    let (start, end) = maps
-        .lines()
-        .filter_map(|l| {
-            let (a, b) = l.split_whitespace().next()?.split_once('-')?;
-            Some((
-                u64::from_str_radix(a, 16).ok()?,
-                u64::from_str_radix(b, 16).ok()?,
-            ))
-        })
-        .find(|&(a, b)| (a..b).contains(&here))
-        .expect("the mapping that holds this thread's stack");
-    let mut stack = vec![0u8; (end - start) as usize];
-    let mut mem = File::open("/proc/self/mem").expect("open /proc/self/mem");
-    mem.seek(SeekFrom::Start(start)).expect("seek");
-    mem.read_exact(&mut stack)
-        .expect("read this thread's stack");
-    (0..stack.len().saturating_sub(15))
-        .filter(|&i| {
-            let head = u64::from_le_bytes(stack[i..i + 8].try_into().unwrap());
-            patterns
-                .get(&head)
-                .is_some_and(|t| stack[i..i + 16] == t[..])
-        })
-        .collect()
-}
-
 /// Runs `work` deep on a thread of its own, then scans that thread's stack for `patterns`.
-fn hits_after(work: &(dyn Fn() + Sync), patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .stack_size(1 << 20)
-            .spawn_scoped(s, || {
-                deep(work);
-                scan_own_stack(patterns)
-            })
-            .expect("spawn")
-            .join()
-            .expect("the scanned thread")
-    })
+fn hits_after(work: &(dyn Fn() + Sync), patterns: &Patterns) -> Vec<usize> {
+    stack_scan::hits_after("xts-pass", work, patterns)
 }
 
 /// Leaves `tweak` in a frame of its own, as an outlined helper would.
