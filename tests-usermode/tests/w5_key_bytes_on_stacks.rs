@@ -19,15 +19,13 @@
 //! (Only the mounting thread's stack is scanned: the threads that encrypt, and the values a
 //! cipher's rounds spill to their stacks, are not.)
 
-use std::collections::HashMap;
-
 use vcdirect::abi::{MasterKey, MountRequest};
 use vcdirect::crypto::{
     Algorithm, BlockAlg, Cipher, CryptoPool, VolumeKey, XtsCipher, AES, DATA_UNIT,
 };
 use vcdirect::faults::{set_faults, Fault};
 use vcdirect_usermode::host::MemoryHost;
-use vcdirect_usermode::stack_scan;
+use vcdirect_usermode::stack_scan::{self, Patterns};
 use vcdirect_usermode::std_platform::StdPlatform;
 
 /// The master key area of `algorithm`, made on the heap by the main thread only.
@@ -108,7 +106,7 @@ fn round_keys(key: &[u8], sbox: &[u8; 256]) -> Vec<[u8; 16]> {
 /// What to look for, by its first 8 bytes: every round key of the data and tweak schedules of
 /// each AES stage (the first two of each are that stage's key halves), and the whole key area
 /// in 16-byte pieces (the other ciphers' keys).
-fn patterns(algorithm: Algorithm, key: &[u8]) -> HashMap<u64, [u8; 16]> {
+fn patterns(algorithm: Algorithm, key: &[u8]) -> Patterns {
     let sbox = sbox();
     let n = algorithm.ciphers().len();
     let mut all: Vec<[u8; 16]> = key
@@ -121,9 +119,11 @@ fn patterns(algorithm: Algorithm, key: &[u8]) -> HashMap<u64, [u8; 16]> {
             all.extend(round_keys(&key[32 * (n + i)..32 * (n + i) + 32], &sbox));
         }
     }
-    all.into_iter()
-        .map(|k| (u64::from_le_bytes(k[..8].try_into().unwrap()), k))
-        .collect()
+    let mut patterns = Patterns::new();
+    for k in all {
+        stack_scan::add(&mut patterns, k);
+    }
+    patterns
 }
 
 /// What the mount IOCTL does with the key, on this thread.
@@ -164,12 +164,12 @@ fn key_the_portable_path(key: &[u8]) {
     assert_eq!(cipher.round_keys_left(), 0);
 }
 
-fn hits_after_mount(input: &[u8], patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
+fn hits_after_mount(input: &[u8], patterns: &Patterns) -> Vec<usize> {
     hits_after(&|| use_the_key(input), patterns)
 }
 
 /// Runs `work` deep on a thread of its own, then scans that thread's stack for `patterns`.
-fn hits_after(work: &(dyn Fn() + Sync), patterns: &HashMap<u64, [u8; 16]>) -> Vec<usize> {
+fn hits_after(work: &(dyn Fn() + Sync), patterns: &Patterns) -> Vec<usize> {
     stack_scan::hits_after("mounting-user", work, patterns)
 }
 
